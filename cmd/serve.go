@@ -1,0 +1,210 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// ServeOptions are the settings of `zizq serve`.
+type ServeOptions struct {
+	RootDir   string
+	Host      string
+	Port      int
+	LogLevel  string
+	LogFormat string
+
+	Heartbeat          time.Duration
+	GlobalInFlight     int
+	RetryLimit         uint32
+	BackoffBase        time.Duration
+	BackoffExponent    float32
+	BackoffJitter      time.Duration
+	CompletedRetention time.Duration
+	DeadRetention      time.Duration
+	ReaperInterval     time.Duration
+	DefaultCommitMode  string
+	EnqueueCommitMode  string
+	CacheSize          int64
+	EnqueueBatchSize   int
+	CompleteBatchSize  int
+	MaxBudgets         int
+	MaxBodySize        int64
+	MaxTakeConnections int
+	LicenseKey         string
+	NoAdmin            bool
+}
+
+func newServeCmd(streams IO) *cobra.Command {
+	o := &ServeOptions{}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the zizq server",
+		Long: `Run the zizq server: the Zizq wire API over HTTP/1.1 and cleartext HTTP/2 on
+one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
+		Args: cobra.NoArgs,
+		PreRunE: func(c *cobra.Command, _ []string) error {
+			return applyEnv(c)
+		},
+		RunE: func(c *cobra.Command, _ []string) error {
+			return serveRun(c.Context(), o, streams)
+		},
+	}
+	fs := c.Flags()
+	type envFlag struct{ name, env string }
+	var envs []envFlag
+	bind := func(name, env string) { envs = append(envs, envFlag{name, env}) }
+
+	fs.StringVar(&o.RootDir, "root-dir", "./zizq-root", "directory of the server's data (database in <root-dir>/data)")
+	bind("root-dir", "ZIZQ_ROOT_DIR")
+	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
+	bind("host", "ZIZQ_HOST")
+	fs.IntVar(&o.Port, "port", 7890, "port to listen on (0 picks a free one)")
+	bind("port", "ZIZQ_PORT")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	bind("log-level", "ZIZQ_LOG_LEVEL")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
+	bind("log-format", "ZIZQ_LOG_FORMAT")
+	durationFlag(fs, &o.Heartbeat, "heartbeat-interval", 3*time.Second, "idle time after which a take stream gets a heartbeat")
+	bind("heartbeat-interval", "ZIZQ_HEARTBEAT_INTERVAL")
+	fs.IntVarP(&o.GlobalInFlight, "global-in-flight-limit", "l", 1024, "most jobs in flight across all workers (0: no limit)")
+	bind("global-in-flight-limit", "ZIZQ_GLOBAL_IN_FLIGHT_LIMIT")
+	fs.Uint32Var(&o.RetryLimit, "default-retry-limit", 25, "failures a job may have before it dies")
+	bind("default-retry-limit", "ZIZQ_DEFAULT_RETRY_LIMIT")
+	durationFlag(fs, &o.BackoffBase, "default-backoff-base", 15*time.Second, "base delay of retries")
+	bind("default-backoff-base", "ZIZQ_DEFAULT_BACKOFF_BASE")
+	fs.Float32Var(&o.BackoffExponent, "default-backoff-exponent", 4, "exponent of the retry delay")
+	bind("default-backoff-exponent", "ZIZQ_DEFAULT_BACKOFF_EXPONENT")
+	durationFlag(fs, &o.BackoffJitter, "default-backoff-jitter", 30*time.Second, "random jitter per attempt added to retry delays")
+	bind("default-backoff-jitter", "ZIZQ_DEFAULT_BACKOFF_JITTER")
+	durationFlag(fs, &o.CompletedRetention, "default-completed-job-retention", 0, "how long completed jobs are kept (0: deleted at once)")
+	bind("default-completed-job-retention", "ZIZQ_DEFAULT_COMPLETED_JOB_RETENTION")
+	durationFlag(fs, &o.DeadRetention, "default-dead-job-retention", 7*24*time.Hour, "how long dead jobs are kept")
+	bind("default-dead-job-retention", "ZIZQ_DEFAULT_DEAD_JOB_RETENTION")
+	durationFlag(fs, &o.ReaperInterval, "reaper-check-interval", 30*time.Second, "accepted for compatibility; expired jobs are purged on their deadline")
+	bind("reaper-check-interval", "ZIZQ_REAPER_CHECK_INTERVAL")
+	fs.StringVar(&o.DefaultCommitMode, "default-commit-mode", "buffered", "durability of writes: buffered (survives a crash) or fsync (survives power loss)")
+	bind("default-commit-mode", "ZIZQ_DEFAULT_COMMIT_MODE")
+	fs.StringVar(&o.EnqueueCommitMode, "enqueue-commit-mode", "", "durability of enqueues (default: --default-commit-mode)")
+	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
+	sizeFlag(fs, &o.CacheSize, "cache-size", 256<<20, "SQLite page cache per connection")
+	bind("cache-size", "ZIZQ_CACHE_SIZE")
+	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", 1000, "most writes committed in one transaction (group commit)")
+	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
+	fs.IntVar(&o.CompleteBatchSize, "complete-batch-size", 1000, "accepted for compatibility; see --enqueue-batch-size")
+	bind("complete-batch-size", "ZIZQ_COMPLETE_BATCH_SIZE")
+	fs.IntVar(&o.MaxBudgets, "max-budgets", 8192, "most budgets the server keeps")
+	bind("max-budgets", "ZIZQ_MAX_BUDGETS")
+	sizeFlag(fs, &o.MaxBodySize, "max-body-size", 16<<20, "largest request body")
+	bind("max-body-size", "ZIZQ_MAX_BODY_SIZE")
+	fs.IntVar(&o.MaxTakeConnections, "max-take-connections", 10000, "most concurrent take streams (503 beyond)")
+	bind("max-take-connections", "ZIZQ_MAX_TAKE_CONNECTIONS")
+	fs.StringVarP(&o.LicenseKey, "license-key", "k", "", "accepted for compatibility; every feature is enabled")
+	bind("license-key", "ZIZQ_LICENSE_KEY")
+	fs.BoolVar(&o.NoAdmin, "no-admin", false, "accepted for compatibility; there is no admin port yet")
+	bind("no-admin", "ZIZQ_NO_ADMIN")
+	for _, e := range envs {
+		withEnv(fs, e.name, e.env)
+	}
+	return c
+}
+
+func (o *ServeOptions) logger(w *os.File) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return nil, usageError{fmt.Errorf("invalid --log-level %q", o.LogLevel)}
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.LogFormat {
+	case "text", "pretty", "":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, usageError{fmt.Errorf("invalid --log-format %q: use text or json", o.LogFormat)}
+}
+
+func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
+	def, err := store.ParseCommitMode(o.DefaultCommitMode)
+	if err != nil {
+		return server.Options{}, usageError{fmt.Errorf("--default-commit-mode: %w", err)}
+	}
+	enq := def
+	if o.EnqueueCommitMode != "" {
+		if enq, err = store.ParseCommitMode(o.EnqueueCommitMode); err != nil {
+			return server.Options{}, usageError{fmt.Errorf("--enqueue-commit-mode: %w", err)}
+		}
+	}
+	ecfg := engine.DefaultConfig()
+	ecfg.GlobalInFlightLimit = o.GlobalInFlight
+	ecfg.DefaultRetryLimit = o.RetryLimit
+	ecfg.DefaultBackoff = store.Backoff{Exponent: o.BackoffExponent, BaseMs: uint32(o.BackoffBase.Milliseconds()), JitterMs: uint32(o.BackoffJitter.Milliseconds())}
+	ecfg.DefaultCompletedRetentionMs = uint64(o.CompletedRetention.Milliseconds())
+	ecfg.DefaultDeadRetentionMs = uint64(o.DeadRetention.Milliseconds())
+	ecfg.MaxBudgets = o.MaxBudgets
+	hcfg := server.DefaultConfig()
+	hcfg.HeartbeatInterval = o.Heartbeat
+	hcfg.MaxBodyBytes = o.MaxBodySize
+	hcfg.MaxTakeConnections = o.MaxTakeConnections
+	if hcfg.HeartbeatInterval <= 0 {
+		return server.Options{}, usageError{fmt.Errorf("--heartbeat-interval must be positive")}
+	}
+	return server.Options{
+		DataDir: filepath.Join(o.RootDir, "data"),
+		Store:   store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
+		Engine:  ecfg,
+		HTTP:    hcfg,
+		Logger:  log,
+	}, nil
+}
+
+func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
+	log, err := o.logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	opts, err := o.serverOptions(log)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srv, err := server.Open(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer srv.CloseStore()
+	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	addr := l.Addr().String()
+	if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+		log.Warn("listening on a non-loopback address without TLS: anyone who can reach it can read and change every job", "addr", addr)
+	}
+	fmt.Fprintf(streams.Out, "Listening on http://%s (primary)\n", addr)
+	log.Info("serving", "addr", addr, "root", o.RootDir, "version", version)
+	if err := srv.Serve(ctx, l); err != nil {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func isLoopback(host string) bool {
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

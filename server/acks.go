@@ -1,0 +1,79 @@
+package server
+
+import (
+	"net/http"
+
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/engine"
+)
+
+func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
+	missing, waiter := s.engine.Ack([]string{r.PathValue("id")})
+	if len(missing) > 0 {
+		s.fail(w, r, notFound("job not found in in-flight set"))
+		return
+	}
+	if err := wait(r.Context(), waiter); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	noContent(w)
+}
+
+func (s *Server) ackBulk(w http.ResponseWriter, r *http.Request) {
+	var req api.AckIDs
+	if err := s.decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(req.IDs) == 0 {
+		s.fail(w, r, badRequest("ids must not be empty"))
+		return
+	}
+	missing, waiter := s.engine.Ack(req.IDs)
+	if err := wait(r.Context(), waiter); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(missing) > 0 {
+		s.respond(w, r, http.StatusUnprocessableEntity, api.NotFound{NotFound: missing})
+		return
+	}
+	noContent(w)
+}
+
+func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
+	var req api.FailureRequest
+	if err := s.decode(w, r, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if req.Message == nil {
+		s.fail(w, r, missing(decodePrefix(r), "message"))
+		return
+	}
+	f := engine.Failure{Message: *req.Message, Kill: req.Kill != nil && *req.Kill}
+	if req.ErrorType != nil {
+		f.ErrorType = *req.ErrorType
+	}
+	if req.Backtrace != nil {
+		f.Backtrace = *req.Backtrace
+	}
+	if req.RetryAt != nil {
+		if *req.RetryAt > maxTimestampMs {
+			s.fail(w, r, badRequest("retry_at must be at most %d", int64(maxTimestampMs)))
+			return
+		}
+		at := int64(*req.RetryAt)
+		f.RetryAt = &at
+	}
+	j, waiter, err := s.engine.Fail(r.PathValue("id"), f)
+	if err == nil {
+		err = wait(r.Context(), waiter)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.respond(w, r, http.StatusOK, wireJob(j, false))
+}

@@ -1,0 +1,55 @@
+package api
+
+import (
+	"errors"
+	"strings"
+)
+
+// reservedNameChars are the characters a queue, type or budget key may not
+// contain: they are kept free for glob patterns (API.md §2.3).
+const reservedNameChars = `*?[]{}\`
+
+// ValidateName checks a queue name, a job type or a cron name against the
+// Zizq name rules (API.md §2.3). field names the value in the error text,
+// for example "queue" gives "queue must not be empty".
+func ValidateName(field, s string) error {
+	if s == "" {
+		return errors.New(field + " must not be empty")
+	}
+	if strings.IndexByte(s, ',') >= 0 {
+		// A comma would split the name in the comma lists of query strings.
+		return errors.New(field + " must not contain ','")
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return errors.New(field + " must not contain null bytes")
+	}
+	if i := strings.IndexAny(s, reservedNameChars); i >= 0 {
+		return errors.New(field + " must not contain '" + s[i:i+1] + "' (reserved)")
+	}
+	return nil
+}
+
+// ValidateBudgetKey checks a budget key: the rules are those of queue names
+// (API.md §17.9 #25).
+func ValidateBudgetKey(s string) error {
+	return ValidateName("budget key", s)
+}
+
+// JobIDLen is the length of a job ID: 128 bits in lowercase base 36.
+const JobIDLen = 25
+
+// ValidJobID reports whether s has the shape of a job ID: exactly 25
+// characters of [0-9a-z]. It does not check that the value fits in 128 bits,
+// as Zizq does not either.
+func ValidJobID(s string) bool {
+	if len(s) != JobIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,73 @@
+package api
+
+// EnqueueRequest is one job to enqueue (POST /jobs, and each item of
+// POST /jobs/bulk). Pointer fields distinguish "absent" from a zero value:
+// the server materialises defaults, and rejects missing required fields.
+// Payload is nil when the key is absent and the 4 bytes "null" when it is
+// sent as null. Batch is kept as a plain decoded value (maps, slices,
+// float64, …) so that it survives both encodings; the server refuses it
+// until batches are built.
+type EnqueueRequest struct {
+	Type        *string          `json:"type,omitempty"`
+	Queue       *string          `json:"queue,omitempty"`
+	Payload     Payload          `json:"payload,omitempty"`
+	Priority    *uint16          `json:"priority,omitempty"`
+	ReadyAt     *uint64          `json:"ready_at,omitempty"`
+	RetryLimit  *uint32          `json:"retry_limit,omitempty"`
+	Backoff     *BackoffRequest  `json:"backoff,omitempty"`
+	Retention   *Retention       `json:"retention,omitempty"`
+	UniqueKey   *string          `json:"unique_key,omitempty"`
+	UniqueWhile *string          `json:"unique_while,omitempty"`
+	Batch       any              `json:"batch,omitempty"`
+	Budgets     []BindingRequest `json:"budgets,omitempty"`
+}
+
+// BackoffRequest is a backoff override as sent; all three fields are required.
+type BackoffRequest struct {
+	Exponent *float32 `json:"exponent,omitempty"`
+	BaseMs   *uint32  `json:"base_ms,omitempty"`
+	JitterMs *uint32  `json:"jitter_ms,omitempty"`
+}
+
+// BindingRequest binds a job to a budget at enqueue time.
+type BindingRequest struct {
+	Key        *string      `json:"key,omitempty"`
+	Cost       *int64       `json:"cost,omitempty"`
+	CreateWith *BudgetInput `json:"create_with,omitempty"`
+}
+
+// BulkEnqueueRequest is the body of POST /jobs/bulk.
+type BulkEnqueueRequest struct {
+	Jobs []EnqueueRequest `json:"jobs"`
+}
+
+// FailureRequest is the body of POST /jobs/{id}/failure.
+type FailureRequest struct {
+	Message   *string `json:"message,omitempty"`
+	ErrorType *string `json:"error_type,omitempty"`
+	Backtrace *string `json:"backtrace,omitempty"`
+	RetryAt   *uint64 `json:"retry_at,omitempty"`
+	Kill      *bool   `json:"kill,omitempty"`
+}
+
+// BudgetInput is the body of POST and PUT /budgets/{key}, and a binding's
+// create_with. Unknown fields (including "key") are ignored.
+type BudgetInput struct {
+	Allocation *int64         `json:"allocation,omitempty"`
+	Strategy   *StrategyInput `json:"strategy,omitempty"`
+}
+
+// StrategyInput is a budget strategy as sent.
+type StrategyInput struct {
+	Type       *string `json:"type,omitempty"`
+	DurationMs *int64  `json:"duration_ms,omitempty"`
+	Burst      *int64  `json:"burst,omitempty"`
+}
+
+// BindingsReplace is the body of PUT /jobs/{id}/budgets.
+type BindingsReplace struct {
+	Budgets []BindingRequest `json:"budgets"`
+}
+
+// Ptr returns a pointer to v; it keeps request literals short.
+func Ptr[T any](v T) *T { return &v }

@@ -1,0 +1,239 @@
+// Package api defines the Zizq wire types shared by the server, the client and
+// the dashboard. Field order and omission rules follow the Zizq 0.6.1 wire
+// format (see API.md §2.5) so that official clients can decode them unchanged.
+package api
+
+// Job statuses as they appear on the wire.
+const (
+	StatusScheduled = "scheduled"
+	StatusReady     = "ready"
+	StatusInFlight  = "in_flight"
+	StatusCompleted = "completed"
+	StatusDead      = "dead"
+)
+
+// Budget strategy types.
+const (
+	StrategyWhileInFlight = "while_in_flight"
+	StrategyTimeBased     = "time_based"
+)
+
+// DefaultPriority is the priority of a job enqueued without one.
+const DefaultPriority = 32768
+
+// Job is a job as rendered in responses and on the take stream.
+type Job struct {
+	ID          string     `json:"id"`
+	Type        string     `json:"type"`
+	Queue       string     `json:"queue"`
+	Priority    uint16     `json:"priority"`
+	Status      string     `json:"status"`
+	Payload     Payload    `json:"payload,omitempty"`
+	ReadyAt     uint64     `json:"ready_at"`
+	Attempts    uint32     `json:"attempts"`
+	RetryLimit  *uint32    `json:"retry_limit,omitempty"`
+	Backoff     *Backoff   `json:"backoff,omitempty"`
+	DequeuedAt  uint64     `json:"dequeued_at,omitempty"`
+	FailedAt    uint64     `json:"failed_at,omitempty"`
+	Retention   *Retention `json:"retention,omitempty"`
+	PurgeAt     uint64     `json:"purge_at,omitempty"`
+	CompletedAt uint64     `json:"completed_at,omitempty"`
+	Duplicate   *bool      `json:"duplicate,omitempty"`
+	Folded      *bool      `json:"folded,omitempty"`
+	Budgets     []Binding  `json:"budgets,omitempty"`
+}
+
+// Backoff overrides the server's retry backoff for one job.
+type Backoff struct {
+	Exponent float32 `json:"exponent"`
+	BaseMs   uint32  `json:"base_ms"`
+	JitterMs uint32  `json:"jitter_ms"`
+}
+
+// Retention overrides how long terminal jobs are kept, in milliseconds.
+type Retention struct {
+	CompletedMs *uint64 `json:"completed_ms,omitempty"`
+	DeadMs      *uint64 `json:"dead_ms,omitempty"`
+}
+
+// Binding ties a job to a budget with a cost, as echoed in job responses.
+type Binding struct {
+	Key  string `json:"key"`
+	Cost int64  `json:"cost"`
+}
+
+// ErrorRecord is one recorded failure of a job.
+type ErrorRecord struct {
+	Attempt    uint32 `json:"attempt"`
+	Message    string `json:"message"`
+	ErrorType  string `json:"error_type,omitempty"`
+	Backtrace  string `json:"backtrace,omitempty"`
+	DequeuedAt uint64 `json:"dequeued_at"`
+	FailedAt   uint64 `json:"failed_at"`
+}
+
+// Pages holds the cursor links of a paginated listing. Next and Prev are
+// always present and null when there is no such page.
+type Pages struct {
+	Self string  `json:"self"`
+	Next *string `json:"next"`
+	Prev *string `json:"prev"`
+}
+
+// JobList is the body of GET /jobs.
+type JobList struct {
+	Jobs  []Job `json:"jobs"`
+	Pages Pages `json:"pages"`
+}
+
+// ErrorList is the body of GET /jobs/{id}/errors.
+type ErrorList struct {
+	Errors []ErrorRecord `json:"errors"`
+	Pages  Pages         `json:"pages"`
+}
+
+// BulkJobs is the body of POST /jobs/bulk responses.
+type BulkJobs struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// Count is the body of GET /jobs/count.
+type Count struct {
+	Count int64 `json:"count"`
+}
+
+// Deleted is the body of DELETE /jobs.
+type Deleted struct {
+	Deleted int64 `json:"deleted"`
+}
+
+// Patched is the body of PATCH /jobs.
+type Patched struct {
+	Patched int64 `json:"patched"`
+}
+
+// Queues is the body of GET /queues.
+type Queues struct {
+	Queues []string `json:"queues"`
+}
+
+// Health is the body of GET /health.
+type Health struct {
+	Status string `json:"status"`
+}
+
+// Version is the body of GET /version.
+type Version struct {
+	Version string `json:"version"`
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error     string   `json:"error"`
+	Supported []string `json:"supported,omitempty"`
+}
+
+// NotFound is the body of a 422 from POST /jobs/success.
+type NotFound struct {
+	NotFound []string `json:"not_found"`
+}
+
+// AckIDs is the body of POST /jobs/success.
+type AckIDs struct {
+	IDs []string `json:"ids"`
+}
+
+// Budget is a budget as rendered in responses. State is only present when
+// the caller asked for live figures (?state=true).
+type Budget struct {
+	Key        string       `json:"key"`
+	Allocation int64        `json:"allocation"`
+	Strategy   Strategy     `json:"strategy"`
+	CreatedAt  uint64       `json:"created_at"`
+	UpdatedAt  uint64       `json:"updated_at"`
+	State      *BudgetState `json:"state,omitempty"`
+}
+
+// Strategy describes how a budget's tokens come back.
+type Strategy struct {
+	Type       string `json:"type"`
+	DurationMs int64  `json:"duration_ms,omitempty"`
+	Burst      int64  `json:"burst,omitempty"`
+}
+
+// BudgetList is the body of GET /budgets.
+type BudgetList struct {
+	Budgets []Budget `json:"budgets"`
+}
+
+// BudgetState holds the live figures of a budget (our extension, API.md §17.10).
+type BudgetState struct {
+	Available      float64 `json:"available"`
+	Capacity       int64   `json:"capacity"`
+	InFlight       int64   `json:"in_flight"`
+	Held           int64   `json:"held"`
+	Parked         int64   `json:"parked"`
+	OldestParkedMs *int64  `json:"oldest_parked_ms"`
+	NextTokenAt    *int64  `json:"next_token_at"`
+	Dispatched     int64   `json:"dispatched"`
+}
+
+// Why explains what a job waits for (GET /jobs/{id}/why).
+type Why struct {
+	ID         string      `json:"id"`
+	Status     string      `json:"status"`
+	WaitingFor string      `json:"waiting_for"`
+	Budgets    []WhyBudget `json:"budgets"`
+	ReadyAt    uint64      `json:"ready_at"`
+}
+
+// WhyBudget is one budget that refuses a parked job.
+type WhyBudget struct {
+	Key          string  `json:"key"`
+	Cost         int64   `json:"cost"`
+	Available    float64 `json:"available"`
+	Ahead        int64   `json:"ahead"`
+	AffordableAt *int64  `json:"affordable_at"`
+}
+
+// Why.WaitingFor values.
+const (
+	WaitingSchedule = "schedule"
+	WaitingBudget   = "budget"
+	WaitingWorker   = "worker"
+	WaitingNothing  = "nothing"
+	WaitingFinished = "finished"
+)
+
+// Stats is the body of GET /stats.
+type Stats struct {
+	Version  string       `json:"version"`
+	UptimeMs int64        `json:"uptime_ms"`
+	RSSBytes int64        `json:"rss_bytes"`
+	Jobs     JobCounts    `json:"jobs"`
+	Queues   []QueueStats `json:"queues"`
+	Budgets  []Budget     `json:"budgets"`
+}
+
+// JobCounts counts live jobs by state. Ready excludes parked jobs.
+type JobCounts struct {
+	Scheduled int64 `json:"scheduled"`
+	Ready     int64 `json:"ready"`
+	Parked    int64 `json:"parked"`
+	InFlight  int64 `json:"in_flight"`
+}
+
+// QueueStats counts the live jobs of one queue.
+type QueueStats struct {
+	Name      string `json:"name"`
+	Scheduled int64  `json:"scheduled"`
+	Ready     int64  `json:"ready"`
+	Parked    int64  `json:"parked"`
+	InFlight  int64  `json:"in_flight"`
+}
+
+// BindingChange is the body of the bulk binding endpoints' responses.
+type BindingChange struct {
+	Changed int64    `json:"changed"`
+	Blocked []string `json:"blocked"`
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+func wireBudgetView(v engine.BudgetView) api.Budget {
+	out := wireBudget(v.Budget)
+	if st := v.State; st != nil {
+		out.State = &api.BudgetState{
+			Available: st.Available, Capacity: st.Capacity, InFlight: st.InFlight, Held: st.Held,
+			Parked: st.Parked, OldestParkedMs: st.OldestParkedMs, NextTokenAt: st.NextTokenAt, Dispatched: st.Dispatched,
+		}
+	}
+	return out
+}
+
+func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
+	state, err := api.ParseStateQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	views := s.engine.Budgets(state)
+	out := api.BudgetList{Budgets: make([]api.Budget, 0, len(views))}
+	for _, v := range views {
+		out.Budgets = append(out.Budgets, wireBudgetView(v))
+	}
+	s.respond(w, r, http.StatusOK, out)
+}
+
+func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
+	state, err := api.ParseStateQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	v, err := s.engine.Budget(r.PathValue("key"), state)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.respond(w, r, http.StatusOK, wireBudgetView(v))
+}
+
+func (s *Server) createBudget(w http.ResponseWriter, r *http.Request) {
+	s.writeBudget(w, r, engine.CreateOnly, http.StatusCreated)
+}
+
+func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
+	s.writeBudget(w, r, engine.CreateOrReplace, http.StatusOK)
+}
+
+func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode engine.PutMode, status int) {
+	var in api.BudgetInput
+	if err := s.decode(w, r, &in); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	if err := api.ValidateBudgetKey(key); err != nil {
+		s.fail(w, r, unprocessable("%s", err))
+		return
+	}
+	cfg, err := budgetConfig(in, decodePrefix(r))
+	if err != nil {
+		s.fail(w, r, ruleStatus(err))
+		return
+	}
+	b, waiter, err := s.engine.PutBudget(key, cfg, mode)
+	if err == nil {
+		err = wait(r.Context(), waiter)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.respond(w, r, status, wireBudget(b))
+}
+
+// ruleStatus answers broken budget value rules with 422.
+func ruleStatus(err error) error {
+	if re, ok := err.(*ruleError); ok {
+		return unprocessable("%s", re.msg)
+	}
+	return err
+}
+
+func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
+	var body map[string]json.RawMessage
+	if err := s.decode(w, r, &body); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if body == nil {
+		s.fail(w, r, badRequest("%sexpected an object", decodePrefix(r)))
+		return
+	}
+	p, err := decodeBudgetPatch(body, decodePrefix(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	b, waiter, err := s.engine.PatchBudget(r.PathValue("key"), p.apply)
+	if err == nil {
+		err = wait(r.Context(), waiter)
+	}
+	if err != nil {
+		s.fail(w, r, ruleStatus(err))
+		return
+	}
+	s.respond(w, r, http.StatusOK, wireBudget(b))
+}
+
+// budgetPatch is a JSON merge patch of a budget (API.md §17.4.2).
+type budgetPatch struct {
+	allocation *int64
+	strategy   field
+	typ        *string
+	duration   *int64
+	burst      field
+	burstVal   int64
+}
+
+func decodeBudgetPatch(body map[string]json.RawMessage, prefix string) (*budgetPatch, error) {
+	p := &budgetPatch{}
+	if f := fieldOf(body, "allocation"); f.set {
+		if f.null {
+			return nil, unprocessable("allocation cannot be null")
+		}
+		var v int64
+		if err := f.decodeInto(prefix, "allocation", &v); err != nil {
+			return nil, err
+		}
+		p.allocation = &v
+	}
+	p.strategy = fieldOf(body, "strategy")
+	if !p.strategy.set {
+		return p, nil
+	}
+	if p.strategy.null {
+		return nil, unprocessable("strategy cannot be null")
+	}
+	var inner map[string]json.RawMessage
+	if err := p.strategy.decodeInto(prefix, "strategy", &inner); err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"type", "duration_ms"} {
+		if f := fieldOf(inner, name); f.set && f.null {
+			return nil, unprocessable("%s cannot be null", name)
+		}
+	}
+	if f := fieldOf(inner, "type"); f.set {
+		var t string
+		if err := f.decodeInto(prefix, "type", &t); err != nil {
+			return nil, err
+		}
+		if t != store.WhileInFlight && t != store.TimeBased {
+			return nil, badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", prefix, t)
+		}
+		p.typ = &t
+	}
+	if f := fieldOf(inner, "duration_ms"); f.set {
+		var d int64
+		if err := f.decodeInto(prefix, "duration_ms", &d); err != nil {
+			return nil, err
+		}
+		p.duration = &d
+	}
+	p.burst = fieldOf(inner, "burst")
+	if p.burst.set && !p.burst.null {
+		if err := p.burst.decodeInto(prefix, "burst", &p.burstVal); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// apply merges the patch into a budget's configuration and validates the
+// result; a different strategy type replaces the strategy wholesale.
+func (p *budgetPatch) apply(cfg *store.Budget) error {
+	if p.allocation != nil {
+		cfg.Allocation = *p.allocation
+	}
+	hasDuration := cfg.Strategy == store.TimeBased
+	hasBurst := cfg.Burst > 0
+	if p.typ != nil && *p.typ != cfg.Strategy {
+		cfg.Strategy, cfg.DurationMs, cfg.Burst = *p.typ, 0, 0
+		hasDuration, hasBurst = false, false
+		if cfg.Strategy == store.TimeBased && p.duration == nil {
+			return ruleErrorf("duration_ms is required for time_based budgets")
+		}
+	}
+	if p.duration != nil {
+		cfg.DurationMs, hasDuration = *p.duration, true
+	}
+	switch {
+	case p.burst.null:
+		cfg.Burst, hasBurst = 0, false
+	case p.burst.set:
+		cfg.Burst, hasBurst = p.burstVal, true
+	}
+	return checkBudgetRules(*cfg, hasDuration, hasBurst)
+}
+
+func (s *Server) deleteBudget(w http.ResponseWriter, r *http.Request) {
+	waiter, err := s.engine.DeleteBudget(r.PathValue("key"))
+	if err == nil {
+		err = wait(r.Context(), waiter)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	noContent(w)
+}

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/store"
+)
+
+// wireJob renders a job; the payload only where Zizq shows it.
+func wireJob(j store.Job, withPayload bool) api.Job {
+	out := api.Job{
+		ID:          j.ID,
+		Type:        j.Type,
+		Queue:       j.Queue,
+		Priority:    j.Priority,
+		Status:      j.Status.String(),
+		ReadyAt:     uint64(j.ReadyAt),
+		Attempts:    j.Attempts,
+		RetryLimit:  j.RetryLimit,
+		DequeuedAt:  uint64(j.DequeuedAt),
+		FailedAt:    uint64(j.FailedAt),
+		PurgeAt:     uint64(j.PurgeAt),
+		CompletedAt: uint64(j.CompletedAt),
+	}
+	if withPayload {
+		out.Payload = api.Payload(j.Payload)
+		if len(out.Payload) == 0 {
+			out.Payload = api.Payload("null")
+		}
+	}
+	if j.Backoff != nil {
+		out.Backoff = &api.Backoff{Exponent: j.Backoff.Exponent, BaseMs: j.Backoff.BaseMs, JitterMs: j.Backoff.JitterMs}
+	}
+	if j.Retention != nil {
+		out.Retention = &api.Retention{CompletedMs: j.Retention.CompletedMs, DeadMs: j.Retention.DeadMs}
+	}
+	for _, b := range j.Budgets {
+		out.Budgets = append(out.Budgets, api.Binding{Key: b.Key, Cost: b.Cost})
+	}
+	return out
+}
+
+// enqueued renders a job in an enqueue response: no payload, with the
+// duplicate and folded flags.
+func enqueued(j store.Job) api.Job {
+	out := wireJob(j, false)
+	no := false
+	out.Duplicate, out.Folded = &no, &no
+	return out
+}
+
+func wireBudget(b store.Budget) api.Budget {
+	out := api.Budget{
+		Key:        b.Key,
+		Allocation: b.Allocation,
+		Strategy:   api.Strategy{Type: b.Strategy},
+		CreatedAt:  uint64(b.CreatedAt),
+		UpdatedAt:  uint64(b.UpdatedAt),
+	}
+	if b.Strategy == store.TimeBased {
+		out.Strategy.DurationMs = b.DurationMs
+		out.Strategy.Burst = b.Burst
+	}
+	return out
+}

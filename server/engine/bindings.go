@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"github.com/zizq/zizq/store"
+)
+
+// BindChange computes a job's new bindings from its current ones. It
+// reports changed=false to leave the job alone (not counted as changed).
+type BindChange func(cur []BindingSpec) (next []BindingSpec, changed bool, err error)
+
+// RebindResult is the outcome of Rebind.
+type RebindResult struct {
+	Jobs    []store.Job // the changed jobs, as they are now
+	Changed int64
+	Blocked []string // in-flight jobs left unchanged
+}
+
+// Rebind changes the budget bindings of scheduled and ready jobs, all or
+// nothing: every change is validated (budget exists or create_with, cost
+// within capacity) before any is applied. In-flight jobs keep their
+// bindings and are reported as blocked. With strict, a missing job is a
+// NotFound error and an in-flight one Unprocessable; otherwise missing jobs
+// are skipped.
+func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindResult, Waiter, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ms := nowMs(e.now())
+	type plan struct {
+		j    *job
+		next []BindingSpec
+	}
+	var (
+		plans   []plan
+		res     RebindResult
+		created []store.Budget
+		pending = map[string]int{}
+	)
+	for _, id := range ids {
+		j := e.jobs[id]
+		if j == nil {
+			if strict {
+				return res, nil, errorf(NotFound, "job not found")
+			}
+			continue
+		}
+		if j.state == stInFlight {
+			if strict {
+				return res, nil, errorf(Unprocessable, "cannot change the budgets of job %s in in_flight status", id)
+			}
+			res.Blocked = append(res.Blocked, id)
+			continue
+		}
+		next, changed, err := change(j.bindingSpecs())
+		if err != nil {
+			return RebindResult{}, nil, err
+		}
+		if !changed {
+			continue
+		}
+		for _, b := range next {
+			cfg, err := e.authoritative(b, ms, &created, pending)
+			if err == nil {
+				err = checkCost(b.Cost, cfg)
+			}
+			if err != nil {
+				return RebindResult{}, nil, err
+			}
+		}
+		plans = append(plans, plan{j, next})
+	}
+	var ops []store.Op
+	for _, cfg := range created {
+		e.addAccount(cfg)
+		ops = append(ops, store.PutBudget(cfg))
+	}
+	for _, p := range plans {
+		e.rebind(p.j, p.next)
+		ops = append(ops, store.PutJob(p.j.Job))
+		res.Jobs = append(res.Jobs, p.j.snapshot())
+	}
+	res.Changed = int64(len(plans))
+	var w Waiter = done{}
+	if len(ops) > 0 {
+		w = e.journal.Append(ops...)
+	}
+	e.settle()
+	return res, w, nil
+}
+
+func (j *job) bindingSpecs() []BindingSpec {
+	out := make([]BindingSpec, len(j.binds))
+	for i, b := range j.binds {
+		out[i] = BindingSpec{Key: b.a.cfg.Key, Cost: b.cost}
+	}
+	return out
+}
+
+// rebind swaps a waiting job's bindings and places it again: freed from a
+// line it may dispatch at once; bound to an exhausted budget it parks.
+func (e *Engine) rebind(j *job, next []BindingSpec) {
+	e.detach(j)
+	for _, b := range j.binds {
+		delete(b.a.bound, j)
+	}
+	j.binds = j.binds[:0:0]
+	j.Budgets = nil
+	for _, b := range next {
+		a := e.accounts[b.Key]
+		j.binds = append(j.binds, bind{a: a, cost: b.Cost})
+		j.Budgets = append(j.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
+		a.bound[j] = struct{}{}
+	}
+	e.admit(j)
+}

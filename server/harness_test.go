@@ -1,0 +1,259 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// testBundle is a real server on 127.0.0.1:0 over a real SQLite file.
+type testBundle struct {
+	srv  *server.Server
+	url  string
+	dir  string
+	h1   *http.Client // HTTP/1.1
+	h2   *http.Client // cleartext HTTP/2 with prior knowledge
+	stop func()
+}
+
+type setupOpts struct {
+	tune     func(*server.Options)
+	dataDir  string
+	noAttach bool
+}
+
+// setup starts a server; tune adjusts its options before it opens.
+func setup(t *testing.T, tune ...func(*server.Options)) *testBundle {
+	t.Helper()
+	return setupIn(t, t.TempDir(), tune...)
+}
+
+// setupIn starts a server on an existing data directory (restart tests).
+func setupIn(t *testing.T, dir string, tune ...func(*server.Options)) *testBundle {
+	t.Helper()
+	opts := server.Options{
+		DataDir: dir,
+		Engine:  engine.DefaultConfig(),
+		HTTP:    server.DefaultConfig(),
+		Logger:  slog.New(slog.DiscardHandler),
+	}
+	for _, f := range tune {
+		f(&opts)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.Open(ctx, opts)
+	require.NoError(t, err)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+
+	h2 := &http.Transport{}
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	h2.Protocols = &protocols
+	tb := &testBundle{
+		srv: srv, url: "http://" + l.Addr().String(), dir: dir,
+		h1: &http.Client{Transport: &http.Transport{}},
+		h2: &http.Client{Transport: h2},
+	}
+	stopped := false
+	tb.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(15 * time.Second):
+			t.Error("server did not stop")
+		}
+		require.NoError(t, srv.CloseStore())
+		tb.h1.CloseIdleConnections()
+		h2.CloseIdleConnections()
+	}
+	t.Cleanup(tb.stop)
+	return tb
+}
+
+// reply is a response read whole.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+	proto  string
+}
+
+func (r reply) json(t *testing.T, v any) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal(r.body, v), "body: %s", r.body)
+}
+
+// errorText returns the "error" of a JSON error body, failing otherwise.
+func (r reply) errorText(t *testing.T) string {
+	t.Helper()
+	var e api.Error
+	require.NoError(t, json.Unmarshal(r.body, &e), "error body must be JSON: %q", r.body)
+	require.NotEmpty(t, e.Error, "body: %s", r.body)
+	return e.Error
+}
+
+// req sends a request. body may be nil, a string or []byte (sent as is
+// with Content-Type application/json), or any other value (JSON-encoded).
+func (tb *testBundle) req(t *testing.T, method, path string, body any, header ...string) reply {
+	t.Helper()
+	return tb.reqWith(t, tb.h1, method, path, body, header...)
+}
+
+func (tb *testBundle) reqWith(t *testing.T, c *http.Client, method, path string, body any, header ...string) reply {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		require.NoError(t, err)
+		rd = bytes.NewReader(data)
+	}
+	r, err := http.NewRequest(method, tb.url+path, rd)
+	require.NoError(t, err)
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.Do(r)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return reply{status: resp.StatusCode, header: resp.Header, body: data, proto: resp.Proto}
+}
+
+// enqueue posts a job and returns it.
+func (tb *testBundle) enqueue(t *testing.T, body string) api.Job {
+	t.Helper()
+	r := tb.req(t, "POST", "/jobs", body)
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	var j api.Job
+	r.json(t, &j)
+	return j
+}
+
+// takeStream is an open GET /jobs/take reading NDJSON (or msgpack-stream).
+type takeStream struct {
+	resp   *http.Response
+	rd     *bufio.Reader
+	frames chan []byte
+	cancel context.CancelFunc
+}
+
+// take opens a take stream with the query (e.g. "prefetch=2&queue=a").
+func (tb *testBundle) take(t *testing.T, query string, header ...string) *takeStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := http.NewRequestWithContext(ctx, "GET", tb.url+"/jobs/take?"+query, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Set(header[i], header[i+1])
+	}
+	resp, err := tb.h1.Do(r)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	ts := &takeStream{resp: resp, rd: bufio.NewReader(resp.Body), frames: make(chan []byte, 1024), cancel: cancel}
+	msgpack := strings.Contains(resp.Header.Get("Content-Type"), "msgpack")
+	go ts.read(msgpack)
+	t.Cleanup(ts.close)
+	return ts
+}
+
+func (ts *takeStream) read(msgpack bool) {
+	defer close(ts.frames)
+	for {
+		if msgpack {
+			var n uint32
+			if err := binary.Read(ts.rd, binary.BigEndian, &n); err != nil {
+				return
+			}
+			frame := make([]byte, n)
+			if _, err := io.ReadFull(ts.rd, frame); err != nil {
+				return
+			}
+			ts.frames <- frame // empty frame: heartbeat
+			continue
+		}
+		line, err := ts.rd.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		ts.frames <- bytes.TrimSuffix(line, []byte("\n")) // empty line: heartbeat
+	}
+}
+
+func (ts *takeStream) close() {
+	ts.cancel()
+	ts.resp.Body.Close()
+}
+
+// next returns the next job frame (skipping heartbeats), failing after d.
+func (ts *takeStream) next(t *testing.T, d time.Duration) api.Job {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case f, ok := <-ts.frames:
+			require.True(t, ok, "take stream closed")
+			if len(f) == 0 {
+				continue
+			}
+			var j api.Job
+			require.NoError(t, api.Unmarshal(api.JSON, f, &j), "frame: %q", f)
+			return j
+		case <-deadline:
+			t.Fatalf("no job frame within %s", d)
+		}
+	}
+}
+
+// none asserts that no job frame arrives within d.
+func (ts *takeStream) none(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case f, ok := <-ts.frames:
+			if !ok {
+				return
+			}
+			require.Empty(t, f, "unexpected job frame")
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// silence keeps the unused-import checker honest for helpers used by some
+// test files only.
+var _ = store.Ready

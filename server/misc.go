@@ -1,0 +1,106 @@
+package server
+
+import (
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.respond(w, r, http.StatusOK, api.Health{Status: "ok"})
+}
+
+func (s *Server) version(w http.ResponseWriter, r *http.Request) {
+	s.respond(w, r, http.StatusOK, api.Version{Version: s.cfg.Version})
+}
+
+func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
+	if err := s.db.Barrier(r.Context()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	names, err := s.db.Queues(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if names == nil {
+		names = []string{}
+	}
+	s.respond(w, r, http.StatusOK, api.Queues{Queues: names})
+}
+
+func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
+	if err := wait(r.Context(), s.engine.Reset()); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	noContent(w)
+}
+
+func (s *Server) cronUnavailable(w http.ResponseWriter, r *http.Request) {
+	s.fail(w, r, forbidden("cron scheduling is not available on this server yet"))
+}
+
+func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
+	st := s.engine.Stats()
+	out := api.Stats{
+		Version:  s.cfg.Version,
+		UptimeMs: s.clock.Now().Sub(st.Started).Milliseconds(),
+		RSSBytes: residentBytes(),
+		Jobs:     api.JobCounts{Scheduled: st.Jobs.Scheduled, Ready: st.Jobs.Ready, Parked: st.Jobs.Parked, InFlight: st.Jobs.InFlight},
+		Queues:   make([]api.QueueStats, 0, len(st.Queues)),
+		Budgets:  make([]api.Budget, 0, len(st.Budgets)),
+	}
+	for _, q := range st.Queues {
+		out.Queues = append(out.Queues, api.QueueStats{Name: q.Name, Scheduled: q.Scheduled, Ready: q.Ready, Parked: q.Parked, InFlight: q.InFlight})
+	}
+	for _, b := range st.Budgets {
+		out.Budgets = append(out.Budgets, wireBudgetView(b))
+	}
+	s.respond(w, r, http.StatusOK, out)
+}
+
+// residentBytes reads the process's resident set size (Linux); 0 elsewhere.
+func residentBytes() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}
+
+func (s *Server) why(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if why, ok := s.engine.Why(id); ok {
+		out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
+		for _, b := range why.Budgets {
+			out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt})
+		}
+		s.respond(w, r, http.StatusOK, out)
+		return
+	}
+	j, err := s.lookup(r.Context(), id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	waiting := api.WaitingFinished
+	if j.Status.Live() { // became live between the two looks
+		waiting = api.WaitingNothing
+	}
+	s.respond(w, r, http.StatusOK, api.Why{ID: id, Status: j.Status.String(), WaitingFor: waiting, Budgets: []api.WhyBudget{}, ReadyAt: uint64(j.ReadyAt)})
+}

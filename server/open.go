@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/jobid"
+	"github.com/zizq/zizq/store"
+)
+
+// Options gather everything needed to start a server on a data directory.
+type Options struct {
+	DataDir string
+	Store   store.Options
+	Engine  engine.Config
+	HTTP    Config
+	Clock   clock.Clock  // nil: the real clock
+	Logger  *slog.Logger // nil: slog.Default()
+}
+
+// journal adapts the store's writer to the engine.
+type journal struct{ db *store.DB }
+
+func (j journal) Append(ops ...store.Op) engine.Waiter { return j.db.Append(ops...) }
+
+// Open opens the store, returns jobs left in flight by the last run to
+// ready, rebuilds the engine from the store and returns a server ready to
+// Serve. Close it to close the store.
+func Open(ctx context.Context, opts Options) (*Server, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	opts.Store.Logger = opts.Logger
+	db, err := store.Open(ctx, opts.DataDir, opts.Store)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	e, err := restore(ctx, db, opts)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return New(opts.HTTP, e, db, opts.Clock, opts.Logger), nil
+}
+
+func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, error) {
+	requeued, err := db.RecoverInFlight(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
+	}
+	budgets, err := db.Budgets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load budgets: %w", err)
+	}
+	var jobs []store.Job
+	if err := db.LiveJobs(ctx, func(j store.Job) error { jobs = append(jobs, j); return nil }); err != nil {
+		return nil, fmt.Errorf("load jobs: %w", err)
+	}
+	var purges []engine.Purge
+	if err := db.PurgeSchedule(ctx, func(id string, at int64) error {
+		purges = append(purges, engine.Purge{ID: id, At: at})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("load purge schedule: %w", err)
+	}
+	e := engine.New(opts.Engine, opts.Clock, journal{db}, jobid.New(opts.Clock.Now))
+	if err := e.Restore(budgets, jobs, purges); err != nil {
+		return nil, err
+	}
+	opts.Logger.Info("engine restored", "jobs", len(jobs), "budgets", len(budgets), "requeued", requeued)
+	return e, nil
+}
+
+// CloseStore closes the store; call it after Serve returns.
+func (s *Server) CloseStore() error { return s.db.Close() }
+
+// DB exposes the store (for tests and maintenance commands).
+func (s *Server) DB() *store.DB { return s.db }

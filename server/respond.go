@@ -1,0 +1,133 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// httpError is a refusal with a status chosen by the handler.
+type httpError struct {
+	status    int
+	msg       string
+	supported []string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...any) error {
+	return &httpError{status: http.StatusBadRequest, msg: fmt.Sprintf(format, args...)}
+}
+
+func unprocessable(format string, args ...any) error {
+	return &httpError{status: http.StatusUnprocessableEntity, msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(msg string) error { return &httpError{status: http.StatusNotFound, msg: msg} }
+
+func forbidden(format string, args ...any) error {
+	return &httpError{status: http.StatusForbidden, msg: fmt.Sprintf(format, args...)}
+}
+
+// responseFormat is the negotiated body format; the router has already
+// refused unacceptable Accept headers.
+func responseFormat(r *http.Request) api.Format {
+	f, ok := api.ResponseFormat(r.Header.Get("Accept"))
+	if !ok {
+		return api.JSON
+	}
+	return f
+}
+
+// respond writes v with the status in the negotiated format.
+func (s *Server) respond(w http.ResponseWriter, r *http.Request, status int, v any) {
+	f := responseFormat(r)
+	body, err := api.Marshal(f, v)
+	if err != nil {
+		s.log.Error("encode response", "path", r.URL.Path, "err", err)
+		status = http.StatusInternalServerError
+		f = api.JSON
+		body = []byte(`{"error":"internal server error"}`)
+	}
+	w.Header().Set("Content-Type", api.ContentType(f))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// noContent answers 204 with no body at all (HTTP/2 clients abort on a DATA
+// frame after a 204).
+func noContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	s.respond(w, r, status, api.Error{Error: msg})
+}
+
+// fail maps an error to its status and writes it. This is the one place
+// where errors become HTTP statuses.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		he *httpError
+		de *api.DecodeError
+		qe *api.QueryError
+		ee *engine.Error
+	)
+	switch {
+	case errors.As(err, &he):
+		s.respond(w, r, he.status, api.Error{Error: he.msg, Supported: he.supported})
+	case errors.As(err, &de), errors.As(err, &qe):
+		s.writeError(w, r, http.StatusBadRequest, err.Error())
+	case errors.As(err, &ee):
+		s.writeError(w, r, engineStatus(ee.Kind), ee.Msg)
+	case errors.Is(err, store.ErrUnavailable):
+		s.log.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		s.writeError(w, r, http.StatusServiceUnavailable, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		s.writeError(w, r, http.StatusServiceUnavailable, "request cancelled")
+	default:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.writeError(w, r, http.StatusInternalServerError, "internal server error")
+	}
+}
+
+func engineStatus(k engine.ErrorKind) int {
+	switch k {
+	case engine.NotFound:
+		return http.StatusNotFound
+	case engine.Conflict:
+		return http.StatusConflict
+	default:
+		return http.StatusUnprocessableEntity
+	}
+}
+
+// decode reads the body into v: 415 for an unknown Content-Type, 413 past
+// the size limit, 400 when it does not decode.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	f, ok := api.RequestFormat(r.Header.Get("Content-Type"))
+	if !ok {
+		return &httpError{status: http.StatusUnsupportedMediaType, msg: "unsupported media type", supported: api.SupportedFormats}
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit)}
+		}
+		return badRequest("read request body: %v", err)
+	}
+	return api.Unmarshal(f, data, v)
+}
+
+// wait blocks until journalled changes are durable.
+func wait(ctx context.Context, w engine.Waiter) error {
+	if w == nil {
+		return nil
+	}
+	return w.Wait(context.WithoutCancel(ctx))
+}

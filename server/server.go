@@ -1,0 +1,153 @@
+// Package server is zizq's HTTP API: it decodes requests, calls the engine
+// and the store, and encodes responses. It holds no job state of its own.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// Version is the Zizq API level this server speaks.
+const Version = "0.7.0"
+
+// Config holds the HTTP layer's settings.
+type Config struct {
+	HeartbeatInterval  time.Duration
+	MaxBodyBytes       int64
+	MaxTakeConnections int
+	// WriteTimeout bounds each write to a take stream, so a stalled reader
+	// is dropped (and its jobs requeued) instead of pinning them forever.
+	WriteTimeout time.Duration
+	Version      string
+}
+
+// DefaultConfig returns the defaults of `zizq serve`.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatInterval:  3 * time.Second,
+		MaxBodyBytes:       16 << 20,
+		MaxTakeConnections: 10000,
+		WriteTimeout:       30 * time.Second,
+		Version:            Version,
+	}
+}
+
+// Server serves the Zizq wire API.
+type Server struct {
+	cfg    Config
+	engine *engine.Engine
+	db     *store.DB
+	clock  clock.Clock
+	log    *slog.Logger
+	router *router
+
+	takes    atomic.Int64
+	closing  chan struct{}
+	closeOne sync.Once
+}
+
+// New returns a server over a restored engine and its store.
+func New(cfg Config, e *engine.Engine, db *store.DB, clk clock.Clock, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, engine: e, db: db, clock: clk, log: log, closing: make(chan struct{})}
+	s.router = &router{s: s}
+	s.routes()
+	return s
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) routes() {
+	r := s.router
+	r.handle("GET", "/health", s.health)
+	r.handle("GET", "/version", s.version)
+	r.handle("GET", "/stats", s.stats)
+	r.handle("GET", "/queues", s.queues)
+	r.handle("POST", "/reset", s.reset)
+
+	r.handle("POST", "/jobs", s.enqueue)
+	r.handle("GET", "/jobs", s.listJobs)
+	r.handle("DELETE", "/jobs", s.deleteJobs)
+	r.handle("PATCH", "/jobs", s.patchJobs)
+	r.handle("POST", "/jobs/bulk", s.enqueueBulk)
+	r.handle("GET", "/jobs/count", s.countJobs)
+	r.handle("GET", "/jobs/take", s.take)
+	r.handle("POST", "/jobs/success", s.ackBulk)
+	r.handle("GET", "/jobs/{id}", s.getJob)
+	r.handle("DELETE", "/jobs/{id}", s.deleteJob)
+	r.handle("PATCH", "/jobs/{id}", s.patchJob)
+	r.handle("POST", "/jobs/{id}/success", s.ack)
+	r.handle("POST", "/jobs/{id}/failure", s.failure)
+	r.handle("GET", "/jobs/{id}/errors", s.listErrors)
+	r.handle("GET", "/jobs/{id}/errors/{attempt}", s.getError)
+	r.handle("GET", "/jobs/{id}/why", s.why)
+
+	r.handle("GET", "/budgets", s.listBudgets)
+	r.handle("GET", "/budgets/{key}", s.getBudget)
+	r.handle("POST", "/budgets/{key}", s.createBudget)
+	r.handle("PUT", "/budgets/{key}", s.putBudget)
+	r.handle("PATCH", "/budgets/{key}", s.patchBudget)
+	r.handle("DELETE", "/budgets/{key}", s.deleteBudget)
+
+	s.bindingRoutes()
+
+	for _, p := range []string{"/crons", "/crons/{g}", "/crons/{g}/entries", "/crons/{g}/entries/{e}"} {
+		for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+			r.handle(m, p, s.cronUnavailable)
+		}
+	}
+}
+
+// Serve accepts HTTP/1.1 and cleartext HTTP/2 (prior knowledge) on l until
+// ctx is cancelled, then shuts down gracefully: take streams end and their
+// jobs go back to ready.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	hs := &http.Server{
+		Handler:           s.router,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.Close()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		_ = hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Close ends every take stream; their jobs return to ready.
+func (s *Server) Close() {
+	s.closeOne.Do(func() { close(s.closing) })
+}
+
+func (s *Server) nowMs() int64 { return s.clock.Now().UnixMilli() }

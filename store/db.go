@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// ErrUnavailable is wrapped by writes that fail because the disk is full,
+// the database is read-only or I/O fails; the message carries the reason
+// ("storage unavailable: database or disk is full").
+var ErrUnavailable = errors.New("storage unavailable")
+
+// errClosed answers appends made after Close.
+var errClosed = fmt.Errorf("%w: database closed", ErrUnavailable)
+
+// FileName is the name of the database file inside the data directory.
+const FileName = "zizq.db"
+
+const (
+	defaultBatchSize = 1000
+	defaultCacheSize = 256 << 20
+	// busyTimeoutMs bounds how long a connection waits for a lock held by
+	// another process (or a checkpoint) before failing with SQLITE_BUSY.
+	busyTimeoutMs = 10_000
+)
+
+// Options configure a DB.
+type Options struct {
+	// DefaultMode is the commit mode of every write.
+	DefaultMode CommitMode
+	// EnqueueMode is the commit mode of groups that insert jobs (and so of
+	// everything appended in the same group). It replaces DefaultMode for
+	// them, even when weaker: set both alike when there is no override. A
+	// transaction commits in the strongest mode of the groups it holds.
+	EnqueueMode CommitMode
+	// BatchSize bounds the ops of one transaction (group commit); a single
+	// larger group still commits in one transaction. 0 means 1000.
+	BatchSize int
+	// CacheSizeBytes is SQLite's page cache size of each connection; the
+	// cache fills only as pages are used. 0 means 256 MiB.
+	CacheSizeBytes int64
+	// Logger receives the writer's failures; nil means slog.Default().
+	Logger *slog.Logger
+
+	// startGate, when set, holds the writer back until it is closed, so
+	// tests can queue several groups for one batch.
+	startGate chan struct{}
+}
+
+// DB is zizq's durable store. Writes go through Append to one writer
+// goroutine that owns the only writing connection; reads use a separate
+// read-only pool and run concurrently with writes (WAL).
+type DB struct {
+	opts Options
+	log  *slog.Logger
+
+	w    *writer
+	wdb  *sql.DB // holds the writer's connection
+	rdb  *sql.DB // read-only pool
+	read readStmts
+
+	// mu guards the queue and the commit progress below. Lock order: mu is
+	// a leaf; nothing is called while holding it.
+	mu       sync.Mutex
+	queue    []*Pending
+	closed   bool
+	lastSeq  uint64        // sequence number of the last appended group
+	doneSeq  uint64        // every group up to this one has committed or failed
+	progress chan struct{} // closed and replaced whenever doneSeq advances
+
+	wake       chan struct{} // capacity 1: "the queue may have work"
+	writerDone chan struct{} // closed when the writer goroutine has drained and exited
+	closeOnce  sync.Once
+	closeErr   error
+
+	txs atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
+}
+
+// Open opens (creating if needed) the database dir/zizq.db, migrates its
+// schema and starts the writer.
+func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
+	if opts.BatchSize <= 0 {
+		opts.BatchSize = defaultBatchSize
+	}
+	if opts.CacheSizeBytes <= 0 {
+		opts.CacheSizeBytes = defaultCacheSize
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create data directory: %w", err)
+	}
+	path, err := filepath.Abs(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, fmt.Errorf("database path: %w", err)
+	}
+
+	db := &DB{
+		opts:       opts,
+		log:        log,
+		progress:   make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+		writerDone: make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			db.closeConns()
+		}
+	}()
+
+	db.wdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, false))
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db.wdb.SetMaxOpenConns(1)
+	conn, err := db.wdb.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", wrapUnavailable(err))
+	}
+	db.w = &writer{conn: conn}
+	if err := setWAL(ctx, conn); err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, conn, log); err != nil {
+		return nil, err
+	}
+	// Refresh the planner's statistics where they are missing or stale, as
+	// SQLite recommends for long-lived connections; bounded work.
+	if _, err := conn.ExecContext(ctx, "PRAGMA analysis_limit = 400; PRAGMA optimize = 0x10002"); err != nil {
+		log.Warn("database optimize failed", "err", err)
+	}
+	if err := db.w.prepare(ctx, opts.DefaultMode); err != nil {
+		return nil, err
+	}
+
+	db.rdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, true))
+	if err != nil {
+		return nil, fmt.Errorf("open read pool: %w", err)
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	db.rdb.SetMaxOpenConns(readers)
+	db.rdb.SetMaxIdleConns(readers)
+	if err := db.read.prepare(ctx, db.rdb); err != nil {
+		return nil, err
+	}
+
+	go db.run()
+	return db, nil
+}
+
+// dsn builds the driver's connection string: a file: URI (so any path is
+// safe) with the pragmas every connection needs.
+func dsn(path string, cacheBytes int64, readOnly bool) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busyTimeoutMs)+")")
+	q.Add("_pragma", "cache_size(-"+strconv.FormatInt(max(cacheBytes/1024, 1), 10)+")")
+	q.Add("_pragma", "temp_store(memory)")
+	// Truncate the WAL after a checkpoint that follows a burst of writes.
+	q.Add("_pragma", "journal_size_limit(67108864)")
+	if readOnly {
+		// query_only rather than mode=ro: a mode=ro connection cannot
+		// always open a WAL database whose -shm it may not create.
+		q.Add("_pragma", "query_only(1)")
+	}
+	return u.String() + "?" + q.Encode()
+}
+
+// setWAL switches the database to WAL mode and checks that it took: some
+// file systems (and in-memory databases) silently keep another mode.
+func setWAL(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode = WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set journal mode: %w", wrapUnavailable(err))
+	}
+	if mode != "wal" {
+		return fmt.Errorf("set journal mode: database is in %q mode, want wal", mode)
+	}
+	return nil
+}
+
+// JournalMode returns the database's journal mode as a reader sees it
+// ("wal").
+func (db *DB) JournalMode(ctx context.Context) (string, error) {
+	var mode string
+	if err := db.rdb.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return "", fmt.Errorf("journal mode: %w", err)
+	}
+	return mode, nil
+}
+
+// Close stops accepting appends, commits everything already appended and
+// closes the connections. Appends made after Close fail with ErrUnavailable.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		db.mu.Unlock()
+		db.signal()
+		<-db.writerDone
+		db.closeErr = db.closeConns()
+	})
+	return db.closeErr
+}
+
+// closeConns closes the read pool before the writer's connection, so the
+// writer's is the last one and SQLite checkpoints and removes the WAL.
+func (db *DB) closeConns() error {
+	var errs []error
+	if db.rdb != nil {
+		db.read.close()
+		errs = append(errs, db.rdb.Close())
+	}
+	if db.w != nil {
+		errs = append(errs, db.w.close())
+	}
+	if db.wdb != nil {
+		errs = append(errs, db.wdb.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return nil
+}
+
+// unavailableReason returns the reason a SQLite error makes storage
+// unavailable, or "" when err is not such an error.
+func unavailableReason(err error) string {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return ""
+	}
+	// Extended result codes are on: the primary code is the low byte.
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL:
+		return "database or disk is full"
+	case sqlite3.SQLITE_READONLY:
+		return "attempt to write a readonly database"
+	case sqlite3.SQLITE_IOERR:
+		return "disk I/O error"
+	case sqlite3.SQLITE_CANTOPEN:
+		return "unable to open database file"
+	}
+	return ""
+}
+
+// wrapUnavailable turns a full-disk, read-only or I/O error into an
+// ErrUnavailable with the reason; other errors pass through unchanged.
+func wrapUnavailable(err error) error {
+	if reason := unavailableReason(err); reason != "" {
+		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+	}
+	return err
+}
+
+// wrapWrite adds context to a write error. Unavailable errors are returned
+// bare ("storage unavailable: <reason>"): that text is what clients see.
+func wrapWrite(what string, err error) error {
+	if reason := unavailableReason(err); reason != "" {
+		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

@@ -1,0 +1,531 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+const (
+	// matchChunk is how many rows a listing reads per query while a Match
+	// predicate filters them in Go; each chunk is a short read transaction.
+	matchChunk = 256
+	// rebuildChunk is how many rows LiveJobs and PurgeSchedule read per query;
+	// callbacks run between queries, never while a connection is held.
+	rebuildChunk = 1000
+	// inlineListMax is the longest filter list bound as one placeholder per
+	// value; longer lists go as one JSON array (SQLite limits placeholders).
+	inlineListMax = 64
+)
+
+// readStmts are the read pool's prepared statements for the hot lookups.
+type readStmts struct {
+	getJob, getError *sql.Stmt
+}
+
+func (r *readStmts) prepare(ctx context.Context, rdb *sql.DB) error {
+	var err error
+	if r.getJob, err = rdb.PrepareContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`); err != nil {
+		return fmt.Errorf("prepare job lookup: %w", err)
+	}
+	r.getError, err = rdb.PrepareContext(ctx, `SELECT `+errorColumns+` FROM job_errors
+		WHERE job_id = ? AND attempt = ?`)
+	if err != nil {
+		return fmt.Errorf("prepare error lookup: %w", err)
+	}
+	return nil
+}
+
+func (r *readStmts) close() {
+	for _, s := range []*sql.Stmt{r.getJob, r.getError} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
+// GetJob returns the job with the given ID, or ErrNotFound if there is none
+// or its purge_at is set and not after now.
+func (db *DB) GetJob(ctx context.Context, id string, now int64) (Job, error) {
+	j, err := scanJob(db.read.getJob.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) || err == nil && purged(j.PurgeAt, now) {
+		return Job{}, ErrNotFound
+	}
+	if err != nil {
+		return Job{}, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// purged reports whether a job with purgeAt is invisible at now.
+func purged(purgeAt, now int64) bool { return now != 0 && purgeAt != 0 && purgeAt <= now }
+
+// ListJobs returns up to limit jobs matching f, by ID in order, after the
+// exclusive cursor from ("" = from the start). more reports whether at least
+// one more matching job follows the page.
+func (db *DB) ListJobs(ctx context.Context, f Filter, from string, order Order, limit int) (jobs []Job, more bool, err error) {
+	if limit <= 0 {
+		return nil, false, errors.New("list jobs: limit must be positive")
+	}
+	// Read limit+1 matches to learn whether there are more. Without Match
+	// the database finds them all in one query.
+	chunk := limit + 1
+	if f.Match != nil {
+		chunk = max(chunk, matchChunk)
+	}
+	err = db.scanJobs(ctx, f, from, order, chunk, func(j Job) bool {
+		if len(jobs) == limit {
+			more = true
+			return false
+		}
+		jobs = append(jobs, j)
+		return true
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, more, nil
+}
+
+// scanJobs calls fn with every job matching f (Match included) in ID order
+// after from, until fn returns false. It reads chunk rows per query and
+// holds no connection while fn runs.
+func (db *DB) scanJobs(ctx context.Context, f Filter, from string, order Order, chunk int, fn func(Job) bool) error {
+	where, args := f.where()
+	cmp, dir := ">", "ASC"
+	if order == Desc {
+		cmp, dir = "<", "DESC"
+	}
+	q := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + where
+	cursor := from
+	buf := make([]Job, 0, chunk)
+	for {
+		query, qargs := q, args
+		if cursor != "" {
+			query += ` AND id ` + cmp + ` ?`
+			qargs = append(qargs[:len(qargs):len(qargs)], cursor)
+		}
+		query += ` ORDER BY id ` + dir + ` LIMIT ?`
+		qargs = append(qargs[:len(qargs):len(qargs)], chunk)
+		var err error
+		if buf, err = db.queryJobs(ctx, buf[:0], query, qargs...); err != nil {
+			return err
+		}
+		for _, j := range buf {
+			if f.Match != nil && !f.Match(j.Payload) {
+				continue
+			}
+			if !fn(j) {
+				return nil
+			}
+		}
+		if len(buf) < chunk {
+			return nil
+		}
+		cursor = buf[len(buf)-1].ID
+	}
+}
+
+// queryJobs appends the jobs a query returns to buf.
+func (db *DB) queryJobs(ctx context.Context, buf []Job, query string, args ...any) ([]Job, error) {
+	rows, err := db.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return buf, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return buf, err
+		}
+		buf = append(buf, j)
+	}
+	return buf, rows.Err()
+}
+
+// CountJobs returns how many jobs match f.
+func (db *DB) CountJobs(ctx context.Context, f Filter) (int64, error) {
+	var n int64
+	if f.Match == nil {
+		where, args := f.where()
+		err := db.rdb.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+where, args...).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("count jobs: %w", err)
+		}
+		return n, nil
+	}
+	err := db.scanJobs(ctx, f, "", Asc, matchChunk, func(Job) bool { n++; return true })
+	if err != nil {
+		return 0, fmt.Errorf("count jobs: %w", err)
+	}
+	return n, nil
+}
+
+// JobIDs returns the ID of every job matching f, ascending.
+func (db *DB) JobIDs(ctx context.Context, f Filter) ([]string, error) {
+	var ids []string
+	if f.Match != nil {
+		err := db.scanJobs(ctx, f, "", Asc, matchChunk, func(j Job) bool {
+			ids = append(ids, j.ID)
+			return true
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list job ids: %w", err)
+		}
+		return ids, nil
+	}
+	where, args := f.where()
+	rows, err := db.rdb.QueryContext(ctx, `SELECT id FROM jobs WHERE `+where+` ORDER BY id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list job ids: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("list job ids: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list job ids: %w", err)
+	}
+	return ids, nil
+}
+
+// LiveJobs calls fn with every scheduled, ready or in-flight job in ID
+// order, for the engine's rebuild at start. It stops at fn's first error.
+func (db *DB) LiveJobs(ctx context.Context, fn func(Job) error) error {
+	// "+status" keeps the planner on the primary key: walking it in id
+	// order beats sorting every live row out of the status index.
+	const q = `SELECT ` + jobColumns + ` FROM jobs WHERE id > ? AND +status <= 2 ORDER BY id LIMIT ?`
+	cursor := ""
+	buf := make([]Job, 0, rebuildChunk)
+	for {
+		var err error
+		if buf, err = db.queryJobs(ctx, buf[:0], q, cursor, rebuildChunk); err != nil {
+			return fmt.Errorf("read live jobs: %w", err)
+		}
+		for _, j := range buf {
+			if err := fn(j); err != nil {
+				return err
+			}
+		}
+		if len(buf) < rebuildChunk {
+			return nil
+		}
+		cursor = buf[len(buf)-1].ID
+	}
+}
+
+// PurgeSchedule calls fn with every completed or dead job whose purge_at is
+// set, earliest purge first. It stops at fn's first error.
+func (db *DB) PurgeSchedule(ctx context.Context, fn func(id string, purgeAt int64) error) error {
+	const q = `SELECT id, purge_at FROM jobs
+		WHERE purge_at IS NOT NULL AND (purge_at, id) > (?, ?) AND status >= 3
+		ORDER BY purge_at, id LIMIT ?`
+	type entry struct {
+		id string
+		at int64
+	}
+	var cursorAt int64 = math.MinInt64
+	cursorID := ""
+	buf := make([]entry, 0, rebuildChunk)
+	for {
+		buf = buf[:0]
+		rows, err := db.rdb.QueryContext(ctx, q, cursorAt, cursorID, rebuildChunk)
+		if err != nil {
+			return fmt.Errorf("read purge schedule: %w", err)
+		}
+		for rows.Next() {
+			var e entry
+			if err := rows.Scan(&e.id, &e.at); err != nil {
+				rows.Close()
+				return fmt.Errorf("read purge schedule: %w", err)
+			}
+			buf = append(buf, e)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read purge schedule: %w", err)
+		}
+		for _, e := range buf {
+			if err := fn(e.id, e.at); err != nil {
+				return err
+			}
+		}
+		if len(buf) < rebuildChunk {
+			return nil
+		}
+		last := buf[len(buf)-1]
+		cursorAt, cursorID = last.at, last.id
+	}
+}
+
+// Queues returns the distinct queue names of all stored jobs, in any
+// status, sorted by byte order.
+func (db *DB) Queues(ctx context.Context) ([]string, error) {
+	// Hop from each name to the next through the queue index: one probe
+	// per distinct queue, however many jobs each holds.
+	const q = `WITH RECURSIVE q(name) AS (
+		SELECT min(queue) FROM jobs
+		UNION ALL
+		SELECT (SELECT min(queue) FROM jobs WHERE queue > q.name) FROM q WHERE q.name IS NOT NULL
+	) SELECT name FROM q WHERE name IS NOT NULL`
+	rows, err := db.rdb.QueryContext(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	defer rows.Close()
+	var queues []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, fmt.Errorf("list queues: %w", err)
+		}
+		queues = append(queues, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list queues: %w", err)
+	}
+	return queues, nil
+}
+
+// RecoverInFlight returns every in-flight job to ready and returns how many
+// there were; the change has committed when it returns. Call it at start,
+// before the engine is rebuilt.
+func (db *DB) RecoverInFlight(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.Append(recoverInFlight(&n)).Wait(ctx); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+const errorColumns = `job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at`
+
+// ListErrors returns up to limit error records of a job by attempt in
+// order, after the exclusive cursor from (0 = from the start). more reports
+// whether at least one more record follows the page.
+func (db *DB) ListErrors(ctx context.Context, jobID string, from uint32, order Order, limit int) (recs []ErrorRecord, more bool, err error) {
+	if limit <= 0 {
+		return nil, false, errors.New("list errors: limit must be positive")
+	}
+	q := `SELECT ` + errorColumns + ` FROM job_errors WHERE job_id = ?`
+	args := []any{jobID}
+	cmp, dir := ">", "ASC"
+	if order == Desc {
+		cmp, dir = "<", "DESC"
+	}
+	if from != 0 {
+		q += ` AND attempt ` + cmp + ` ?`
+		args = append(args, int64(from))
+	}
+	q += ` ORDER BY attempt ` + dir + ` LIMIT ?`
+	args = append(args, limit+1)
+	rows, err := db.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, fmt.Errorf("list errors: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanError(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("list errors: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list errors: %w", err)
+	}
+	if len(recs) > limit {
+		recs, more = recs[:limit], true
+	}
+	return recs, more, nil
+}
+
+// GetError returns one error record, or ErrNotFound.
+func (db *DB) GetError(ctx context.Context, jobID string, attempt uint32) (ErrorRecord, error) {
+	r, err := scanError(db.read.getError.QueryRowContext(ctx, jobID, int64(attempt)))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrorRecord{}, ErrNotFound
+	}
+	if err != nil {
+		return ErrorRecord{}, fmt.Errorf("get error record: %w", err)
+	}
+	return r, nil
+}
+
+// Budgets returns every budget configuration, sorted by key.
+func (db *DB) Budgets(ctx context.Context) ([]Budget, error) {
+	rows, err := db.rdb.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
+		created_at, updated_at FROM budgets ORDER BY key`)
+	if err != nil {
+		return nil, fmt.Errorf("list budgets: %w", err)
+	}
+	defer rows.Close()
+	var out []Budget
+	for rows.Next() {
+		var b Budget
+		err := rows.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt)
+		if err != nil {
+			return nil, fmt.Errorf("list budgets: %w", err)
+		}
+		out = append(out, b)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list budgets: %w", err)
+	}
+	return out, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface {
+	Scan(dest ...any) error
+}
+
+// scanJob reads a row of jobColumns.
+func scanJob(s scanner) (Job, error) {
+	var (
+		j                                   Job
+		priority, status, attempts          int64
+		retry, boBase, boJitter, retC, retD *int64
+		purge                               *int64
+		boExp                               *float64
+		budgets                             *string
+	)
+	err := s.Scan(&j.ID, &j.Queue, &j.Type, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
+		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
+		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets)
+	if err != nil {
+		return Job{}, err
+	}
+	j.Priority, j.Status, j.Attempts = uint16(priority), Status(status), uint32(attempts)
+	if retry != nil {
+		v := uint32(*retry)
+		j.RetryLimit = &v
+	}
+	if boExp != nil || boBase != nil || boJitter != nil {
+		j.Backoff = &Backoff{Exponent: float32(deref(boExp)), BaseMs: uint32(deref(boBase)), JitterMs: uint32(deref(boJitter))}
+	}
+	if retC != nil || retD != nil {
+		j.Retention = &Retention{}
+		if retC != nil {
+			v := uint64(*retC)
+			j.Retention.CompletedMs = &v
+		}
+		if retD != nil {
+			v := uint64(*retD)
+			j.Retention.DeadMs = &v
+		}
+	}
+	if purge != nil {
+		j.PurgeAt = *purge
+	}
+	if budgets != nil {
+		if j.Budgets, err = decodeBindings(*budgets); err != nil {
+			return Job{}, err
+		}
+	}
+	return j, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// scanError reads a row of errorColumns.
+func scanError(s scanner) (ErrorRecord, error) {
+	var r ErrorRecord
+	var attempt int64
+	err := s.Scan(&r.JobID, &attempt, &r.Message, &r.ErrorType, &r.Backtrace, &r.DequeuedAt, &r.FailedAt)
+	r.Attempt = uint32(attempt)
+	return r, err
+}
+
+// where renders the SQL conditions of f (all but Match) and their
+// arguments; "1" when f selects everything.
+func (f *Filter) where() (string, []any) {
+	var conds []string
+	var args []any
+	add := func(cond string, a ...any) {
+		conds = append(conds, cond)
+		args = append(args, a...)
+	}
+	addList := func(cond string, a []any) { add(cond, a...) }
+	if len(f.IDs) > 0 {
+		addList(inList("id", f.IDs))
+	}
+	if len(f.Queues) > 0 {
+		addList(inList("queue", f.Queues))
+	}
+	if len(f.Types) > 0 {
+		addList(inList("type", f.Types))
+	}
+	if len(f.Statuses) > 0 {
+		addList(inList("status", f.Statuses))
+		if !slices.Contains(f.Statuses, Ready) {
+			add(`status <> 1`) // lets SQLite use the partial index jobs_status
+		}
+	}
+	if len(f.BudgetKeys) > 0 {
+		keyIn, keys := inList("json_extract(b.value, '$.key')", f.BudgetKeys)
+		add(`EXISTS (SELECT 1 FROM json_each(jobs.budgets) AS b WHERE `+keyIn+`)`, keys...)
+	}
+	for _, r := range []struct {
+		col string
+		r   *Range
+	}{{"priority", f.Priority}, {"ready_at", f.ReadyAt}, {"attempts", f.Attempts}} {
+		if r.r == nil {
+			continue
+		}
+		// Stored values fit in int64: a bound beyond it either excludes
+		// everything (Lo) or nothing (Hi).
+		if lo := r.r.Lo; lo != nil {
+			if *lo > math.MaxInt64 {
+				add(`0`)
+			} else {
+				add(r.col+` >= ?`, int64(*lo))
+			}
+		}
+		if hi := r.r.Hi; hi != nil && *hi <= math.MaxInt64 {
+			add(r.col+` <= ?`, int64(*hi))
+		}
+	}
+	if f.Now != 0 {
+		add(`(purge_at IS NULL OR purge_at > ?)`, f.Now)
+	}
+	if len(conds) == 0 {
+		return "1", nil
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// inList renders "col IN (…)" for values: one placeholder per value, or, for
+// long lists, one JSON array (SQLite bounds the number of placeholders).
+func inList[T string | Status](col string, values []T) (string, []any) {
+	args := make([]any, len(values))
+	for i, v := range values {
+		switch v := any(v).(type) {
+		case Status:
+			args[i] = int64(v)
+		default:
+			args[i] = v
+		}
+	}
+	if len(values) > inlineListMax {
+		buf, _ := json.Marshal(args) // strings and integers: cannot fail
+		return col + ` IN (SELECT value FROM json_each(?))`, []any{string(buf)}
+	}
+	return col + ` IN (?` + strings.Repeat(`, ?`, len(values)-1) + `)`, args
+}

@@ -1,0 +1,521 @@
+package store
+
+import (
+	"bytes"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestDB_JobRoundTrip(t *testing.T) {
+	t.Parallel()
+	full := Job{
+		ID: id(1), Type: "t", Queue: "q", Priority: math.MaxUint16, Status: Dead,
+		Payload: []byte(" {\"a\": [1, 2.50, \"é\\u00e9\"]}\n"), // verbatim, not re-encoded
+		ReadyAt: 1, Attempts: math.MaxUint32,
+		RetryLimit: ptr(uint32(math.MaxUint32)),
+		Backoff:    &Backoff{Exponent: 1.1, BaseMs: math.MaxUint32, JitterMs: 7},
+		Retention:  &Retention{CompletedMs: ptr(uint64(0)), DeadMs: ptr(uint64(math.MaxUint64))},
+		DequeuedAt: 2, FailedAt: 3, CompletedAt: 4, PurgeAt: 5,
+		Budgets: []Binding{{Key: "b", Cost: 3}, {Key: "a\"x", Cost: math.MaxInt64}},
+	}
+	with := func(change func(*Job)) Job {
+		j := job(1)
+		change(&j)
+		return j
+	}
+
+	for name, tc := range map[string]struct {
+		in, want Job
+	}{
+		"Minimal":            {in: job(1), want: job(1)},
+		"Full":               {in: full, want: full},
+		"RetryLimitZero":     {in: with(func(j *Job) { j.RetryLimit = ptr(uint32(0)) }), want: with(func(j *Job) { j.RetryLimit = ptr(uint32(0)) })},
+		"RetentionCompleted": {in: with(func(j *Job) { j.Retention = &Retention{CompletedMs: ptr(uint64(9))} }), want: with(func(j *Job) { j.Retention = &Retention{CompletedMs: ptr(uint64(9))} })},
+		"RetentionDead":      {in: with(func(j *Job) { j.Retention = &Retention{DeadMs: ptr(uint64(0))} }), want: with(func(j *Job) { j.Retention = &Retention{DeadMs: ptr(uint64(0))} })},
+		"RetentionEmpty":     {in: with(func(j *Job) { j.Retention = &Retention{} }), want: job(1)},
+		"BackoffZero":        {in: with(func(j *Job) { j.Backoff = &Backoff{} }), want: with(func(j *Job) { j.Backoff = &Backoff{} })},
+		"BudgetsEmpty":       {in: with(func(j *Job) { j.Budgets = []Binding{} }), want: job(1)},
+		"PayloadNil":         {in: with(func(j *Job) { j.Payload = nil }), want: with(func(j *Job) { j.Payload = nil })},
+		"PayloadEmptyIsNil":  {in: with(func(j *Job) { j.Payload = []byte{} }), want: with(func(j *Job) { j.Payload = nil })},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			b.apply(t, InsertJob(tc.in))
+			got, err := b.db.GetJob(b.ctx, tc.in.ID, 0)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+
+			// PutJob writes every field back, and can clear options.
+			b.apply(t, PutJob(job(1)))
+			got, err = b.db.GetJob(b.ctx, tc.in.ID, 0)
+			require.NoError(t, err)
+			require.Equal(t, job(1), got)
+			b.apply(t, PutJob(tc.in))
+			got, err = b.db.GetJob(b.ctx, tc.in.ID, 0)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+
+			listed, _, err := b.db.ListJobs(b.ctx, Filter{}, "", Asc, 1)
+			require.NoError(t, err)
+			require.Equal(t, []Job{tc.want}, listed)
+		})
+	}
+}
+
+func TestDB_GetJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	purging := job(1)
+	purging.Status, purging.PurgeAt = Completed, 1000
+	b.apply(t, InsertJob(purging))
+
+	_, err := b.db.GetJob(b.ctx, id(2), 0)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.db.GetJob(b.ctx, id(1), 999)
+	require.NoError(t, err)
+	_, err = b.db.GetJob(b.ctx, id(1), 1000)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.db.GetJob(b.ctx, id(1), 0)
+	require.NoError(t, err)
+}
+
+func TestDB_SetStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	j := job(1)
+	j.DequeuedAt = 10
+	b.apply(t, InsertJob(j))
+
+	b.apply(t, SetStatus(id(1), Ready, 0))
+	got, err := b.db.GetJob(b.ctx, id(1), 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 10, got.DequeuedAt)
+
+	b.apply(t, SetStatus(id(1), InFlight, 20))
+	got, err = b.db.GetJob(b.ctx, id(1), 0)
+	require.NoError(t, err)
+	require.Equal(t, InFlight, got.Status)
+	require.EqualValues(t, 20, got.DequeuedAt)
+
+	b.apply(t, SetStatus(id(2), InFlight, 20)) // missing job: no-op
+	require.Equal(t, []string{id(1)}, b.ids(t))
+}
+
+func TestDB_Filters(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Ten jobs: queue a/b/c, types x/y, all statuses, priorities 0..9,
+	// attempts n%3, budgets on some, two awaiting purge.
+	var ops []Op
+	for n := range 10 {
+		j := job(n)
+		j.Queue = string("abc"[n%3])
+		j.Type = string("xy"[n%2])
+		j.Status = Status(n % 5)
+		j.Priority = uint16(n)
+		j.ReadyAt = int64(100 + n)
+		j.Attempts = uint32(n % 3)
+		j.Payload = []byte(`{"even":` + map[bool]string{true: "true", false: "false"}[n%2 == 0] + `}`)
+		switch n {
+		case 1:
+			j.Budgets = []Binding{{Key: "k1", Cost: 1}}
+		case 2:
+			j.Budgets = []Binding{{Key: "k2", Cost: 1}, {Key: "k1", Cost: 2}}
+		case 3:
+			j.Budgets = []Binding{{Key: "k3", Cost: 1}}
+		}
+		if n == 3 || n == 4 { // completed and dead
+			j.PurgeAt = int64(500 + n)
+		}
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+
+	u := func(v uint64) *uint64 { return &v }
+	ids := func(ns ...int) []string {
+		out := []string{}
+		for _, n := range ns {
+			out = append(out, id(n))
+		}
+		return out
+	}
+	many := make([]string, 100) // bound as one JSON array
+	for i := range many {
+		many[i] = id(1000 + i)
+	}
+	many[50] = id(7)
+	manyKeys := slices.Repeat([]string{"k0"}, 70)
+	manyKeys[33] = "k3"
+
+	for name, tc := range map[string]struct {
+		f    Filter
+		want []string
+	}{
+		"None":             {Filter{}, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)},
+		"IDs":              {Filter{IDs: []string{id(2), id(5), "nope"}}, ids(2, 5)},
+		"ManyIDs":          {Filter{IDs: many}, ids(7)},
+		"Queues":           {Filter{Queues: []string{"a", "c"}}, ids(0, 2, 3, 5, 6, 8, 9)},
+		"Types":            {Filter{Types: []string{"y"}}, ids(1, 3, 5, 7, 9)},
+		"Statuses":         {Filter{Statuses: []Status{Scheduled, Dead}}, ids(0, 4, 5, 9)},
+		"BudgetKeys":       {Filter{BudgetKeys: []string{"k1"}}, ids(1, 2)},
+		"BudgetKeysOr":     {Filter{BudgetKeys: []string{"k2", "k3", "k9"}}, ids(2, 3)},
+		"ManyBudgetKeys":   {Filter{BudgetKeys: manyKeys}, ids(3)},
+		"ManyStatuses":     {Filter{Statuses: slices.Repeat([]Status{Dead}, 70)}, ids(4, 9)},
+		"PriorityRange":    {Filter{Priority: &Range{Lo: u(3), Hi: u(5)}}, ids(3, 4, 5)},
+		"PriorityLo":       {Filter{Priority: &Range{Lo: u(8)}}, ids(8, 9)},
+		"PriorityHi":       {Filter{Priority: &Range{Hi: u(1)}}, ids(0, 1)},
+		"ReadyAtExact":     {Filter{ReadyAt: &Range{Lo: u(104), Hi: u(104)}}, ids(4)},
+		"ReadyAtHuge":      {Filter{ReadyAt: &Range{Lo: u(math.MaxUint64)}}, ids()},
+		"ReadyAtHugeHi":    {Filter{ReadyAt: &Range{Lo: u(108), Hi: u(math.MaxUint64)}}, ids(8, 9)},
+		"Attempts":         {Filter{Attempts: &Range{Lo: u(2)}}, ids(2, 5, 8)},
+		"PurgeVisible":     {Filter{Now: 503}, ids(0, 1, 2, 4, 5, 6, 7, 8, 9)},
+		"PurgeBothGone":    {Filter{Now: 600}, ids(0, 1, 2, 5, 6, 7, 8, 9)},
+		"Match":            {Filter{Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(0, 2, 4, 6, 8)},
+		"AndAcrossFields":  {Filter{Queues: []string{"a"}, Types: []string{"x"}, Attempts: &Range{Hi: u(1)}}, ids(0, 6)},
+		"AllFields":        {Filter{IDs: ids(2, 3, 4), Queues: []string{"c", "b"}, Types: []string{"x", "y"}, Statuses: []Status{Ready, Completed, InFlight}, BudgetKeys: []string{"k1", "k2"}, Priority: &Range{Lo: u(2)}, ReadyAt: &Range{Hi: u(102)}, Attempts: &Range{Lo: u(2), Hi: u(2)}, Now: 1, Match: func([]byte) bool { return true }}, ids(2)},
+		"NothingMatches":   {Filter{Queues: []string{"zzz"}}, ids()},
+		"MatchRejectsAll":  {Filter{Match: func([]byte) bool { return false }}, ids()},
+		"StatusesAndPurge": {Filter{Statuses: []Status{Completed, Dead}, Now: 600}, ids(8, 9)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			got, err := b.db.JobIDs(b.ctx, tc.f)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, append([]string{}, got...))
+
+			n, err := b.db.CountJobs(b.ctx, tc.f)
+			require.NoError(t, err)
+			require.EqualValues(t, len(tc.want), n)
+
+			jobs, more, err := b.db.ListJobs(b.ctx, tc.f, "", Asc, 100)
+			require.NoError(t, err)
+			require.False(t, more)
+			listed := []string{}
+			for _, j := range jobs {
+				listed = append(listed, j.ID)
+			}
+			require.Equal(t, tc.want, listed)
+		})
+	}
+}
+
+func TestDB_ListJobsPaging(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	// Enough rows that Match spans several chunks.
+	const total = 3*matchChunk + 10
+	var ops []Op
+	for n := range total {
+		j := job(n)
+		if n%7 == 0 {
+			j.Payload = []byte(`{"pick":true}`)
+		}
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+	pick := func(p []byte) bool { return bytes.Contains(p, []byte("pick")) }
+
+	var picked []string
+	for n := 0; n < total; n += 7 {
+		picked = append(picked, id(n))
+	}
+	all := make([]string, total)
+	for n := range all {
+		all[n] = id(n)
+	}
+
+	for name, tc := range map[string]struct {
+		f     Filter
+		order Order
+		limit int
+		want  []string
+	}{
+		"Asc":            {Filter{}, Asc, 10, all},
+		"Desc":           {Filter{}, Desc, 7, reversed(all)},
+		"MatchAsc":       {Filter{Match: pick}, Asc, 5, picked},
+		"MatchDesc":      {Filter{Match: pick}, Desc, 3, reversed(picked)},
+		"MatchOnePage":   {Filter{Match: pick}, Asc, 2000, picked},
+		"FilterAndMatch": {Filter{Statuses: []Status{Ready}, Match: pick}, Asc, 40, picked},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			from := ""
+			for {
+				jobs, more, err := b.db.ListJobs(b.ctx, tc.f, from, tc.order, tc.limit)
+				require.NoError(t, err)
+				require.LessOrEqual(t, len(jobs), tc.limit)
+				for _, j := range jobs {
+					got = append(got, j.ID)
+				}
+				if !more {
+					break
+				}
+				require.Len(t, jobs, tc.limit, "a page before the last is full")
+				from = jobs[len(jobs)-1].ID
+			}
+			require.Equal(t, tc.want, got)
+		})
+	}
+
+	t.Run("FromIsExclusive", func(t *testing.T) {
+		t.Parallel()
+		jobs, more, err := b.db.ListJobs(b.ctx, Filter{}, id(5), Asc, 2)
+		require.NoError(t, err)
+		require.True(t, more)
+		require.Equal(t, []string{id(6), id(7)}, jobIDs(jobs))
+
+		jobs, more, err = b.db.ListJobs(b.ctx, Filter{}, id(5), Desc, 10)
+		require.NoError(t, err)
+		require.False(t, more)
+		require.Equal(t, []string{id(4), id(3), id(2), id(1), id(0)}, jobIDs(jobs))
+	})
+
+	t.Run("ExactlyLimitLeft", func(t *testing.T) {
+		t.Parallel()
+		jobs, more, err := b.db.ListJobs(b.ctx, Filter{}, id(total-4), Asc, 3)
+		require.NoError(t, err)
+		require.False(t, more)
+		require.Len(t, jobs, 3)
+	})
+}
+
+func TestDB_Errors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.apply(t, InsertJob(job(1)), InsertJob(job(2)))
+	rec := func(jobID string, attempt uint32) ErrorRecord {
+		return ErrorRecord{JobID: jobID, Attempt: attempt, Message: "failed", ErrorType: "E",
+			Backtrace: "at x\nat y", DequeuedAt: int64(attempt), FailedAt: int64(attempt) + 1}
+	}
+	var ops []Op
+	for a := uint32(1); a <= 5; a++ {
+		ops = append(ops, AddError(rec(id(1), a)))
+	}
+	ops = append(ops, AddError(rec(id(2), 1)), AddError(rec(id(3), 1))) // job 3 does not exist
+	b.apply(t, ops...)
+
+	got, err := b.db.GetError(b.ctx, id(1), 3)
+	require.NoError(t, err)
+	require.Equal(t, rec(id(1), 3), got)
+	_, err = b.db.GetError(b.ctx, id(1), 6)
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = b.db.GetError(b.ctx, id(3), 1)
+	require.ErrorIs(t, err, ErrNotFound, "no record without its job")
+
+	// A record of the same attempt replaces the old one.
+	replaced := rec(id(1), 5)
+	replaced.Message, replaced.ErrorType, replaced.Backtrace = "again", "", ""
+	b.apply(t, AddError(replaced))
+	got, err = b.db.GetError(b.ctx, id(1), 5)
+	require.NoError(t, err)
+	require.Equal(t, replaced, got)
+
+	attempts := func(recs []ErrorRecord) []uint32 {
+		var out []uint32
+		for _, r := range recs {
+			out = append(out, r.Attempt)
+		}
+		return out
+	}
+	for name, tc := range map[string]struct {
+		from  uint32
+		order Order
+		limit int
+		want  []uint32
+		more  bool
+	}{
+		"FirstPage":    {0, Asc, 2, []uint32{1, 2}, true},
+		"Middle":       {2, Asc, 2, []uint32{3, 4}, true},
+		"LastFull":     {3, Asc, 2, []uint32{4, 5}, false},
+		"DescFirst":    {0, Desc, 3, []uint32{5, 4, 3}, true},
+		"DescFrom":     {3, Desc, 3, []uint32{2, 1}, false},
+		"PastTheEnd":   {5, Asc, 3, nil, false},
+		"AllAtOnce":    {0, Asc, 50, []uint32{1, 2, 3, 4, 5}, false},
+		"DescPastHead": {1, Desc, 3, nil, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			recs, more, err := b.db.ListErrors(b.ctx, id(1), tc.from, tc.order, tc.limit)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, attempts(recs))
+			require.Equal(t, tc.more, more)
+		})
+	}
+
+	t.Run("DeleteJobDeletesRecords", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		b.apply(t, InsertJob(job(1)), AddError(rec(id(1), 1)))
+		b.apply(t, DeleteJob(id(1)))
+		recs, _, err := b.db.ListErrors(b.ctx, id(1), 0, Asc, 10)
+		require.NoError(t, err)
+		require.Empty(t, recs)
+	})
+}
+
+func TestDB_Queues(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	queues, err := b.db.Queues(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, queues)
+
+	var ops []Op
+	for n, q := range []string{"b", "a", "B", "é", "_", "a", "aa", "b"} {
+		j := job(n)
+		j.Queue = q
+		j.Status = Status(n % 5)
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+	queues, err = b.db.Queues(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{"B", "_", "a", "aa", "b", "é"}, queues)
+}
+
+func TestDB_RecoverInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ops []Op
+	for n := range 6 {
+		j := job(n)
+		j.Status = Status(n % 3) // two in flight
+		j.DequeuedAt = 77
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+
+	n, err := b.db.RecoverInFlight(b.ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n)
+	count, err := b.db.CountJobs(b.ctx, Filter{Statuses: []Status{InFlight}})
+	require.NoError(t, err)
+	require.Zero(t, count)
+	got, err := b.db.GetJob(b.ctx, id(2), 0)
+	require.NoError(t, err)
+	require.Equal(t, Ready, got.Status)
+	require.EqualValues(t, 77, got.DequeuedAt, "recovery keeps the last dequeue time")
+
+	n, err = b.db.RecoverInFlight(b.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+func TestDB_LiveJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	total := rebuildChunk + 37
+	if testing.Short() {
+		total = 40
+	}
+	var ops []Op
+	var want []string
+	for n := range total {
+		j := job(n)
+		j.Status = Status(n % 5)
+		if j.Status.Live() {
+			want = append(want, j.ID)
+		}
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+
+	var got []string
+	require.NoError(t, b.db.LiveJobs(b.ctx, func(j Job) error {
+		require.True(t, j.Status.Live())
+		got = append(got, j.ID)
+		return nil
+	}))
+	require.Equal(t, want, got)
+
+	stop := errorString("stop")
+	calls := 0
+	err := b.db.LiveJobs(b.ctx, func(Job) error { calls++; return stop })
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 1, calls)
+}
+
+func TestDB_PurgeSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	type entry struct {
+		ID string
+		At int64
+	}
+	var ops []Op
+	var want []entry
+	for n := range 12 {
+		j := job(n)
+		j.Status = Status(n % 5)
+		if n%5 >= 3 {
+			j.PurgeAt = int64(1000 - n)
+			want = append(want, entry{j.ID, j.PurgeAt})
+		}
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+	slices.SortFunc(want, func(a, b entry) int { return int(a.At - b.At) })
+
+	var got []entry
+	require.NoError(t, b.db.PurgeSchedule(b.ctx, func(id string, at int64) error {
+		got = append(got, entry{id, at})
+		return nil
+	}))
+	require.Equal(t, want, got)
+}
+
+func TestDB_Budgets(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	k2 := Budget{Key: "k2", Allocation: 10, Strategy: TimeBased, DurationMs: 1000, Burst: 5, CreatedAt: 1, UpdatedAt: 2}
+	k1 := Budget{Key: "k1", Allocation: 3, Strategy: WhileInFlight, CreatedAt: 3, UpdatedAt: 3}
+	b.apply(t, PutBudget(k2), PutBudget(k1))
+
+	got, err := b.db.Budgets(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []Budget{k1, k2}, got)
+
+	k2.Allocation, k2.UpdatedAt = 20, 9
+	b.apply(t, PutBudget(k2), DeleteBudget("k1"), DeleteBudget("absent"))
+	got, err = b.db.Budgets(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, []Budget{k2}, got)
+}
+
+func TestDB_DeleteEverything(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.apply(t, InsertJob(job(1)), InsertJob(job(2)), AddError(ErrorRecord{JobID: id(1), Attempt: 1}),
+		PutBudget(Budget{Key: "k"}))
+	b.apply(t, DeleteEverything(), InsertJob(job(3)))
+
+	require.Equal(t, []string{id(3)}, b.ids(t))
+	_, err := b.db.GetError(b.ctx, id(1), 1)
+	require.ErrorIs(t, err, ErrNotFound)
+	budgets, err := b.db.Budgets(b.ctx)
+	require.NoError(t, err)
+	require.Empty(t, budgets)
+}
+
+func jobIDs(jobs []Job) []string {
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }

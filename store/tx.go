@@ -1,0 +1,260 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+)
+
+// jobColumns are the columns of jobs, in the order jobArgs and scanJob use.
+const jobColumns = `id, queue, type, priority, status, payload, ready_at, attempts,
+	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+	retention_completed_ms, retention_dead_ms,
+	dequeued_at, failed_at, completed_at, purge_at, budgets`
+
+// writer owns the only writing connection and its prepared statements. It
+// is used by the writer goroutine alone (and by Open before that starts).
+type writer struct {
+	conn *sql.Conn
+	mode CommitMode // the synchronous setting in force
+
+	begin, commit                   *sql.Stmt
+	insertJob, putJob, setStatus    *sql.Stmt
+	deleteJob, deleteErrors, probe  *sql.Stmt
+	addError, putBudget, delBudget  *sql.Stmt
+	deleteEverything, recoverFlight *sql.Stmt
+}
+
+// prepare prepares the writer's statements and sets the initial commit mode.
+func (w *writer) prepare(ctx context.Context, mode CommitMode) error {
+	stmts := []struct {
+		s   **sql.Stmt
+		sql string
+	}{
+		{&w.begin, `BEGIN IMMEDIATE`},
+		{&w.commit, `COMMIT`},
+		{&w.insertJob, `INSERT INTO jobs (` + jobColumns + `)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`},
+		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
+			payload = ?6, ready_at = ?7, attempts = ?8, retry_limit = ?9,
+			backoff_exponent = ?10, backoff_base_ms = ?11, backoff_jitter_ms = ?12,
+			retention_completed_ms = ?13, retention_dead_ms = ?14,
+			dequeued_at = ?15, failed_at = ?16, completed_at = ?17, purge_at = ?18, budgets = ?19
+			WHERE id = ?1`},
+		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
+		{&w.deleteJob, `DELETE FROM jobs WHERE id = ?`},
+		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
+		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
+		{&w.addError, `INSERT OR REPLACE INTO job_errors
+			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
+		{&w.putBudget, `INSERT OR REPLACE INTO budgets
+			(key, allocation, strategy, duration_ms, burst, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
+		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_errors; DELETE FROM budgets`},
+		// "status <> 1" lets SQLite use the partial index jobs_status.
+		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
+	}
+	for _, s := range stmts {
+		st, err := w.conn.PrepareContext(ctx, s.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", s.sql, err)
+		}
+		*s.s = st
+	}
+	w.mode = mode
+	if err := w.setMode(mode, true); err != nil {
+		return fmt.Errorf("set commit mode: %w", err)
+	}
+	return nil
+}
+
+// close finalizes the statements and closes the connection.
+func (w *writer) close() error {
+	for _, s := range []*sql.Stmt{w.begin, w.commit,
+		w.insertJob, w.putJob, w.setStatus, w.deleteJob, w.deleteErrors, w.probe,
+		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	return w.conn.Close()
+}
+
+// setMode issues PRAGMA synchronous when the mode changes (or when force).
+func (w *writer) setMode(mode CommitMode, force bool) error {
+	if mode == w.mode && !force {
+		return nil
+	}
+	// Not a prepared statement: SQLite applies this PRAGMA when it compiles
+	// it, so re-running a prepared one would change nothing.
+	q := "PRAGMA synchronous = NORMAL"
+	if mode == Fsync {
+		q = "PRAGMA synchronous = FULL"
+	}
+	if _, err := w.conn.ExecContext(context.Background(), q); err != nil {
+		return err
+	}
+	w.mode = mode
+	return nil
+}
+
+// runTx commits the groups in one transaction, in the strongest commit mode
+// any of them needs. On failure it rolls back and returns the error.
+func (db *DB) runTx(groups []*Pending) (err error) {
+	db.txs.Add(1)
+	w := db.w
+	mode := Buffered
+	for _, g := range groups {
+		mode = max(mode, g.mode)
+	}
+	if err := w.setMode(mode, false); err != nil {
+		return wrapWrite("set commit mode", err)
+	}
+	ops := coalesce(groups)
+	if _, err := w.begin.Exec(); err != nil {
+		return wrapWrite("begin", err)
+	}
+	defer func() {
+		if err != nil {
+			// A failed COMMIT may already have rolled back; ignore "no
+			// transaction is active".
+			_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	for i := range ops {
+		if err := w.apply(&ops[i]); err != nil {
+			return err
+		}
+	}
+	if _, err := w.commit.Exec(); err != nil {
+		return wrapWrite("commit", err)
+	}
+	return nil
+}
+
+// apply runs one op inside the writer's transaction.
+func (w *writer) apply(op *Op) error {
+	var err error
+	switch op.kind {
+	case opNone:
+		return nil
+	case opInsertJob:
+		_, err = w.insertJob.Exec(jobArgs(op.job)...)
+		return wrapOp("insert job", op.id, err)
+	case opProbeNew:
+		var exists bool
+		if err = w.probe.QueryRow(op.id).Scan(&exists); err == nil && exists {
+			return fmt.Errorf("insert job %s: job already exists", op.id)
+		}
+		return wrapOp("insert job", op.id, err)
+	case opPutJob:
+		_, err = w.putJob.Exec(jobArgs(op.job)...)
+		return wrapOp("put job", op.id, err)
+	case opSetStatus:
+		_, err = w.setStatus.Exec(op.id, int64(op.status), op.at)
+		return wrapOp("set job status", op.id, err)
+	case opDeleteJob:
+		if _, err = w.deleteJob.Exec(op.id); err == nil {
+			_, err = w.deleteErrors.Exec(op.id)
+		}
+		return wrapOp("delete job", op.id, err)
+	case opAddError:
+		r := op.rec
+		_, err = w.addError.Exec(r.JobID, int64(r.Attempt), r.Message, r.ErrorType, r.Backtrace,
+			r.DequeuedAt, r.FailedAt)
+		return wrapOp("add error record of job", op.id, err)
+	case opPutBudget:
+		b := op.budget
+		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
+			b.CreatedAt, b.UpdatedAt)
+		return wrapOp("put budget", op.id, err)
+	case opDeleteBudget:
+		_, err = w.delBudget.Exec(op.id)
+		return wrapOp("delete budget", op.id, err)
+	case opDeleteEverything:
+		_, err = w.deleteEverything.Exec()
+		return wrapOp("delete everything", "", err)
+	case opRecoverInFlight:
+		var res sql.Result
+		if res, err = w.recoverFlight.Exec(); err == nil {
+			*op.count, err = res.RowsAffected()
+		}
+		return wrapOp("recover in-flight jobs", "", err)
+	}
+	return fmt.Errorf("unknown store op %d", op.kind)
+}
+
+// wrapOp gives an op's error its context ("insert job <id>: …").
+func wrapOp(what, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if id != "" {
+		what += " " + id
+	}
+	return wrapWrite(what, err)
+}
+
+// jobArgs returns j's values in jobColumns order, NULL for unset options.
+func jobArgs(j *Job) []any {
+	var retry, boExp, boBase, boJitter, retCompleted, retDead, purge, budgets any
+	if j.RetryLimit != nil {
+		retry = int64(*j.RetryLimit)
+	}
+	if b := j.Backoff; b != nil {
+		boExp, boBase, boJitter = float64(b.Exponent), int64(b.BaseMs), int64(b.JitterMs)
+	}
+	if r := j.Retention; r != nil {
+		// uint64 milliseconds are stored bit for bit in SQLite's int64.
+		if r.CompletedMs != nil {
+			retCompleted = int64(*r.CompletedMs)
+		}
+		if r.DeadMs != nil {
+			retDead = int64(*r.DeadMs)
+		}
+	}
+	if j.PurgeAt != 0 {
+		purge = j.PurgeAt
+	}
+	if len(j.Budgets) > 0 {
+		budgets = encodeBindings(j.Budgets)
+	}
+	return []any{
+		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.Payload, j.ReadyAt,
+		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
+		j.DequeuedAt, j.FailedAt, j.CompletedAt, purge, budgets,
+	}
+}
+
+// binding is the stored JSON form of a Binding.
+type binding struct {
+	Key  string `json:"key"`
+	Cost int64  `json:"cost"`
+}
+
+func encodeBindings(bs []Binding) string {
+	out := make([]binding, len(bs))
+	for i, b := range bs {
+		out[i] = binding(b)
+	}
+	buf, _ := json.Marshal(out) // cannot fail: strings and integers
+	return string(buf)
+}
+
+func decodeBindings(s string) ([]Binding, error) {
+	var in []binding
+	if err := json.Unmarshal([]byte(s), &in); err != nil {
+		return nil, fmt.Errorf("decode job budgets: %w", err)
+	}
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]Binding, len(in))
+	for i, b := range in {
+		out[i] = Binding(b)
+	}
+	return out, nil
+}

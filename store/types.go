@@ -1,0 +1,176 @@
+// Package store is zizq's durable record: jobs, their error history and
+// budget configurations in an embedded SQLite database (modernc.org/sqlite).
+// It knows nothing of HTTP or of dispatching; the engine keeps live state in
+// memory and appends its changes here, in order, through the writer.
+package store
+
+import "errors"
+
+// Status is a job's lifecycle status.
+type Status uint8
+
+// Job statuses, in lifecycle order (the order used to sort status lists).
+const (
+	Scheduled Status = iota
+	Ready
+	InFlight
+	Completed
+	Dead
+)
+
+var statusNames = [...]string{"scheduled", "ready", "in_flight", "completed", "dead"}
+
+// String returns the wire name of the status.
+func (s Status) String() string {
+	if int(s) < len(statusNames) {
+		return statusNames[s]
+	}
+	return "unknown"
+}
+
+// ParseStatus maps a wire name to a Status.
+func ParseStatus(name string) (Status, bool) {
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), true
+		}
+	}
+	return 0, false
+}
+
+// Live reports whether the job is unfinished (scheduled, ready or in flight).
+func (s Status) Live() bool { return s <= InFlight }
+
+// Job is the durable record of one job. Zero values of the optional
+// timestamps (DequeuedAt, FailedAt, CompletedAt, PurgeAt) mean "unset".
+// All timestamps are milliseconds since the Unix epoch.
+type Job struct {
+	ID          string
+	Type        string
+	Queue       string
+	Priority    uint16
+	Status      Status
+	Payload     []byte // canonical JSON
+	ReadyAt     int64
+	Attempts    uint32
+	RetryLimit  *uint32
+	Backoff     *Backoff
+	Retention   *Retention
+	DequeuedAt  int64
+	FailedAt    int64
+	CompletedAt int64
+	PurgeAt     int64
+	Budgets     []Binding
+}
+
+// Backoff is a per-job retry backoff override.
+type Backoff struct {
+	Exponent float32
+	BaseMs   uint32
+	JitterMs uint32
+}
+
+// Retention is a per-job override of how long terminal jobs are kept.
+type Retention struct {
+	CompletedMs *uint64
+	DeadMs      *uint64
+}
+
+// Binding ties a job to a budget with a materialised cost.
+type Binding struct {
+	Key  string
+	Cost int64
+}
+
+// Strategy kinds of a budget.
+const (
+	WhileInFlight = "while_in_flight"
+	TimeBased     = "time_based"
+)
+
+// Budget is a budget's durable configuration. DurationMs and Burst are zero
+// when unset (DurationMs is only set for time_based budgets).
+type Budget struct {
+	Key        string
+	Allocation int64
+	Strategy   string
+	DurationMs int64
+	Burst      int64
+	CreatedAt  int64
+	UpdatedAt  int64
+}
+
+// ErrorRecord is one recorded failure of a job.
+type ErrorRecord struct {
+	JobID      string
+	Attempt    uint32
+	Message    string
+	ErrorType  string
+	Backtrace  string
+	DequeuedAt int64
+	FailedAt   int64
+}
+
+// CommitMode says how durable a commit is before it is acknowledged.
+type CommitMode uint8
+
+const (
+	// Buffered commits reach the OS page cache (synchronous=NORMAL in WAL
+	// mode): they survive a crash of the process, not a power loss.
+	Buffered CommitMode = iota
+	// Fsync commits are fsynced (synchronous=FULL): they survive power loss.
+	Fsync
+)
+
+// ParseCommitMode maps "buffered" or "fsync" to a CommitMode.
+func ParseCommitMode(s string) (CommitMode, error) {
+	switch s {
+	case "buffered":
+		return Buffered, nil
+	case "fsync":
+		return Fsync, nil
+	}
+	return 0, errors.New(`commit mode must be "buffered" or "fsync"`)
+}
+
+// String returns the flag spelling of the mode.
+func (m CommitMode) String() string {
+	if m == Fsync {
+		return "fsync"
+	}
+	return "buffered"
+}
+
+// ErrNotFound is returned when a job, error record or budget does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Range is an inclusive range of unsigned integers; nil bounds are open.
+type Range struct {
+	Lo, Hi *uint64
+}
+
+// Filter selects jobs for listing, counting and bulk changes. Empty slices
+// and nil ranges do not filter. Jobs whose PurgeAt is set and not after Now
+// are invisible, as if already purged.
+type Filter struct {
+	IDs        []string
+	Queues     []string
+	Types      []string
+	Statuses   []Status
+	BudgetKeys []string
+	Priority   *Range
+	ReadyAt    *Range
+	Attempts   *Range
+	// Match, when set, is called with each candidate's canonical JSON
+	// payload; only jobs for which it returns true are selected.
+	Match func(payload []byte) bool
+	Now   int64
+}
+
+// Order of a listing by job ID.
+type Order uint8
+
+const (
+	Asc Order = iota
+	Desc
+)

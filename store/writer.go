@@ -1,0 +1,181 @@
+package store
+
+import "context"
+
+// Pending is one appended group of ops; Wait for its commit.
+type Pending struct {
+	db   *DB
+	seq  uint64 // position in append order; 0 = already finished
+	ops  []Op   // released once finished
+	mode CommitMode
+	// err is written by the writer before doneSeq reaches seq, and read
+	// under db.mu after that.
+	err error
+}
+
+// Wait returns once the transaction holding the group has committed, with
+// nil, or has failed, with its error. If ctx ends first it returns ctx's
+// error; the group still commits (or fails) later.
+func (p *Pending) Wait(ctx context.Context) error {
+	if p.seq == 0 {
+		return p.err
+	}
+	if err := p.db.waitSeq(ctx, p.seq); err != nil {
+		return err
+	}
+	p.db.mu.Lock()
+	defer p.db.mu.Unlock()
+	return p.err
+}
+
+// Append queues ops to be committed, in one transaction, after every group
+// appended before. It never blocks (the queue is unbounded) and is safe for
+// concurrent use. A group is never split across transactions, however large.
+func (db *DB) Append(ops ...Op) *Pending {
+	mode := db.opts.DefaultMode
+	for i := range ops {
+		if ops[i].kind == opInsertJob {
+			mode = db.opts.EnqueueMode
+			break
+		}
+	}
+	p := &Pending{db: db, ops: append([]Op(nil), ops...), mode: mode}
+
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return &Pending{err: errClosed}
+	}
+	db.lastSeq++
+	p.seq = db.lastSeq
+	db.queue = append(db.queue, p)
+	db.mu.Unlock()
+	db.signal()
+	return p
+}
+
+// Barrier returns once every group appended before the call has committed
+// or failed (failures are reported to each group's Pending, not here).
+func (db *DB) Barrier(ctx context.Context) error {
+	db.mu.Lock()
+	seq, done := db.lastSeq, db.doneSeq
+	db.mu.Unlock()
+	if seq == done {
+		return nil
+	}
+	return db.waitSeq(ctx, seq)
+}
+
+// waitSeq waits until the group seq has finished. Groups finish in append
+// order, so doneSeq says all there is to know.
+func (db *DB) waitSeq(ctx context.Context, seq uint64) error {
+	for {
+		db.mu.Lock()
+		done, progress := db.doneSeq, db.progress
+		db.mu.Unlock()
+		if done >= seq {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// signal wakes the writer if it is idle; never blocks.
+func (db *DB) signal() {
+	select {
+	case db.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run is the writer goroutine: it takes groups off the queue in order, as
+// many as fit in BatchSize, commits them in one transaction and wakes their
+// waiters. It exits when the DB is closed and the queue is drained.
+func (db *DB) run() {
+	defer close(db.writerDone)
+	if db.opts.startGate != nil {
+		<-db.opts.startGate
+	}
+	for {
+		batch := db.next()
+		if batch == nil {
+			return
+		}
+		db.commit(batch)
+		db.finish(batch)
+	}
+}
+
+// next blocks until groups are queued and takes the next batch: at least
+// one group, then more while their ops fit in BatchSize. It returns nil
+// when the DB is closed and nothing is left.
+func (db *DB) next() []*Pending {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for len(db.queue) == 0 {
+		if db.closed {
+			return nil
+		}
+		db.mu.Unlock()
+		<-db.wake
+		db.mu.Lock()
+	}
+	n, k := len(db.queue[0].ops), 1
+	for ; k < len(db.queue); k++ {
+		size := len(db.queue[k].ops)
+		if n+size > db.opts.BatchSize {
+			break
+		}
+		n += size
+	}
+	batch := db.queue[:k:k]
+	db.queue = db.queue[k:]
+	if len(db.queue) == 0 {
+		db.queue = nil // let the old backing array go
+	}
+	return batch
+}
+
+// commit runs batch in one transaction. If that fails, each group is retried
+// in a transaction of its own, so that one bad group fails alone and every
+// Pending gets its own outcome.
+func (db *DB) commit(batch []*Pending) {
+	err := db.runTx(batch)
+	if err != nil && len(batch) > 1 {
+		err = nil
+		for i := range batch {
+			if e := db.runTx(batch[i : i+1]); e != nil {
+				batch[i].err = e
+				err = e
+			}
+		}
+	} else if err != nil {
+		batch[0].err = err
+	}
+	if err != nil {
+		// Logged here because nobody waits for some groups (status marks).
+		failed := 0
+		for _, p := range batch {
+			if p.err != nil {
+				failed++
+			}
+		}
+		db.log.Warn("store write failed", "groups", failed, "err", err)
+	}
+}
+
+// finish publishes the outcome of batch and wakes every waiter.
+func (db *DB) finish(batch []*Pending) {
+	db.mu.Lock()
+	for _, p := range batch {
+		p.ops = nil
+	}
+	db.doneSeq = batch[len(batch)-1].seq
+	close(db.progress)
+	db.progress = make(chan struct{})
+	db.mu.Unlock()
+}
