@@ -33,7 +33,9 @@ func applyEnv(c *cobra.Command) error {
 		if err != nil || len(env) == 0 || f.Changed {
 			return
 		}
-		if v, ok := os.LookupEnv(env[0]); ok {
+		// An empty variable counts as unset: ZIZQ_HOST= must not mean
+		// "every interface".
+		if v := os.Getenv(env[0]); v != "" {
 			if e := f.Value.Set(v); e != nil {
 				err = usageError{fmt.Errorf("invalid value %q for %s: %w", v, env[0], e)}
 			}

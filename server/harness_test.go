@@ -46,6 +46,11 @@ func setup(t *testing.T, tune ...func(*server.Options)) *testBundle {
 // setupIn starts a server on an existing data directory (restart tests).
 func setupIn(t *testing.T, dir string, tune ...func(*server.Options)) *testBundle {
 	t.Helper()
+	return setupTB(t, dir, tune...)
+}
+
+func setupTB(t testing.TB, dir string, tune ...func(*server.Options)) *testBundle {
+	t.Helper()
 	opts := server.Options{
 		DataDir: dir,
 		Engine:  engine.DefaultConfig(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/zizq/zizq/server/api"
@@ -190,7 +191,14 @@ func jqMatcher(ctx context.Context, src string) (func([]byte) bool, error) {
 	}, nil
 }
 
+// maxFilterTime bounds a listing or count that runs a jq filter over many
+// payloads, so one expensive filter cannot occupy the server indefinitely.
+const maxFilterTime = 30 * time.Second
+
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), maxFilterTime)
+	defer cancel()
+	r = r.WithContext(ctx)
 	q, f, err := s.filter(r, true)
 	if err == nil {
 		err = s.db.Barrier(r.Context())
@@ -239,6 +247,9 @@ func (s *Server) live(j store.Job) store.Job {
 }
 
 func (s *Server) countJobs(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), maxFilterTime)
+	defer cancel()
+	r = r.WithContext(ctx)
 	_, f, err := s.filter(r, false)
 	if err == nil {
 		err = s.db.Barrier(r.Context())

@@ -239,7 +239,7 @@ func TestEnqueue_Defaults(t *testing.T) {
 	require.NotContains(t, got, "dequeued_at")
 
 	t.Run("OtherPayloads", func(t *testing.T) {
-		for _, p := range []string{`null`, `"text"`, `[1,{"z":1,"y":2}]`, `42`, `true`} {
+		for _, p := range []string{`null`, `"text"`, `[1,{"z":1,"y":2}]`, `42`, `true`, `"<b>&amp;</b>"`, `{"é":"ü"}`} {
 			j := tb.enqueue(t, `{"type":"t","queue":"q","payload":`+p+`}`)
 			r := tb.req(t, "GET", "/jobs/"+j.ID, nil)
 			require.Equal(t, http.StatusOK, r.status)
@@ -361,7 +361,7 @@ func TestAck_Bulk(t *testing.T) {
 	require.Equal(t, `{"error":"ids must not be empty"}`, string(r.body))
 }
 
-func TestFailure(t *testing.T) {
+func TestFailure_Outcomes(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 
@@ -426,7 +426,7 @@ func TestFailure(t *testing.T) {
 		r.json(t, &page)
 		require.Len(t, page.Errors, 1)
 		require.Equal(t, "first", page.Errors[0].Message)
-		require.NotContains(t, fieldsOf(t, r.body)["errors"], "error_type")
+		require.NotContains(t, string(fieldsOf(t, r.body)["errors"]), "error_type", "unset error_type is omitted")
 		require.Equal(t, "/jobs/"+j.ID+"/errors?order=asc&limit=1", page.Pages.Self)
 		require.Nil(t, page.Pages.Prev)
 		require.NotNil(t, page.Pages.Next)
@@ -492,7 +492,7 @@ func TestFailure(t *testing.T) {
 	})
 }
 
-func TestRetention(t *testing.T) {
+func TestRetention_Completed(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 
@@ -874,7 +874,7 @@ func TestPatch_Filtered(t *testing.T) {
 	require.Equal(t, int64(3), jobCount(t, tb, "queue=z"))
 }
 
-func TestReset(t *testing.T) {
+func TestReset_DeletesEverything(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 	tb.enqueue(t, `{"type":"t","queue":"a","payload":null}`)
@@ -1040,7 +1040,7 @@ func TestMsgPack_Jobs(t *testing.T) {
 	require.Equal(t, int64(1), d.Deleted, "only the dead job is left")
 }
 
-func TestNegotiation(t *testing.T) {
+func TestNegotiation_AcceptAndContentType(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
 

@@ -24,3 +24,13 @@ func TestServer_Smoke(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, r.status)
 	require.Equal(t, "job not found", r.errorText(t))
 }
+
+func TestEnqueue_RejectsNumbersNoFloatHolds(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	r := tb.req(t, "POST", "/jobs", `{"type":"t","queue":"q","payload":{"n":1e400}}`)
+	require.Equal(t, http.StatusBadRequest, r.status)
+	require.Contains(t, r.errorText(t), "out of range")
+	r = tb.req(t, "GET", "/jobs/count", nil)
+	require.JSONEq(t, `{"count":0}`, string(r.body))
+}

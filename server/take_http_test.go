@@ -254,8 +254,8 @@ func TestTake_Formats(t *testing.T) {
 	tb := setup(t)
 
 	t.Run("NDJSON", func(t *testing.T) {
-		for _, accept := range []string{"", "application/x-ndjson", "application/json", "*/*"} {
-			q := "nd" + strings.NewReplacer("/", "", "*", "star", "-", "").Replace(accept)
+		for i, accept := range []string{"", "application/x-ndjson", "application/json", "*/*"} {
+			q := fmt.Sprintf("nd%d", i)
 			j := tb.enqueue(t, `{"type":"t","queue":"`+q+`","payload":{"b":1,"a":2}}`)
 			var ts *takeStream
 			if accept == "" {
@@ -283,8 +283,8 @@ func TestTake_Formats(t *testing.T) {
 	})
 
 	t.Run("MsgPackStream", func(t *testing.T) {
-		for _, accept := range []string{"application/vnd.zizq.msgpack-stream", "application/msgpack"} {
-			q := "mp" + strings.NewReplacer("/", "", ".", "", "-", "").Replace(accept)
+		for i, accept := range []string{"application/vnd.zizq.msgpack-stream", "application/msgpack"} {
+			q := fmt.Sprintf("mp%d", i)
 			before := msNow()
 			j := tb.enqueue(t, `{"type":"t","queue":"`+q+`","payload":{"big":18446744073709551615,"s":"x"}}`)
 			ts := tb.take(t, "queue="+q, "Accept", accept)
@@ -411,7 +411,7 @@ func TestTake_WakeUp(t *testing.T) {
 func TestTake_ScheduledArrivesWhenDue(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
-	at := msNow() + 700
+	at := msNow() + 1000
 	j := tb.enqueue(t, fmt.Sprintf(`{"type":"t","queue":"later","payload":null,"ready_at":%d}`, at))
 	require.Equal(t, "scheduled", j.Status)
 	ts := tb.take(t, "queue=later")
@@ -426,4 +426,63 @@ func TestTake_ScheduledArrivesWhenDue(t *testing.T) {
 	k := tb.enqueue(t, fmt.Sprintf(`{"type":"t","queue":"nobody","payload":null,"ready_at":%d}`, msNow()+200))
 	require.Equal(t, "scheduled", k.Status)
 	eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, k.ID) == "ready" }, "scheduled job promoted")
+}
+
+func TestTake_WakesOnMoves(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+
+	t.Run("PatchReadyAtNull", func(t *testing.T) {
+		j := tb.enqueue(t, fmt.Sprintf(`{"type":"t","queue":"p1","payload":null,"ready_at":%d}`, msNow()+3_600_000))
+		ts := tb.take(t, "queue=p1")
+		ts.none(t, 200*time.Millisecond)
+		r := tb.req(t, "PATCH", "/jobs/"+j.ID, `{"ready_at":null}`)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		require.Equal(t, j.ID, ts.next(t, 5*time.Second).ID)
+	})
+
+	t.Run("PatchQueue", func(t *testing.T) {
+		j := tb.enqueue(t, `{"type":"t","queue":"from","payload":null}`)
+		ts := tb.take(t, "queue=to")
+		ts.none(t, 200*time.Millisecond)
+		r := tb.req(t, "PATCH", "/jobs/"+j.ID, `{"queue":"to"}`)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		got := ts.next(t, 5*time.Second)
+		require.Equal(t, j.ID, got.ID)
+		require.Equal(t, "to", got.Queue)
+	})
+
+	t.Run("PatchPriority", func(t *testing.T) {
+		a := tb.enqueue(t, `{"type":"t","queue":"prio","payload":null}`)
+		b := tb.enqueue(t, `{"type":"t","queue":"prio","payload":null}`)
+		r := tb.req(t, "PATCH", "/jobs/"+b.ID, `{"priority":1}`)
+		require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+		ts := tb.take(t, "queue=prio")
+		require.Equal(t, b.ID, ts.next(t, 5*time.Second).ID, "the patched priority decides the order")
+		ackJob(t, tb, b.ID)
+		require.Equal(t, a.ID, ts.next(t, 5*time.Second).ID)
+	})
+
+	t.Run("RequeueToIdleStream", func(t *testing.T) {
+		j := tb.enqueue(t, `{"type":"t","queue":"rq","payload":null}`)
+		first := tb.take(t, "queue=rq")
+		require.Equal(t, j.ID, first.next(t, 5*time.Second).ID)
+		second := tb.take(t, "queue=rq")
+		second.none(t, 200*time.Millisecond)
+		first.close()
+		require.Equal(t, j.ID, second.next(t, 5*time.Second).ID, "a requeued job wakes an idle stream")
+	})
+
+	t.Run("BulkDeleteInFlight", func(t *testing.T) {
+		a := tb.enqueue(t, `{"type":"t","queue":"bd","payload":1}`)
+		b := tb.enqueue(t, `{"type":"t","queue":"bd","payload":2}`)
+		ts := tb.take(t, "queue=bd")
+		require.Equal(t, a.ID, ts.next(t, 5*time.Second).ID)
+		r := tb.req(t, "DELETE", "/jobs?status=in_flight&queue=bd", nil)
+		require.Equal(t, http.StatusOK, r.status)
+		require.Equal(t, `{"deleted":1}`, string(r.body))
+		require.Equal(t, b.ID, ts.next(t, 5*time.Second).ID, "deleting frees the slot")
+		r = tb.req(t, "POST", "/jobs/"+a.ID+"/success", nil)
+		require.Equal(t, http.StatusNotFound, r.status)
+	})
 }

@@ -529,3 +529,30 @@ func inList[T string | Status](col string, values []T) (string, []any) {
 	}
 	return col + ` IN (?` + strings.Repeat(`, ?`, len(values)-1) + `)`, args
 }
+
+// IntegrityCheck runs SQLite's integrity check and returns its findings,
+// nil when the database is sound.
+func (db *DB) IntegrityCheck(ctx context.Context) error {
+	rows, err := db.rdb.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return fmt.Errorf("integrity check: %w", err)
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}

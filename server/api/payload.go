@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 )
 
 // Payload is a job payload held as canonical JSON: compact, with object keys
@@ -57,7 +59,40 @@ func decodeJSONValue(data []byte) (any, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("trailing data after JSON value")
 	}
+	if err := checkNumbers(v); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// checkNumbers rejects numbers no 64-bit float can hold (1e400): they could
+// not be sent as MessagePack and no client could read them back.
+func checkNumbers(v any) error {
+	switch x := v.(type) {
+	case json.Number:
+		if _, err := x.Int64(); err == nil {
+			return nil
+		}
+		if _, err := strconv.ParseUint(string(x), 10, 64); err == nil {
+			return nil
+		}
+		if f, err := strconv.ParseFloat(string(x), 64); err != nil || math.IsInf(f, 0) {
+			return fmt.Errorf("number %s is out of range", x)
+		}
+	case []any:
+		for _, e := range x {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, e := range x {
+			if err := checkNumbers(e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func marshalCanonical(v any) ([]byte, error) {

@@ -1,0 +1,261 @@
+package server_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/store"
+)
+
+// Benchmarks over real HTTP against a real server and SQLite file, with the
+// load generator in the same process (as on the 2-core target machine).
+// They report jobs/s; nothing here is asserted.
+
+func benchServer(b *testing.B, mode store.CommitMode) *testBundle {
+	return setupTB(b, b.TempDir(), func(o *server.Options) {
+		o.Store.DefaultMode, o.Store.EnqueueMode = mode, mode
+	})
+}
+
+func postJSON(c *http.Client, url string, body []byte) (int, error) {
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = bytes.NewBuffer(nil).ReadFrom(resp.Body)
+	return resp.StatusCode, nil
+}
+
+func benchClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	for _, mode := range []store.CommitMode{store.Buffered, store.Fsync} {
+		b.Run(mode.String(), func(b *testing.B) {
+			tb := benchServer(b, mode)
+			c := benchClient()
+			body := []byte(`{"type":"bench","queue":"bench","payload":{"n":1}}`)
+			b.SetParallelism(32)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if st, err := postJSON(c, tb.url+"/jobs", body); err != nil || st != 201 {
+						b.Errorf("enqueue: %d %v", st, err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+		})
+	}
+}
+
+func BenchmarkEnqueueBulk(b *testing.B) {
+	const perRequest = 100
+	var buf bytes.Buffer
+	buf.WriteString(`{"jobs":[`)
+	for i := 0; i < perRequest; i++ {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, `{"type":"bench","queue":"bench","payload":{"n":%d}}`, i)
+	}
+	buf.WriteString(`]}`)
+	body := buf.Bytes()
+	for _, mode := range []store.CommitMode{store.Buffered, store.Fsync} {
+		b.Run(mode.String(), func(b *testing.B) {
+			tb := benchServer(b, mode)
+			c := benchClient()
+			b.SetParallelism(4)
+			b.ResetTimer()
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if st, err := postJSON(c, tb.url+"/jobs/bulk", body); err != nil || st != 201 {
+						b.Errorf("bulk enqueue: %d %v", st, err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*perRequest)/time.Since(start).Seconds(), "jobs/s")
+		})
+	}
+}
+
+// worker takes jobs on a stream with prefetch and acknowledges them in
+// batches with POST /jobs/success, the way the official clients do.
+type worker struct {
+	url      string
+	c        *http.Client
+	prefetch int
+	onJob    func(id string)
+}
+
+func (w *worker) run(ctx context.Context) error {
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/jobs/take?prefetch=%d", w.url, w.prefetch), nil)
+	resp, err := w.c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	ids := make(chan string, w.prefetch)
+	var acks sync.WaitGroup
+	acks.Add(1)
+	go func() { defer acks.Done(); w.ackLoop(ids) }()
+	defer func() { close(ids); acks.Wait() }()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var j struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(line, &j); err != nil {
+			return err
+		}
+		if w.onJob != nil {
+			w.onJob(j.ID)
+		}
+		ids <- j.ID
+	}
+	return nil
+}
+
+func (w *worker) ackLoop(ids <-chan string) {
+	batch := make([]string, 0, 256)
+	flush := func() {
+		if len(batch) == 0 {
+			return
+		}
+		body, _ := json.Marshal(map[string][]string{"ids": batch})
+		_, _ = postJSON(w.c, w.url+"/jobs/success", body)
+		batch = batch[:0]
+	}
+	for id := range ids {
+		batch = append(batch, id)
+		// Take what is already waiting, then acknowledge it all at once.
+		for more := true; more && len(batch) < cap(batch); {
+			select {
+			case id, ok := <-ids:
+				if !ok {
+					more = false
+					break
+				}
+				batch = append(batch, id)
+			default:
+				more = false
+			}
+		}
+		flush()
+	}
+	flush()
+}
+
+func BenchmarkEndToEnd(b *testing.B) {
+	for _, mode := range []store.CommitMode{store.Buffered, store.Fsync} {
+		b.Run(mode.String(), func(b *testing.B) { benchEndToEnd(b, mode) })
+	}
+}
+
+func benchEndToEnd(b *testing.B, mode store.CommitMode) {
+	tb := benchServer(b, mode)
+	c := benchClient()
+	const workers, prefetch, bulk = 4, 256, 100
+	var received atomic.Int64
+	done := make(chan struct{})
+	target := int64(b.N)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := 0; i < workers; i++ {
+		w := &worker{url: tb.url, c: c, prefetch: prefetch, onJob: func(string) {
+			if received.Add(1) == target {
+				close(done)
+			}
+		}}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.run(ctx) }()
+	}
+	var buf bytes.Buffer
+	buf.WriteString(`{"jobs":[`)
+	for i := 0; i < bulk; i++ {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.WriteString(`{"type":"bench","queue":"bench","payload":{"n":1}}`)
+	}
+	buf.WriteString(`]}`)
+	body := buf.Bytes()
+	b.ResetTimer()
+	start := time.Now()
+	var produced atomic.Int64
+	var pw sync.WaitGroup
+	for p := 0; p < 4; p++ {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			for produced.Add(bulk) <= target+bulk-1 {
+				if st, err := postJSON(c, tb.url+"/jobs/bulk", body); err != nil || st != 201 {
+					b.Errorf("enqueue: %d %v", st, err)
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d jobs arrived", received.Load(), target)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	pw.Wait()
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(target)/elapsed.Seconds(), "jobs/s")
+}
+
+// BenchmarkIdleLatency measures enqueue-to-delivery latency to an idle
+// worker: one job at a time.
+func BenchmarkIdleLatency(b *testing.B) {
+	tb := benchServer(b, store.Buffered)
+	c := benchClient()
+	arrived := make(chan time.Time, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &worker{url: tb.url, c: c, prefetch: 1, onJob: func(string) { arrived <- time.Now() }}
+	go func() { _ = w.run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	body := []byte(`{"type":"bench","queue":"bench","payload":{}}`)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if st, err := postJSON(c, tb.url+"/jobs", body); err != nil || st != 201 {
+			b.Fatalf("enqueue: %d %v", st, err)
+		}
+		lat = append(lat, (<-arrived).Sub(start))
+		time.Sleep(time.Millisecond) // let the ack land: the worker is idle again
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
