@@ -1,9 +1,199 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
 
-// addClientCommands adds the commands that talk to a running server.
-func addClientCommands(root *cobra.Command, streams IO) {}
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+)
 
-// clientExitCode maps client errors to exit codes.
-func clientExitCode(err error) (int, bool) { return 0, false }
+// ClientOptions are the global flags of the commands that talk to a
+// server.
+type ClientOptions struct {
+	URL     string
+	Output  string
+	Timeout time.Duration
+}
+
+// Output formats of -o/--output.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// Factory hands the client commands their dependencies, built lazily from
+// the global flags once they are parsed.
+type Factory struct {
+	IO   IO
+	Opts *ClientOptions
+
+	client *client.Client
+}
+
+// Client returns the client of the server named by --url.
+func (f *Factory) Client() (*client.Client, error) {
+	if f.client != nil {
+		return f.client, nil
+	}
+	timeout := f.Opts.Timeout
+	if timeout == 0 {
+		timeout = -1 // --timeout 0: no limit
+	}
+	c, err := client.New(f.Opts.URL, client.Options{Timeout: timeout, UserAgent: "zizq-cli/" + version})
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--url: %w", err)}
+	}
+	f.client = c
+	return c, nil
+}
+
+// JSON reports whether -o json was asked for.
+func (f *Factory) JSON() bool { return f.Opts.Output == outputJSON }
+
+// addClientCommands adds the global client flags and the commands that
+// talk to a running server.
+func addClientCommands(root *cobra.Command, streams IO) {
+	o := &ClientOptions{}
+	f := &Factory{IO: streams, Opts: o}
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.URL, "url", client.DefaultURL, "URL of the zizq server")
+	withEnv(pf, "url", "ZIZQ_URL")
+	pf.StringVarP(&o.Output, "output", "o", outputTable, "output format: table or json")
+	durationFlag(pf, &o.Timeout, "timeout", 30*time.Second, "how long to wait for each answer of the server (0: no limit)")
+	withEnv(pf, "timeout", "ZIZQ_TIMEOUT")
+	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := applyEnv(c); err != nil {
+			return err
+		}
+		if o.Output != outputTable && o.Output != outputJSON {
+			return usageError{fmt.Errorf("invalid --output %q: use table or json", o.Output)}
+		}
+		return nil
+	}
+	root.AddCommand(
+		newBudgetCmd(f),
+		newJobCmd(f),
+		newHealthCmd(f),
+		newVersionCmd(f),
+	)
+}
+
+// clientExitCode maps client errors to exit codes: 3 when the server
+// answered 404, 4 when it could not be reached, 1 for its other refusals.
+func clientExitCode(err error) (int, bool) {
+	var ue *client.UnreachableError
+	if errors.As(err, &ue) {
+		return ExitUnreachable, true
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
+		if ce.Status == http.StatusNotFound {
+			return ExitNotFound, true
+		}
+		return ExitFailure, true
+	}
+	return 0, false
+}
+
+// completionTimeout bounds the server calls made while completing a word:
+// a shell must not hang on a server that is down.
+const completionTimeout = time.Second
+
+// completionClient is a client for shell completion: flags are parsed but
+// the pre-run hooks (which apply the environment) have not run.
+func (f *Factory) completionClient(c *cobra.Command) (*client.Client, context.Context, context.CancelFunc, bool) {
+	if applyEnv(c) != nil {
+		return nil, nil, nil, false
+	}
+	cl, err := client.New(f.Opts.URL, client.Options{Timeout: completionTimeout, Retries: -1})
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), completionTimeout)
+	return cl, ctx, cancel, true
+}
+
+// completeBudgetKeys offers the server's budget keys.
+func (f *Factory) completeBudgetKeys(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	cl, ctx, cancel, ok := f.completionClient(c)
+	if !ok {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cancel()
+	budgets, err := cl.ListBudgets(ctx, false)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	keys := make([]string, 0, len(budgets))
+	for _, b := range budgets {
+		keys = append(keys, b.Key)
+	}
+	return keys, cobra.ShellCompDirectiveNoFileComp
+}
+
+// completeBudgetArg completes the first argument with a budget key.
+func (f *Factory) completeBudgetArg(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return f.completeBudgetKeys(c, args, toComplete)
+}
+
+// completeQueues offers the server's queue names.
+func (f *Factory) completeQueues(c *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+	cl, ctx, cancel, ok := f.completionClient(c)
+	if !ok {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	defer cancel()
+	queues, err := cl.Queues(ctx)
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	return queues, cobra.ShellCompDirectiveNoFileComp
+}
+
+// requireFlags fails with a usage error when a required flag is missing
+// (cobra's own check is not a flag error, so it would exit 1).
+func requireFlags(c *cobra.Command, names ...string) error {
+	for _, n := range names {
+		if !c.Flags().Changed(n) {
+			return usageError{fmt.Errorf("required flag --%s not set", n)}
+		}
+	}
+	return nil
+}
+
+// exclusiveFlags fails with a usage error when more than one of the flags
+// is given.
+func exclusiveFlags(c *cobra.Command, names ...string) error {
+	var set []string
+	for _, n := range names {
+		if c.Flags().Changed(n) {
+			set = append(set, "--"+n)
+		}
+	}
+	if len(set) > 1 {
+		return usageError{fmt.Errorf("%s and %s cannot be used together", set[0], set[1])}
+	}
+	return nil
+}
+
+// parentCmd is a command that only groups others: run bare it prints its
+// help, and an unknown subcommand is a usage error.
+func parentCmd(use, short string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	c.AddCommand(subs...)
+	return c
+}

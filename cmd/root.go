@@ -68,14 +68,16 @@ const rootLong = `zizq is a job-queue server with server-side budgets (concurren
 limits), and the command-line client for it.
 
 Start a server with 'zizq serve'. The other commands talk to a running server
-(--url, env ZIZQ_URL).
+(--url, env ZIZQ_URL, default http://127.0.0.1:7890) and print tables, or the
+server's JSON objects with -o json. Durations read Go syntax plus days (7d);
+a bare number means milliseconds.
 
 Exit codes:
   0  success
   1  any other failure (conflict, validation, server error, ...)
   2  usage error (unknown command, bad flag or argument)
   3  not found
-  4  server unreachable`
+  4  server unreachable (the message names the URL tried)`
 
 // NewRoot builds the command tree.
 func NewRoot(streams IO) *cobra.Command {
@@ -96,6 +98,10 @@ func NewRoot(streams IO) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(streams))
 	addClientCommands(root, streams)
+	root.AddCommand(newGendocsCmd())
+	// Added now rather than by Execute, so the man pages cover it and its
+	// argument errors are usage errors too.
+	root.InitDefaultCompletionCmd()
 	wrapArgs(root)
 	return root
 }

@@ -1,0 +1,310 @@
+package client
+
+import (
+	"context"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+// Enqueue adds one job (POST /jobs) and returns it as the server echoes it
+// (without payload).
+func (c *Client) Enqueue(ctx context.Context, req api.EnqueueRequest) (*api.Job, error) {
+	var out api.Job
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/jobs", body: req}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EnqueueBulk adds jobs all-or-nothing (POST /jobs/bulk) and returns them
+// in request order.
+func (c *Client) EnqueueBulk(ctx context.Context, reqs []api.EnqueueRequest) ([]api.Job, error) {
+	if reqs == nil {
+		reqs = []api.EnqueueRequest{}
+	}
+	var out api.BulkJobs
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/jobs/bulk", body: api.BulkEnqueueRequest{Jobs: reqs}}, &out); err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
+// GetJob returns a job with its payload (GET /jobs/{id}).
+func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
+	var out api.Job
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id)}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ListJobs returns one page of jobs (GET /jobs). q holds the filters and
+// the paging (Order, Limit, From); zero values are left to the server.
+func (c *Client) ListJobs(ctx context.Context, q api.JobQuery) (*api.JobList, error) {
+	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: listValues(q)})
+}
+
+// NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
+func (c *Client) NextJobs(ctx context.Context, link string) (*api.JobList, error) {
+	path, query, err := splitLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return c.jobPage(ctx, call{method: http.MethodGet, path: path, query: query})
+}
+
+func (c *Client) jobPage(ctx context.Context, req call) (*api.JobList, error) {
+	var out api.JobList
+	if _, err := c.do(ctx, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// AllJobs lists every job q selects, following the pages; q.Limit is the
+// page size. It stops at the first error, which it yields.
+func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job, error] {
+	return func(yield func(api.Job, error) bool) {
+		page, err := c.ListJobs(ctx, q)
+		for {
+			if err != nil {
+				yield(api.Job{}, err)
+				return
+			}
+			for _, j := range page.Jobs {
+				if !yield(j, nil) {
+					return
+				}
+			}
+			if page.Pages.Next == nil || len(page.Jobs) == 0 {
+				return
+			}
+			page, err = c.NextJobs(ctx, *page.Pages.Next)
+		}
+	}
+}
+
+// CountJobs counts the jobs q's filters select (GET /jobs/count); paging
+// fields are ignored.
+func (c *Client) CountJobs(ctx context.Context, q api.JobQuery) (int64, error) {
+	var out api.Count
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: filterValues(q)}, &out); err != nil {
+		return 0, err
+	}
+	return out.Count, nil
+}
+
+// DeleteJob deletes one job (DELETE /jobs/{id}).
+func (c *Client) DeleteJob(ctx context.Context, id string) error {
+	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs/" + seg(id)}, nil)
+	return err
+}
+
+// DeleteJobs deletes every job q's filters select (DELETE /jobs) and
+// returns how many. An empty filter deletes every job.
+func (c *Client) DeleteJobs(ctx context.Context, q api.JobQuery) (int64, error) {
+	var out api.Deleted
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs", query: filterValues(q)}, &out); err != nil {
+		return 0, err
+	}
+	return out.Deleted, nil
+}
+
+// PatchJob changes a live job (PATCH /jobs/{id}) and returns it (without
+// payload).
+func (c *Client) PatchJob(ctx context.Context, id string, p JobPatch) (*api.Job, error) {
+	raw, err := api.Marshal(c.format, p.body())
+	if err != nil {
+		return nil, err
+	}
+	var out api.Job
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs/" + seg(id), raw: raw}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// PatchJobs changes every live job q's filters select (PATCH /jobs) and
+// returns how many changed.
+func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p JobPatch) (int64, error) {
+	raw, err := api.Marshal(c.format, p.body())
+	if err != nil {
+		return 0, err
+	}
+	var out api.Patched
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: filterValues(q), raw: raw}, &out); err != nil {
+		return 0, err
+	}
+	return out.Patched, nil
+}
+
+// ErrorsQuery pages through a job's error records. The zero value asks for
+// the server's defaults (ascending, 50 a page, from the first).
+type ErrorsQuery struct {
+	// From is the exclusive attempt cursor; it is sent only when HasFrom.
+	From    uint32
+	HasFrom bool
+	Order   string
+	Limit   int
+}
+
+// ListErrors returns a page of a job's error records (GET /jobs/{id}/errors).
+func (c *Client) ListErrors(ctx context.Context, id string, q ErrorsQuery) (*api.ErrorList, error) {
+	v := url.Values{}
+	if q.HasFrom {
+		v.Set("from", strconv.FormatUint(uint64(q.From), 10))
+	}
+	if q.Order != "" {
+		v.Set("order", q.Order)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out api.ErrorList
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/errors", query: v}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// GetError returns one error record of a job (GET /jobs/{id}/errors/{n}).
+func (c *Client) GetError(ctx context.Context, id string, attempt uint32) (*api.ErrorRecord, error) {
+	var out api.ErrorRecord
+	path := "/jobs/" + seg(id) + "/errors/" + strconv.FormatUint(uint64(attempt), 10)
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: path}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Why explains what a job waits for (GET /jobs/{id}/why).
+func (c *Client) Why(ctx context.Context, id string) (*api.Why, error) {
+	var out api.Why
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/why"}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// JobPatch is a merge patch of a live job (API.md §8.3). Nil fields are
+// left unchanged; the Clear flags send null, which removes an override
+// (ReadyNow makes a scheduled job ready at once).
+type JobPatch struct {
+	Queue      *string
+	Priority   *uint16
+	ReadyAt    *uint64
+	ReadyNow   bool
+	RetryLimit *uint32
+	// ClearRetryLimit falls back to the server's default retry limit.
+	ClearRetryLimit bool
+	Backoff         *api.Backoff
+	ClearBackoff    bool
+	// Retention sets the members it holds; the others are kept.
+	Retention      *api.Retention
+	ClearRetention bool
+}
+
+// body renders the patch as a plain map, so null members survive both
+// encodings.
+func (p JobPatch) body() map[string]any {
+	m := map[string]any{}
+	if p.Queue != nil {
+		m["queue"] = *p.Queue
+	}
+	if p.Priority != nil {
+		m["priority"] = *p.Priority
+	}
+	switch {
+	case p.ReadyNow:
+		m["ready_at"] = nil
+	case p.ReadyAt != nil:
+		m["ready_at"] = *p.ReadyAt
+	}
+	switch {
+	case p.ClearRetryLimit:
+		m["retry_limit"] = nil
+	case p.RetryLimit != nil:
+		m["retry_limit"] = *p.RetryLimit
+	}
+	switch {
+	case p.ClearBackoff:
+		m["backoff"] = nil
+	case p.Backoff != nil:
+		m["backoff"] = map[string]any{"exponent": p.Backoff.Exponent, "base_ms": p.Backoff.BaseMs, "jitter_ms": p.Backoff.JitterMs}
+	}
+	switch {
+	case p.ClearRetention:
+		m["retention"] = nil
+	case p.Retention != nil:
+		r := map[string]any{}
+		if p.Retention.CompletedMs != nil {
+			r["completed_ms"] = *p.Retention.CompletedMs
+		}
+		if p.Retention.DeadMs != nil {
+			r["dead_ms"] = *p.Retention.DeadMs
+		}
+		m["retention"] = r
+	}
+	return m
+}
+
+// filterValues renders the filters of q as a query string (no paging).
+func filterValues(q api.JobQuery) url.Values {
+	v := url.Values{}
+	list := func(key string, l []string) {
+		if len(l) > 0 {
+			v.Set(key, strings.Join(l, ","))
+		}
+	}
+	list("id", q.IDs)
+	list("queue", q.Queues)
+	list("type", q.Types)
+	list("status", q.Statuses)
+	list("budgets.key", q.BudgetKeys)
+	rng := func(key string, r *api.Range) {
+		if r != nil && (r.Lo != nil || r.Hi != nil) {
+			v.Set(key, r.String())
+		}
+	}
+	rng("priority", q.Priority)
+	rng("ready_at", q.ReadyAt)
+	rng("attempts", q.Attempts)
+	if q.Filter != "" {
+		v.Set("filter", q.Filter)
+	}
+	return v
+}
+
+// listValues renders the filters and the paging of q.
+func listValues(q api.JobQuery) url.Values {
+	v := filterValues(q)
+	if q.Order != "" {
+		v.Set("order", q.Order)
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if q.From != "" {
+		v.Set("from", q.From)
+	}
+	return v
+}
+
+// splitLink splits a server page link ("/jobs?from=…") into its path and
+// query.
+func splitLink(link string) (string, url.Values, error) {
+	u, err := url.Parse(link)
+	if err != nil {
+		return "", nil, err
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return "", nil, err
+	}
+	return u.EscapedPath(), q, nil
+}

@@ -1,0 +1,185 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+// Unlimited is the TakeOptions.Prefetch of a stream that holds any number
+// of jobs at once.
+const Unlimited = -1
+
+// maxFrame bounds one MessagePack stream frame, so a corrupt length cannot
+// make the client allocate gigabytes.
+const maxFrame = 1 << 30
+
+// TakeOptions select what a take stream receives.
+type TakeOptions struct {
+	// Queues to take from; empty means every queue.
+	Queues []string
+	// Prefetch is how many unacknowledged jobs the stream may hold: 0
+	// means the server's default (1), Unlimited means no limit.
+	Prefetch int
+	// WorkerID labels the stream in the server's logs.
+	WorkerID string
+}
+
+// Stream is an open take stream (GET /jobs/take). Jobs arrive in flight:
+// ack or fail each one. Closing the stream, or cancelling the context it
+// was opened with, returns the jobs it still holds to ready.
+type Stream struct {
+	body   io.ReadCloser
+	r      *bufio.Reader
+	format api.StreamFormat
+	once   sync.Once
+}
+
+// Take opens a take stream. It is sent outside resty, never retried and
+// never timed out: it lasts until ctx ends or Close is called.
+func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
+	v := url.Values{}
+	if len(o.Queues) > 0 {
+		v.Set("queue", strings.Join(o.Queues, ","))
+	}
+	switch {
+	case o.Prefetch == Unlimited:
+		v.Set("prefetch", "0")
+	case o.Prefetch > 0:
+		v.Set("prefetch", strconv.Itoa(o.Prefetch))
+	case o.Prefetch < 0:
+		return nil, fmt.Errorf("invalid prefetch %d", o.Prefetch)
+	}
+	target := c.base + "/jobs/take"
+	if len(v) > 0 {
+		target += "?" + v.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, err
+	}
+	sf := api.NDJSON
+	if c.format == api.MsgPack {
+		sf = api.MsgPackStream
+	}
+	req.Header.Set("Accept", api.StreamContentType(sf))
+	req.Header.Set("User-Agent", c.agent)
+	if o.WorkerID != "" {
+		req.Header.Set("Worker-Id", o.WorkerID)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, c.streamError(ctx, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, responseError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	got, ok := api.TakeFormat(resp.Header.Get("Content-Type"))
+	if !ok || got != sf {
+		resp.Body.Close()
+		return nil, fmt.Errorf("take: unexpected content type %q", resp.Header.Get("Content-Type"))
+	}
+	return &Stream{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), format: sf}, nil
+}
+
+func (c *Client) streamError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return &UnreachableError{URL: c.base, Err: unwrapURLError(err)}
+}
+
+// Next blocks until the next job arrives, skipping heartbeats. It returns
+// io.EOF when the server ends the stream (on shutdown), and the context's
+// error once the stream's context is cancelled.
+func (s *Stream) Next() (api.Job, error) {
+	for {
+		frame, err := s.frame()
+		if err != nil {
+			return api.Job{}, err
+		}
+		if len(frame) == 0 {
+			continue // heartbeat
+		}
+		f := api.JSON
+		if s.format == api.MsgPackStream {
+			f = api.MsgPack
+		}
+		var j api.Job
+		if err := api.Unmarshal(f, frame, &j); err != nil {
+			return api.Job{}, fmt.Errorf("take: decode frame: %w", err)
+		}
+		return j, nil
+	}
+}
+
+// frame reads one frame; an empty frame is a heartbeat.
+func (s *Stream) frame() ([]byte, error) {
+	if s.format == api.MsgPackStream {
+		var n [4]byte
+		if _, err := io.ReadFull(s.r, n[:]); err != nil {
+			return nil, s.readError(err)
+		}
+		size := binary.BigEndian.Uint32(n[:])
+		if size > maxFrame {
+			return nil, fmt.Errorf("take: frame of %d bytes is too large", size)
+		}
+		buf := make([]byte, size)
+		if _, err := io.ReadFull(s.r, buf); err != nil {
+			return nil, s.readError(err)
+		}
+		return buf, nil
+	}
+	line, err := s.r.ReadBytes('\n')
+	if err != nil {
+		if len(line) > 0 && errors.Is(err, io.EOF) {
+			return nil, s.readError(io.ErrUnexpectedEOF)
+		}
+		return nil, s.readError(err)
+	}
+	return line[:len(line)-1], nil
+}
+
+func (s *Stream) readError(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("take: stream cut mid-frame: %w", err)
+	}
+	return err
+}
+
+// All yields the jobs as they arrive until the stream ends; a clean end
+// (io.EOF) is not yielded as an error.
+func (s *Stream) All() iter.Seq2[api.Job, error] {
+	return func(yield func(api.Job, error) bool) {
+		for {
+			j, err := s.Next()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(j, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close ends the stream; the server returns the jobs it still holds to
+// ready.
+func (s *Stream) Close() error {
+	var err error
+	s.once.Do(func() { err = s.body.Close() })
+	return err
+}

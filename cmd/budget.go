@@ -1,0 +1,107 @@
+package cmd
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/server/api"
+)
+
+func newBudgetCmd(f *Factory) *cobra.Command {
+	c := parentCmd("budget", "Manage budgets: concurrency limits and rate limits",
+		newBudgetListCmd(f),
+		newBudgetGetCmd(f),
+		newBudgetCreateCmd(f),
+		newBudgetPutCmd(f),
+		newBudgetPatchCmd(f),
+		newBudgetDeleteCmd(f),
+	)
+	c.Long = `Manage budgets: named pools of tokens that jobs bind to with a cost. A job
+is dispatched only when every budget it is bound to can pay; otherwise it
+waits (parked) while other jobs keep flowing.
+
+  while_in_flight  at most --allocation tokens are held by running jobs
+  time_based       --allocation tokens per --duration, up to --burst at once`
+	return c
+}
+
+// BudgetFlags are the settings of `budget create`, `put` and `patch`.
+type BudgetFlags struct {
+	Allocation int64
+	Strategy   string
+	Duration   time.Duration
+	Burst      int64
+	NoBurst    bool
+}
+
+func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
+	fs.Int64Var(&b.Allocation, "allocation", 0, "tokens: jobs in flight at once (while_in_flight) or per --duration (time_based)")
+	fs.StringVar(&b.Strategy, "strategy", "", "how tokens come back: while_in_flight or time_based")
+	durationFlag(fs, &b.Duration, "duration", 0, "period over which --allocation tokens come back (time_based), e.g. 1h or 3600000")
+	fs.Int64Var(&b.Burst, "burst", 0, "most tokens a time_based budget holds at once (default: --allocation)")
+	_ = c.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(
+		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased}, cobra.ShellCompDirectiveNoFileComp))
+}
+
+func (b *BudgetFlags) checkStrategy() error {
+	if b.Strategy != api.StrategyWhileInFlight && b.Strategy != api.StrategyTimeBased {
+		return usageError{fmt.Errorf("invalid --strategy %q: use while_in_flight or time_based", b.Strategy)}
+	}
+	return nil
+}
+
+// input builds the body of POST and PUT from the flags given.
+func (b *BudgetFlags) input(c *cobra.Command) (api.BudgetInput, error) {
+	if err := requireFlags(c, "allocation", "strategy"); err != nil {
+		return api.BudgetInput{}, err
+	}
+	if err := b.checkStrategy(); err != nil {
+		return api.BudgetInput{}, err
+	}
+	in := api.BudgetInput{Allocation: &b.Allocation, Strategy: &api.StrategyInput{Type: &b.Strategy}}
+	if c.Flags().Changed("duration") {
+		in.Strategy.DurationMs = api.Ptr(b.Duration.Milliseconds())
+	}
+	if c.Flags().Changed("burst") {
+		in.Strategy.Burst = &b.Burst
+	}
+	return in, nil
+}
+
+// budgetTable prints budgets with their live figures, "-" where a figure
+// does not apply or was not asked for.
+func budgetTable(f *Factory, budgets []api.Budget) error {
+	now := time.Now()
+	t := newTable(f.IO.Out, "KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN")
+	for _, b := range budgets {
+		rate, burst := "-", "-"
+		if b.Strategy.Type == api.StrategyTimeBased {
+			rate = strconv.FormatInt(b.Allocation, 10) + "/" + formatMs(b.Strategy.DurationMs)
+		}
+		if b.Strategy.Burst > 0 {
+			burst = strconv.FormatInt(b.Strategy.Burst, 10)
+		}
+		avail, inFlight, parked, next := "-", "-", "-", "-"
+		if s := b.State; s != nil {
+			avail = formatTokens(s.Available)
+			inFlight = strconv.FormatInt(s.InFlight, 10)
+			parked = strconv.FormatInt(s.Parked, 10)
+			if s.NextTokenAt != nil {
+				next = formatUntil(*s.NextTokenAt, now)
+			}
+		}
+		t.row(b.Key, b.Strategy.Type, strconv.FormatInt(b.Allocation, 10), rate, burst, avail, inFlight, parked, next)
+	}
+	return t.flush()
+}
+
+// printBudget prints one budget in the chosen output format.
+func printBudget(f *Factory, b *api.Budget) error {
+	if f.JSON() {
+		return writeJSON(f.IO.Out, b)
+	}
+	return budgetTable(f, []api.Budget{*b})
+}

@@ -1,0 +1,21 @@
+package cmd
+
+import "github.com/spf13/cobra"
+
+func newBudgetDeleteCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete KEY",
+		Short: "Delete a budget",
+		Long: `Delete a budget. A budget that unfinished jobs are bound to cannot be
+deleted (exit code 1): delete those jobs or wait for them to finish.`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeBudgetArg,
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			return cl.DeleteBudget(c.Context(), args[0])
+		},
+	}
+}

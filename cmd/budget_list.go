@@ -1,0 +1,36 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/server/api"
+)
+
+func newBudgetListCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List budgets with their live state",
+		Long: `List every budget, sorted by key, with its live figures: tokens available
+now, jobs in flight, jobs parked in its line, and when the next token is due
+(time_based budgets whose line waits for tokens).
+
+-o json prints the server's {"budgets":[…]} object, live "state" included.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			budgets, err := cl.ListBudgets(c.Context(), true)
+			if err != nil {
+				return err
+			}
+			if f.JSON() {
+				if budgets == nil {
+					budgets = []api.Budget{}
+				}
+				return writeJSON(f.IO.Out, api.BudgetList{Budgets: budgets})
+			}
+			return budgetTable(f, budgets)
+		},
+	}
+}

@@ -1,0 +1,57 @@
+package cmd
+
+import (
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/api"
+)
+
+func newBudgetPatchCmd(f *Factory) *cobra.Command {
+	b := &BudgetFlags{}
+	c := &cobra.Command{
+		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst]",
+		Short: "Change some settings of a budget",
+		Long: `Change only the settings given as flags; the others are kept. --no-burst
+removes the burst, so the budget holds at most --allocation tokens. A
+--strategy other than the budget's replaces its strategy whole, so give
+--duration with time_based.`,
+		Example:           `  zizq budget patch image-service --allocation 20000 --no-burst`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeBudgetArg,
+		RunE: func(c *cobra.Command, args []string) error {
+			if err := exclusiveFlags(c, "burst", "no-burst"); err != nil {
+				return err
+			}
+			var p client.BudgetPatch
+			fl := c.Flags()
+			if fl.Changed("allocation") {
+				p.Allocation = &b.Allocation
+			}
+			if fl.Changed("strategy") {
+				if err := b.checkStrategy(); err != nil {
+					return err
+				}
+				p.Type = &b.Strategy
+			}
+			if fl.Changed("duration") {
+				p.DurationMs = api.Ptr(b.Duration.Milliseconds())
+			}
+			if fl.Changed("burst") {
+				p.Burst = &b.Burst
+			}
+			p.ClearBurst = b.NoBurst
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			out, err := cl.PatchBudget(c.Context(), args[0], p)
+			if err != nil {
+				return err
+			}
+			return printBudget(f, out)
+		},
+	}
+	b.register(c.Flags(), c)
+	c.Flags().BoolVar(&b.NoBurst, "no-burst", false, "remove the burst: capacity falls back to the allocation")
+	return c
+}

@@ -1,0 +1,124 @@
+package cmd_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/server/api"
+)
+
+func TestBudgetCommands(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+
+	out := c.ok("budget", "create", "workers", "--allocation", "2", "--strategy", "while_in_flight")
+	require.Equal(t, []string{
+		"KEY      STRATEGY         ALLOCATION  RATE  BURST  AVAILABLE  IN FLIGHT  PARKED  NEXT TOKEN",
+		"workers  while_in_flight  2           -     -      -          -          -       -",
+	}, lines(out))
+	c.fails(cmd.ExitFailure, "budget 'workers' already exists",
+		"budget", "create", "workers", "--allocation", "2", "--strategy", "while_in_flight")
+
+	var b api.Budget
+	c.json(&b, "budget", "put", "svc:eu", "--allocation", "10000", "--strategy", "time_based", "--duration", "1h", "--burst", "5")
+	require.Equal(t, "svc:eu", b.Key)
+	require.Equal(t, api.Strategy{Type: api.StrategyTimeBased, DurationMs: 3600000, Burst: 5}, b.Strategy)
+	require.Nil(t, b.State, "-o json prints the server's answer to the write")
+
+	// Durations are read by the one parser: a bare number is milliseconds.
+	c.json(&b, "budget", "put", "daily", "--allocation", "7", "--strategy", "time_based", "--duration", "86400000")
+	require.Equal(t, int64(86400000), b.Strategy.DurationMs)
+
+	b = api.Budget{} // json.Unmarshal keeps fields the output omits
+	c.json(&b, "budget", "patch", "svc:eu", "--no-burst", "--allocation", "20000")
+	require.Equal(t, int64(20000), b.Allocation)
+	require.Zero(t, b.Strategy.Burst)
+	require.Equal(t, int64(3600000), b.Strategy.DurationMs, "patch keeps what it is not given")
+	c.json(&b, "budget", "patch", "svc:eu", "--burst", "9")
+	require.Equal(t, int64(9), b.Strategy.Burst)
+	require.Equal(t, int64(20000), b.Allocation)
+
+	// The level of tokens is kept across changes and refills with time,
+	// so AVAILABLE of time_based budgets is not compared.
+	out = c.ok("budget", "get", "svc:eu")
+	require.Equal(t, [][]string{
+		{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN", "FLIGHT", "PARKED", "NEXT", "TOKEN"},
+		{"svc:eu", "time_based", "20000", "20000/1h", "9", "?", "0", "0", "-"},
+	}, cells(out, "svc:eu"))
+	c.json(&b, "budget", "get", "svc:eu")
+	require.NotNil(t, b.State)
+	require.Equal(t, int64(9), b.State.Capacity)
+
+	// A parked job shows in the live figures.
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers:2")
+	out = c.ok("budget", "list")
+	require.Equal(t, [][]string{
+		{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN", "FLIGHT", "PARKED", "NEXT", "TOKEN"},
+		{"daily", "time_based", "7", "7/1d", "-", "7", "0", "0", "-"},
+		{"svc:eu", "time_based", "20000", "20000/1h", "9", "?", "0", "0", "-"},
+		{"workers", "while_in_flight", "2", "-", "-", "2", "0", "1", "-"},
+	}, cells(out, "svc:eu"))
+	var list api.BudgetList
+	c.json(&list, "budget", "list")
+	require.Len(t, list.Budgets, 3)
+	for _, b := range list.Budgets {
+		require.NotNil(t, b.State, "budget list -o json includes the live state")
+	}
+	require.Equal(t, int64(1), list.Budgets[2].State.Parked)
+
+	// Failures: usage (2), not found (3), refused (1).
+	c.fails(cmd.ExitUsage, "required flag --strategy not set", "budget", "put", "x", "--allocation", "1")
+	c.fails(cmd.ExitUsage, "required flag --allocation not set", "budget", "create", "x", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitUsage, `invalid --strategy "fast"`, "budget", "put", "x", "--allocation", "1", "--strategy", "fast")
+	c.fails(cmd.ExitUsage, "invalid argument", "budget", "put", "x", "--allocation", "many", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitUsage, `invalid duration "soon"`, "budget", "put", "x", "--allocation", "1", "--strategy", "time_based", "--duration", "soon")
+	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 0", "budget", "get")
+	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 2", "budget", "delete", "a", "b")
+	c.fails(cmd.ExitUsage, "--burst and --no-burst cannot be used together", "budget", "patch", "svc:eu", "--burst", "2", "--no-burst")
+	c.fails(cmd.ExitUsage, `unknown command "frobnicate"`, "budget", "frobnicate")
+	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "get", "nope")
+	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "patch", "nope", "--allocation", "3")
+	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "delete", "nope")
+	c.fails(cmd.ExitFailure, "budget key must not contain ','", "budget", "put", "a,b", "--allocation", "1", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitFailure, "allocation must be at least 1", "budget", "put", "x", "--allocation", "0", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitFailure, "duration_ms is required", "budget", "patch", "workers", "--strategy", "time_based")
+	c.fails(cmd.ExitFailure, "unfinished jobs", "budget", "delete", "workers")
+
+	// A 204 prints nothing.
+	r := c.run("budget", "delete", "daily")
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Empty(t, r.out)
+	require.Empty(t, r.err)
+	c.fails(cmd.ExitNotFound, "not found", "budget", "get", "daily")
+}
+
+// cells splits a table into its cells, masking AVAILABLE in the rows of
+// the keys given.
+func cells(out string, masked ...string) [][]string {
+	var rows [][]string
+	for _, l := range lines(out) {
+		f := strings.Fields(l)
+		if len(f) > 5 && slices.Contains(masked, f[0]) {
+			f[5] = "?"
+		}
+		rows = append(rows, f)
+	}
+	return rows
+}
+
+func TestBudgetCommands_Help(t *testing.T) {
+	t.Parallel()
+	r := runZizq(t, "", "budget")
+	require.Equal(t, cmd.ExitOK, r.code)
+	for _, sub := range []string{"list", "get", "create", "put", "patch", "delete"} {
+		require.Contains(t, r.out, "  "+sub+" ")
+	}
+	r = runZizq(t, "", "budget", "patch", "--help")
+	require.Equal(t, cmd.ExitOK, r.code)
+	require.True(t, strings.Contains(r.out, "--no-burst"))
+}

@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/server/api"
+)
+
+func newJobCmd(f *Factory) *cobra.Command {
+	return parentCmd("job", "Enqueue, inspect and delete jobs",
+		newJobEnqueueCmd(f),
+		newJobGetCmd(f),
+		newJobListCmd(f),
+		newJobCountCmd(f),
+		newJobDeleteCmd(f),
+		newJobWhyCmd(f),
+	)
+}
+
+// JobFilterFlags are the filters of `job list` and `job count`.
+type JobFilterFlags struct {
+	Statuses []string
+	Queues   []string
+	Types    []string
+	Budgets  []string
+}
+
+func (o *JobFilterFlags) register(fs *pflag.FlagSet, f *Factory, c *cobra.Command) {
+	fs.StringSliceVar(&o.Statuses, "status", nil, "only jobs in these statuses: scheduled, ready, in_flight, completed, dead (repeat or comma-separate)")
+	fs.StringSliceVar(&o.Queues, "queue", nil, "only jobs of these queues")
+	fs.StringSliceVar(&o.Types, "type", nil, "only jobs of these types")
+	fs.StringSliceVar(&o.Budgets, "budget", nil, "only jobs bound to these budgets")
+	_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
+		[]string{api.StatusScheduled, api.StatusReady, api.StatusInFlight, api.StatusCompleted, api.StatusDead}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
+	_ = c.RegisterFlagCompletionFunc("budget", f.completeBudgetKeys)
+}
+
+// query builds the job filter; unknown statuses are a usage error rather
+// than a round trip.
+func (o *JobFilterFlags) query() (api.JobQuery, error) {
+	for _, s := range o.Statuses {
+		switch s {
+		case api.StatusScheduled, api.StatusReady, api.StatusInFlight, api.StatusCompleted, api.StatusDead:
+		default:
+			return api.JobQuery{}, usageError{fmt.Errorf("invalid --status %q: use scheduled, ready, in_flight, completed or dead", s)}
+		}
+	}
+	return api.JobQuery{Statuses: o.Statuses, Queues: o.Queues, Types: o.Types, BudgetKeys: o.Budgets}, nil
+}
+
+// parseBinding reads KEY[:COST]. Keys may contain ':', so the text is
+// split on the last ':' only when digits follow it.
+func parseBinding(s string) (api.BindingRequest, error) {
+	key := s
+	var cost *int64
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && i+1 < len(s) && strings.Trim(s[i+1:], "0123456789") == "" {
+		n, err := strconv.ParseInt(s[i+1:], 10, 64)
+		if err != nil {
+			return api.BindingRequest{}, fmt.Errorf("invalid cost in %q: %w", s, err)
+		}
+		key, cost = s[:i], &n
+	}
+	if err := api.ValidateBudgetKey(key); err != nil {
+		return api.BindingRequest{}, fmt.Errorf("invalid --budget %q: %w", s, err)
+	}
+	return api.BindingRequest{Key: &key, Cost: cost}, nil
+}
+
+// printJobDetail prints one job as aligned "Field: value" lines.
+func printJobDetail(f *Factory, j *api.Job) error {
+	t := newTable(f.IO.Out, "ID:", j.ID)
+	t.row("Queue:", j.Queue)
+	t.row("Type:", j.Type)
+	t.row("Status:", j.Status)
+	t.row("Priority:", strconv.FormatUint(uint64(j.Priority), 10))
+	t.row("Ready at:", formatTime(j.ReadyAt))
+	t.row("Attempts:", strconv.FormatUint(uint64(j.Attempts), 10))
+	t.row("Budgets:", formatBindings(j.Budgets))
+	if j.RetryLimit != nil {
+		t.row("Retry limit:", strconv.FormatUint(uint64(*j.RetryLimit), 10))
+	}
+	if b := j.Backoff; b != nil {
+		t.row("Backoff:", fmt.Sprintf("exponent %g, base %s, jitter %s", b.Exponent, formatMs(int64(b.BaseMs)), formatMs(int64(b.JitterMs))))
+	}
+	for _, ts := range []struct {
+		name string
+		ms   uint64
+	}{{"Dequeued at:", j.DequeuedAt}, {"Failed at:", j.FailedAt}, {"Completed at:", j.CompletedAt}, {"Purge at:", j.PurgeAt}} {
+		if ts.ms != 0 {
+			t.row(ts.name, formatTime(ts.ms))
+		}
+	}
+	if len(j.Payload) > 0 {
+		t.row("Payload:", string(j.Payload))
+	}
+	return t.flush()
+}
+
+// jobTable prints jobs one a row.
+func jobTable(f *Factory, jobs []api.Job) error {
+	t := newTable(f.IO.Out, "ID", "QUEUE", "TYPE", "STATUS", "PRIORITY", "ATTEMPTS", "READY AT", "BUDGETS")
+	for _, j := range jobs {
+		t.row(j.ID, j.Queue, j.Type, j.Status, strconv.FormatUint(uint64(j.Priority), 10),
+			strconv.FormatUint(uint64(j.Attempts), 10), formatTime(j.ReadyAt), formatBindings(j.Budgets))
+	}
+	return t.flush()
+}

@@ -1,0 +1,159 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/server/api"
+)
+
+// JobEnqueueOptions are the flags of `job enqueue`.
+type JobEnqueueOptions struct {
+	Queue       string
+	Type        string
+	Payload     string
+	PayloadFile string
+	Priority    uint16
+	At          string
+	In          time.Duration
+	Budgets     []string
+}
+
+func newJobEnqueueCmd(f *Factory) *cobra.Command {
+	o := &JobEnqueueOptions{}
+	c := &cobra.Command{
+		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]...",
+		Short: "Enqueue a job",
+		Long: `Enqueue a job and print its ID (-o json: the job as the server answers).
+
+The payload is any JSON value ({} when none is given); --payload-file -
+reads it from standard input. --at takes RFC 3339 (2026-01-02T15:04:05Z) or
+Unix milliseconds; --in a duration from now. Without either the job is ready
+at once. --budget binds the job to a budget with a cost (default 1); repeat
+it for several budgets. Keys may contain ':', so KEY:COST is split on the
+last ':' only when digits follow it.`,
+		Example: `  zizq job enqueue --queue images --type resize --payload '{"url":"https://…"}' \
+    --budget image-workers --budget image-service:5
+  echo '{"to":"a@b.c"}' | zizq job enqueue --queue emails --type send --payload-file - --in 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			req, err := o.request(c, time.Now())
+			if err != nil {
+				return err
+			}
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			j, err := cl.Enqueue(c.Context(), req)
+			if err != nil {
+				return err
+			}
+			if f.JSON() {
+				return writeJSON(f.IO.Out, j)
+			}
+			_, err = fmt.Fprintln(f.IO.Out, j.ID)
+			return err
+		},
+	}
+	fs := c.Flags()
+	fs.StringVarP(&o.Queue, "queue", "q", "", "queue of the job (required)")
+	fs.StringVarP(&o.Type, "type", "t", "", "type of the job (required)")
+	fs.StringVar(&o.Payload, "payload", "", "payload as JSON")
+	fs.StringVar(&o.PayloadFile, "payload-file", "", "read the payload from a file, or - for standard input")
+	fs.Uint16Var(&o.Priority, "priority", api.DefaultPriority, "priority: lower runs first")
+	fs.StringVar(&o.At, "at", "", "when the job becomes ready: RFC 3339 or Unix milliseconds")
+	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long, e.g. 30s, 5m, 1d")
+	fs.StringArrayVar(&o.Budgets, "budget", nil, "bind to a budget, KEY or KEY:COST (repeatable)")
+	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
+	_ = c.RegisterFlagCompletionFunc("budget", f.completeBudgetKeys)
+	return c
+}
+
+// request builds the enqueue request from the flags; every mistake is a
+// usage error.
+func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.EnqueueRequest, error) {
+	if err := requireFlags(c, "queue", "type"); err != nil {
+		return api.EnqueueRequest{}, err
+	}
+	for _, pair := range [][2]string{{"payload", "payload-file"}, {"at", "in"}} {
+		if err := exclusiveFlags(c, pair[0], pair[1]); err != nil {
+			return api.EnqueueRequest{}, err
+		}
+	}
+	req := api.EnqueueRequest{Queue: &o.Queue, Type: &o.Type}
+	payload, err := o.payload(c.InOrStdin())
+	if err != nil {
+		return req, usageError{err}
+	}
+	req.Payload = payload
+	if c.Flags().Changed("priority") {
+		req.Priority = &o.Priority
+	}
+	switch {
+	case c.Flags().Changed("at"):
+		at, err := parseAt(o.At)
+		if err != nil {
+			return req, usageError{err}
+		}
+		req.ReadyAt = &at
+	case c.Flags().Changed("in"):
+		req.ReadyAt = api.Ptr(uint64(now.Add(o.In).UnixMilli()))
+	}
+	for _, s := range o.Budgets {
+		b, err := parseBinding(s)
+		if err != nil {
+			return req, usageError{err}
+		}
+		req.Budgets = append(req.Budgets, b)
+	}
+	return req, nil
+}
+
+func (o *JobEnqueueOptions) payload(stdin io.Reader) (api.Payload, error) {
+	var data []byte
+	switch {
+	case o.PayloadFile == "-":
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return nil, fmt.Errorf("read payload from standard input: %w", err)
+		}
+		data = b
+	case o.PayloadFile != "":
+		b, err := os.ReadFile(o.PayloadFile)
+		if err != nil {
+			return nil, fmt.Errorf("read --payload-file: %w", err)
+		}
+		data = b
+	case o.Payload != "":
+		data = []byte(o.Payload)
+	default:
+		return api.Payload("{}"), nil
+	}
+	p, err := api.CanonicalJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("payload is not valid JSON: %w", err)
+	}
+	return api.Payload(p), nil
+}
+
+// parseAt reads RFC 3339 or Unix milliseconds.
+func parseAt(s string) (uint64, error) {
+	s = strings.TrimSpace(s)
+	if ms, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return ms, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid --at %q: use RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds", s)
+	}
+	if t.UnixMilli() < 0 {
+		return 0, fmt.Errorf("invalid --at %q: before 1970", s)
+	}
+	return uint64(t.UnixMilli()), nil
+}

@@ -1,0 +1,103 @@
+package cmd
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/api"
+)
+
+// JobListOptions are the flags of `job list`.
+type JobListOptions struct {
+	JobFilterFlags
+	Limit int
+	All   bool
+	Order string
+	From  string
+}
+
+func newJobListCmd(f *Factory) *cobra.Command {
+	o := &JobListOptions{}
+	c := &cobra.Command{
+		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--limit N] [--all]",
+		Short: "List jobs",
+		Long: `List jobs in ID order (oldest first), one page at a time: --limit jobs, 50
+by default, at most 2000. -o json prints the server's page object, whose
+"pages.next" links the next page (or pass its last ID to --from).
+
+--all follows the pages and prints every job (-o json: one {"jobs":[…]});
+--limit then caps the total.`,
+		Example: `  zizq job list --status ready --budget image-service
+  zizq job list --all -o json | jq '.jobs | length'`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			q, err := o.query()
+			if err != nil {
+				return err
+			}
+			if o.Order != "" && o.Order != api.OrderAsc && o.Order != api.OrderDesc {
+				return usageError{fmt.Errorf("invalid --order %q: use asc or desc", o.Order)}
+			}
+			if o.Limit < 0 {
+				return usageError{fmt.Errorf("--limit must not be negative")}
+			}
+			q.Order, q.From, q.Limit = o.Order, o.From, o.Limit
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			if o.All {
+				return listAll(c, f, cl, q)
+			}
+			page, err := cl.ListJobs(c.Context(), q)
+			if err != nil {
+				return err
+			}
+			if f.JSON() {
+				return writeJSON(f.IO.Out, page)
+			}
+			if err := jobTable(f, page.Jobs); err != nil {
+				return err
+			}
+			if page.Pages.Next != nil && len(page.Jobs) > 0 {
+				fmt.Fprintf(f.IO.Err, "More jobs: use --all, or --from %s for the next page.\n", page.Jobs[len(page.Jobs)-1].ID)
+			}
+			return nil
+		},
+	}
+	fs := c.Flags()
+	o.register(fs, f, c)
+	fs.IntVar(&o.Limit, "limit", 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
+	fs.BoolVar(&o.All, "all", false, "follow the pages and print every job")
+	fs.StringVar(&o.Order, "order", "", "asc (oldest first, the default) or desc")
+	fs.StringVar(&o.From, "from", "", "start after this job ID")
+	_ = c.RegisterFlagCompletionFunc("order", cobra.FixedCompletions([]string{api.OrderAsc, api.OrderDesc}, cobra.ShellCompDirectiveNoFileComp))
+	return c
+}
+
+// listAll follows the pages; --limit caps the total, so pages are never
+// larger than what is still wanted.
+func listAll(c *cobra.Command, f *Factory, cl *client.Client, q api.JobQuery) error {
+	total := q.Limit
+	q.Limit = api.MaxLimit
+	if total > 0 && total < q.Limit {
+		q.Limit = total
+	}
+	jobs := []api.Job{}
+	for j, err := range cl.AllJobs(c.Context(), q) {
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+		if total > 0 && len(jobs) == total {
+			break
+		}
+	}
+	if f.JSON() {
+		return writeJSON(f.IO.Out, struct {
+			Jobs []api.Job `json:"jobs"`
+		}{jobs})
+	}
+	return jobTable(f, jobs)
+}

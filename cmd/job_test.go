@@ -1,0 +1,206 @@
+package cmd_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/server/api"
+)
+
+func TestJobEnqueue(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "svc:eu", "--allocation", "5", "--strategy", "while_in_flight")
+	c.ok("budget", "put", "plain", "--allocation", "5", "--strategy", "while_in_flight")
+
+	// Table output is the ID alone, ready for $(…).
+	id := strings.TrimSpace(c.ok("job", "enqueue", "--queue", "q", "--type", "t", "--payload", `{"b":1,"a":[true]}`,
+		"--priority", "7", "--budget", "svc:eu:2", "--budget", "plain"))
+	require.True(t, api.ValidJobID(id), "%q", id)
+	var j api.Job
+	c.json(&j, "job", "get", id)
+	require.Equal(t, `{"a":[true],"b":1}`, string(j.Payload))
+	require.Equal(t, uint16(7), j.Priority)
+	require.Equal(t, []api.Binding{{Key: "svc:eu", Cost: 2}, {Key: "plain", Cost: 1}}, j.Budgets,
+		"KEY:COST splits on the last ':' followed by digits")
+
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--budget", "svc:eu")
+	require.Equal(t, []api.Binding{{Key: "svc:eu", Cost: 1}}, j.Budgets)
+	require.Equal(t, api.StatusReady, j.Status)
+	require.Empty(t, j.Payload, "-o json prints the server's answer, which has no payload")
+
+	// The payload from standard input or a file; {} by default.
+	j = api.Job{}
+	c.json(&j, "job", "get", strings.TrimSpace(c.runIn(`[1, 2]`, "job", "enqueue", "-q", "q", "-t", "t", "--payload-file", "-").out))
+	require.Equal(t, `[1,2]`, string(j.Payload))
+	file := filepath.Join(t.TempDir(), "p.json")
+	require.NoError(t, os.WriteFile(file, []byte(`"text"`), 0o644))
+	j = api.Job{}
+	c.json(&j, "job", "get", strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t", "--payload-file", file)))
+	require.Equal(t, `"text"`, string(j.Payload))
+	j = api.Job{}
+	c.json(&j, "job", "get", strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t")))
+	require.Equal(t, `{}`, string(j.Payload))
+
+	// --at and --in.
+	at := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--at", at.Format(time.RFC3339))
+	require.Equal(t, api.StatusScheduled, j.Status)
+	require.Equal(t, uint64(at.UnixMilli()), j.ReadyAt)
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--at", strconv.FormatInt(at.UnixMilli()+1, 10))
+	require.Equal(t, uint64(at.UnixMilli()+1), j.ReadyAt)
+	before := time.Now()
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--in", "2h")
+	require.Equal(t, api.StatusScheduled, j.Status)
+	require.InDelta(t, before.Add(2*time.Hour).UnixMilli(), int64(j.ReadyAt), 5000)
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--in", "1d")
+	require.InDelta(t, before.Add(24*time.Hour).UnixMilli(), int64(j.ReadyAt), 5000)
+
+	// Usage errors never reach the server.
+	for _, tc := range []struct {
+		msg  string
+		args []string
+	}{
+		{"required flag --queue not set", []string{"-t", "t"}},
+		{"required flag --type not set", []string{"-q", "q"}},
+		{"--at and --in cannot be used together", []string{"-q", "q", "-t", "t", "--at", "1", "--in", "1s"}},
+		{"--payload and --payload-file cannot be used together", []string{"-q", "q", "-t", "t", "--payload", "1", "--payload-file", "-"}},
+		{`invalid --at "tomorrow"`, []string{"-q", "q", "-t", "t", "--at", "tomorrow"}},
+		{`invalid duration "soon"`, []string{"-q", "q", "-t", "t", "--in", "soon"}},
+		{"payload is not valid JSON", []string{"-q", "q", "-t", "t", "--payload", "{nope"}},
+		{"read --payload-file", []string{"-q", "q", "-t", "t", "--payload-file", filepath.Join(t.TempDir(), "missing")}},
+		{`invalid --budget ":3": budget key must not be empty`, []string{"-q", "q", "-t", "t", "--budget", ":3"}},
+		{"invalid argument", []string{"-q", "q", "-t", "t", "--priority", "70000"}},
+		{"unknown flag: --colour", []string{"-q", "q", "-t", "t", "--colour"}},
+		{"unknown command \"extra\"", []string{"-q", "q", "-t", "t", "extra"}},
+	} {
+		c.fails(cmd.ExitUsage, tc.msg, append([]string{"job", "enqueue"}, tc.args...)...)
+	}
+	// The server's refusals.
+	c.fails(cmd.ExitFailure, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
+	c.fails(cmd.ExitFailure, "job cost 9 exceeds budget 'plain' allocation 5", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:9")
+	c.fails(cmd.ExitFailure, "cost must be at least 1", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:0")
+	c.fails(cmd.ExitFailure, "queue must not contain '*'", "job", "enqueue", "-q", "q*", "-t", "t")
+	// A key ending in ':' keeps it when no digits follow.
+	c.fails(cmd.ExitFailure, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
+}
+
+func TestJobQueries(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "one", "--allocation", "1", "--strategy", "while_in_flight")
+	var ids []string
+	for i := range 5 {
+		args := []string{"job", "enqueue", "-q", "q", "-t", "t", "--payload", `{"n":` + strconv.Itoa(i) + `}`}
+		if i >= 3 {
+			args = []string{"job", "enqueue", "-q", "other", "-t", "u", "--budget", "one"}
+		}
+		ids = append(ids, strings.TrimSpace(c.ok(args...)))
+	}
+	scheduled := strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t", "--in", "1h"))
+
+	// get
+	out := c.ok("job", "get", ids[0])
+	require.Contains(t, out, "ID:        "+ids[0]+"\n")
+	require.Contains(t, out, "Status:    ready\n")
+	require.Contains(t, out, "Payload:   {\"n\":0}\n")
+	c.fails(cmd.ExitNotFound, "job not found", "job", "get", "0000000000000000000000000")
+
+	// list
+	out = c.ok("job", "list")
+	rows := lines(out)
+	require.Len(t, rows, 7)
+	require.Equal(t, []string{"ID", "QUEUE", "TYPE", "STATUS", "PRIORITY", "ATTEMPTS", "READY", "AT", "BUDGETS"}, strings.Fields(rows[0]))
+	require.Equal(t, ids[3], strings.Fields(rows[4])[0])
+	require.Equal(t, "one:1", strings.Fields(rows[4])[8])
+
+	out = c.ok("job", "list", "--queue", "other")
+	require.Len(t, lines(out), 3)
+	out = c.ok("job", "list", "--type", "t", "--status", "scheduled")
+	require.Len(t, lines(out), 2)
+	require.Contains(t, out, scheduled)
+	out = c.ok("job", "list", "--budget", "one", "--status", "ready,scheduled")
+	require.Len(t, lines(out), 3)
+
+	var page api.JobList
+	c.json(&page, "job", "list", "--limit", "2")
+	require.Len(t, page.Jobs, 2)
+	require.NotNil(t, page.Pages.Next, "-o json prints the server's page object")
+	require.Equal(t, `{"n":0}`, string(page.Jobs[0].Payload))
+
+	r := c.run("job", "list", "--limit", "2")
+	require.Equal(t, cmd.ExitOK, r.code)
+	require.Len(t, lines(r.out), 3)
+	require.Contains(t, r.err, "--from "+ids[1])
+	page = api.JobList{}
+	c.json(&page, "job", "list", "--from", ids[1], "--limit", "1", "--order", "asc")
+	require.Equal(t, ids[2], page.Jobs[0].ID)
+
+	// --all follows pages; --limit caps the total.
+	out = c.ok("job", "list", "--all", "-o", "json")
+	var all map[string][]api.Job
+	require.NoError(t, json.Unmarshal([]byte(out), &all))
+	require.Len(t, all, 1, "one {\"jobs\":[…]} object")
+	require.Len(t, all["jobs"], 6)
+	all = nil
+	c.json(&all, "job", "list", "--all", "--limit", "4", "--order", "desc")
+	require.Len(t, all["jobs"], 4)
+	require.Equal(t, scheduled, all["jobs"][0].ID)
+	out = c.ok("job", "list", "--all", "--limit", "3")
+	require.Len(t, lines(out), 4)
+	all = nil
+	c.json(&all, "job", "list", "--all", "--queue", "none")
+	require.Equal(t, map[string][]api.Job{"jobs": {}}, all)
+
+	c.fails(cmd.ExitUsage, `invalid --status "done"`, "job", "list", "--status", "done")
+	c.fails(cmd.ExitUsage, `invalid --order "up"`, "job", "list", "--order", "up")
+	c.fails(cmd.ExitFailure, "limit must be between 1 and 2000", "job", "list", "--limit", "5000")
+
+	// count
+	require.Equal(t, "6\n", c.ok("job", "count"))
+	require.Equal(t, "2\n", c.ok("job", "count", "--queue", "other"))
+	require.Equal(t, "1\n", c.ok("job", "count", "--status", "scheduled"))
+	var n api.Count
+	c.json(&n, "job", "count", "--budget", "one", "--type", "u")
+	require.Equal(t, int64(2), n.Count)
+	c.fails(cmd.ExitUsage, `invalid --status "x"`, "job", "count", "--status", "x")
+
+	// why
+	out = c.ok("job", "why", scheduled)
+	require.Contains(t, out, "Job "+scheduled+" is scheduled: it becomes ready at ")
+	require.Regexp(t, `\(in (59m\d+s|1h)\)\.\n$`, out)
+	out = c.ok("job", "why", ids[0])
+	require.Equal(t, "Job "+ids[0]+" is ready and its budgets can pay: it waits for a worker of its queue with room.\n", out)
+	out = c.ok("job", "why", ids[4])
+	require.Equal(t, []string{
+		"Job " + ids[4] + " is ready but parked: a budget cannot pay for it yet.",
+		"",
+		"BUDGET  COST  AVAILABLE  AHEAD  AFFORDABLE",
+		"one     1     1          0      when running jobs finish",
+	}, lines(out))
+	var why api.Why
+	c.json(&why, "job", "why", ids[4])
+	require.Equal(t, api.WaitingBudget, why.WaitingFor)
+	require.Equal(t, "one", why.Budgets[0].Key)
+	c.fails(cmd.ExitNotFound, "job not found", "job", "why", "0000000000000000000000000")
+
+	// delete: a 204 prints nothing.
+	r = c.run("job", "delete", ids[0])
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Empty(t, r.out)
+	c.fails(cmd.ExitNotFound, "job not found", "job", "delete", ids[0])
+	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 0", "job", "delete")
+	require.Equal(t, "5\n", c.ok("job", "count"))
+}

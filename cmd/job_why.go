@@ -1,0 +1,75 @@
+package cmd
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/server/api"
+)
+
+func newJobWhyCmd(f *Factory) *cobra.Command {
+	return &cobra.Command{
+		Use:   "why ID",
+		Short: "Explain what a job is waiting for",
+		Long: `Explain what a job is waiting for: its schedule, a budget (which ones, how
+many jobs are ahead of it in each budget's line, and when it becomes
+affordable), a worker with room, or nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			cl, err := f.Client()
+			if err != nil {
+				return err
+			}
+			w, err := cl.Why(c.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if f.JSON() {
+				return writeJSON(f.IO.Out, w)
+			}
+			return printWhy(f, w, time.Now())
+		},
+	}
+}
+
+func printWhy(f *Factory, w *api.Why, now time.Time) error {
+	out := f.IO.Out
+	switch w.WaitingFor {
+	case api.WaitingSchedule:
+		_, err := fmt.Fprintf(out, "Job %s is scheduled: it becomes ready at %s (%s).\n", w.ID, formatTime(w.ReadyAt), formatUntil(int64(w.ReadyAt), now))
+		return err
+	case api.WaitingWorker:
+		_, err := fmt.Fprintf(out, "Job %s is ready and its budgets can pay: it waits for a worker of its queue with room.\n", w.ID)
+		return err
+	case api.WaitingFinished:
+		_, err := fmt.Fprintf(out, "Job %s is %s: it waits for nothing.\n", w.ID, w.Status)
+		return err
+	case api.WaitingBudget:
+	default: // nothing
+		if w.Status == api.StatusInFlight {
+			_, err := fmt.Fprintf(out, "Job %s is in flight: it waits for its worker to finish.\n", w.ID)
+			return err
+		}
+		_, err := fmt.Fprintf(out, "Job %s is %s and waits for nothing: it is about to be dispatched.\n", w.ID, w.Status)
+		return err
+	}
+	fmt.Fprintf(out, "Job %s is ready but parked: %s cannot pay for it yet.\n\n", w.ID, plural(len(w.Budgets), "a budget", "its budgets"))
+	t := newTable(out, "BUDGET", "COST", "AVAILABLE", "AHEAD", "AFFORDABLE")
+	for _, b := range w.Budgets {
+		when := "when running jobs finish"
+		if b.AffordableAt != nil {
+			when = formatUntil(*b.AffordableAt, now)
+		}
+		t.row(b.Key, strconv.FormatInt(b.Cost, 10), formatTokens(b.Available), strconv.FormatInt(b.Ahead, 10), when)
+	}
+	return t.flush()
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
