@@ -81,6 +81,7 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		newJobCmd(f),
 		newHealthCmd(f),
 		newVersionCmd(f),
+		newTopCmd(f),
 	)
 }
 

@@ -1,0 +1,69 @@
+package cmd
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/tui"
+)
+
+// TopOptions are the settings of `zizq top`.
+type TopOptions struct {
+	Refresh time.Duration
+}
+
+func newTopCmd(f *Factory) *cobra.Command {
+	o := &TopOptions{}
+	c := &cobra.Command{
+		Use:   "top",
+		Short: "Live dashboard of budgets, parked jobs and queues",
+		Long: `Open a full-screen dashboard of the server at --url: live token levels,
+parked counts and queues, refreshed about twice a second. It survives the
+server going away and recovers when it comes back. Honours NO_COLOR.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			cl, err := client.New(f.Opts.URL, client.Options{Timeout: 2 * time.Second, Retries: -1, UserAgent: "zizq-top/" + version})
+			if err != nil {
+				return usageError{err}
+			}
+			return tui.Run(c.Context(), topSource{cl}, tui.Options{
+				URL:     cl.URL(),
+				Refresh: o.Refresh,
+				NoColor: os.Getenv("NO_COLOR") != "",
+			})
+		},
+	}
+	durationFlag(c.Flags(), &o.Refresh, "refresh", tui.DefaultRefresh, "how often to poll the server")
+	return c
+}
+
+// topSource adapts the typed client to what the dashboard reads.
+type topSource struct{ c *client.Client }
+
+func (s topSource) Stats(ctx context.Context) (api.Stats, error) {
+	st, err := s.c.Stats(ctx)
+	if err != nil {
+		return api.Stats{}, err
+	}
+	return *st, nil
+}
+
+func (s topSource) Jobs(ctx context.Context, status string, limit int) (api.JobList, error) {
+	l, err := s.c.ListJobs(ctx, api.JobQuery{Statuses: []string{status}, Limit: limit})
+	if err != nil {
+		return api.JobList{}, err
+	}
+	return *l, nil
+}
+
+func (s topSource) Why(ctx context.Context, id string) (api.Why, error) {
+	w, err := s.c.Why(ctx, id)
+	if err != nil {
+		return api.Why{}, err
+	}
+	return *w, nil
+}

@@ -1,0 +1,148 @@
+package cmd_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server/api"
+)
+
+// tmux drives a terminal on its own server socket (-L), so the test never
+// touches a user's sessions.
+type tmux struct {
+	t      *testing.T
+	socket string
+}
+
+func newTmux(t *testing.T) *tmux {
+	t.Helper()
+	_, err := exec.LookPath("tmux")
+	require.NoError(t, err, "tmux is required for the terminal test (.ci/run installs it)")
+	tm := &tmux{t: t, socket: fmt.Sprintf("zizq-e2e-%d", os.Getpid())}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", tm.socket, "kill-server").Run() })
+	return tm
+}
+
+func (tm *tmux) run(args ...string) string {
+	tm.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-L", tm.socket}, args...)...).CombinedOutput()
+	require.NoError(tm.t, err, "tmux %v: %s", args, out)
+	return string(out)
+}
+
+func (tm *tmux) screen() string { return tm.run("capture-pane", "-p", "-t", "top") }
+
+// waitFor polls the screen until ok accepts it, failing with the last
+// screen after the deadline.
+func (tm *tmux) waitFor(what string, d time.Duration, ok func(screen string) bool) {
+	tm.t.Helper()
+	deadline := time.Now().Add(d)
+	var last string
+	for time.Now().Before(deadline) {
+		last = tm.screen()
+		if ok(last) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tm.t.Fatalf("screen never showed %s; last screen:\n%s", what, last)
+}
+
+var totalParked = regexp.MustCompile(`parked (\d+)`)
+
+// budgetParked reads the PARKED column of a budget's row: the number that
+// ends where the header's PARKED ends (columns are right-aligned).
+func budgetParked(screen, key string) (string, bool) {
+	lines := strings.Split(screen, "\n")
+	end := -1
+	for _, l := range lines {
+		r := []rune(l)
+		if i := strings.Index(l, "PARKED"); i >= 0 {
+			end = len([]rune(l[:i])) + len("PARKED")
+			_ = r
+			continue
+		}
+		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "> "))
+		if end < 0 || len(fields) == 0 || fields[0] != key || len(r) < end {
+			continue
+		}
+		cell := strings.Fields(string(r[:end]))
+		return cell[len(cell)-1], true
+	}
+	return "", false
+}
+
+func showsParked(key, n string) func(string) bool {
+	return func(screen string) bool {
+		got, ok := budgetParked(screen, key)
+		m := totalParked.FindStringSubmatch(screen)
+		return ok && got == n && m != nil && m[1] == n
+	}
+}
+
+// TestTop_EndToEnd runs `zizq top` in a real terminal against a real server
+// with parked jobs: a while_in_flight budget of 2 and 7 bound jobs park 5
+// (2 are claimed, waiting for a worker); a worker takes 2 without acking
+// (still 5 parked); two acks let 2 more go (3 parked).
+func TestTop_EndToEnd(t *testing.T) {
+	tm := newTmux(t)
+	p := startServer(t, "--root-dir", t.TempDir())
+	status, body := do(t, "PUT", p.url+"/budgets/slow", map[string]any{"allocation": 2, "strategy": map[string]any{"type": "while_in_flight"}})
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	for i := 0; i < 7; i++ {
+		status, body = do(t, "POST", p.url+"/jobs", map[string]any{"type": "t", "queue": "work", "payload": i, "budgets": []map[string]any{{"key": "slow"}}})
+		require.Equal(t, http.StatusCreated, status, "%s", body)
+	}
+
+	cmdline := fmt.Sprintf("env NO_COLOR=1 LANG=C.UTF-8 TERM=xterm-256color %s top --url %s --refresh 200ms", zizqBin, p.url)
+	tm.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30", cmdline)
+	tm.waitFor("5 parked on slow", 15*time.Second, showsParked("slow", "5"))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", p.url+"/jobs/take?prefetch=0&queue=work", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	frames := bufio.NewScanner(resp.Body)
+	next := func() api.Job {
+		for frames.Scan() {
+			if len(frames.Bytes()) > 0 {
+				var j api.Job
+				require.NoError(t, json.Unmarshal(frames.Bytes(), &j))
+				return j
+			}
+		}
+		t.Fatal("take stream ended")
+		return api.Job{}
+	}
+	held := []api.Job{next(), next()}
+	tm.waitFor("still 5 parked while 2 run", 15*time.Second, func(s string) bool {
+		return showsParked("slow", "5")(s) && strings.Contains(s, "in flight 2")
+	})
+
+	for _, j := range held {
+		status, _ := do(t, "POST", p.url+"/jobs/"+j.ID+"/success", nil)
+		require.Equal(t, http.StatusNoContent, status)
+	}
+	next()
+	next()
+	tm.waitFor("3 parked after two acks", 15*time.Second, showsParked("slow", "3"))
+
+	tm.run("send-keys", "-t", "top", "q")
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command("tmux", "-L", tm.socket, "has-session", "-t", "top").Run() == nil {
+		require.True(t, time.Now().Before(deadline), "zizq top did not quit on q")
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,228 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server/api"
+)
+
+// fixedNow is the clock of every test.
+var fixedNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func nowMs() int64 { return fixedNow.UnixMilli() }
+
+func ptr[T any](v T) *T { return &v }
+
+// jobID makes a 25-character job id.
+func jobID(n int) string { return fmt.Sprintf("0dqgm3v1a2b3c4d5e6f7%05d", n) }
+
+// fakeSource serves fixed data; err, when set, fails every call.
+type fakeSource struct {
+	mu    sync.Mutex
+	stats api.Stats
+	jobs  map[string]api.JobList
+	why   map[string]api.Why
+	err   error
+	calls []string
+}
+
+func (f *fakeSource) Stats(ctx context.Context) (api.Stats, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "stats")
+	if f.err != nil {
+		return api.Stats{}, f.err
+	}
+	return f.stats, nil
+}
+
+func (f *fakeSource) Jobs(ctx context.Context, status string, limit int) (api.JobList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "jobs "+status)
+	if f.err != nil {
+		return api.JobList{}, f.err
+	}
+	return f.jobs[status], nil
+}
+
+func (f *fakeSource) Why(ctx context.Context, id string) (api.Why, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "why "+id)
+	if f.err != nil {
+		return api.Why{}, f.err
+	}
+	w, ok := f.why[id]
+	if !ok {
+		return api.Why{}, errors.New("404 not found")
+	}
+	return w, nil
+}
+
+func (f *fakeSource) setErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.err = err
+}
+
+func (f *fakeSource) setStats(s api.Stats) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stats = s
+}
+
+func timeBased(key string, alloc, durMs, burst int64, s api.BudgetState) api.Budget {
+	return api.Budget{Key: key, Allocation: alloc, Strategy: api.Strategy{Type: api.StrategyTimeBased, DurationMs: durMs, Burst: burst}, State: &s}
+}
+
+func whileInFlight(key string, alloc int64, s api.BudgetState) api.Budget {
+	return api.Budget{Key: key, Allocation: alloc, Strategy: api.Strategy{Type: api.StrategyWhileInFlight}, State: &s}
+}
+
+// fixtureStats is a server with two budgets holding jobs back.
+func fixtureStats() api.Stats {
+	return api.Stats{
+		Version:  "0.7.0",
+		UptimeMs: 3_723_000,
+		RSSBytes: 52_428_800,
+		Jobs:     api.JobCounts{Scheduled: 3, Ready: 120, Parked: 16, InFlight: 15},
+		Queues: []api.QueueStats{
+			{Name: "images", Scheduled: 3, Ready: 20, Parked: 12, InFlight: 2},
+			{Name: "emails", Ready: 100, Parked: 4, InFlight: 10},
+			{Name: "geo", InFlight: 3},
+		},
+		Budgets: []api.Budget{
+			whileInFlight("reports", 2, api.BudgetState{Available: 2, Capacity: 2, Dispatched: 7}),
+			timeBased("geo-api", 10000, 3_600_000, 12000, api.BudgetState{Available: 9876.5, Capacity: 12000, InFlight: 3, Dispatched: 501}),
+			whileInFlight("smtp", 10, api.BudgetState{Available: 0, Capacity: 10, InFlight: 10, Held: 10, Parked: 4,
+				OldestParkedMs: ptr[int64](65_000), Dispatched: 88}),
+			timeBased("image-service", 6, 60_000, 0, api.BudgetState{Available: 0.25, Capacity: 6, InFlight: 2, Parked: 12,
+				OldestParkedMs: ptr[int64](5_300), NextTokenAt: ptr(nowMs() + 1_200), Dispatched: 1234}),
+			timeBased("partner-webhooks-eu-west-1-production", 100, 1000, 0, api.BudgetState{Available: 100, Capacity: 100, Dispatched: 99999}),
+		},
+	}
+}
+
+func fixtureJobs() map[string]api.JobList {
+	ready := uint64(nowMs())
+	return map[string]api.JobList{
+		api.StatusInFlight: {Jobs: []api.Job{
+			{ID: jobID(1), Queue: "emails", Type: "send_welcome", Priority: 32768, Status: api.StatusInFlight,
+				ReadyAt: ready - 60_000, DequeuedAt: ready - 3_000, Budgets: []api.Binding{{Key: "smtp", Cost: 1}}},
+			{ID: jobID(2), Queue: "images", Type: "resize", Priority: 100, Status: api.StatusInFlight, Attempts: 2,
+				ReadyAt: ready - 120_000, DequeuedAt: ready - 95_000, Budgets: []api.Binding{{Key: "image-service", Cost: 2}}},
+			{ID: jobID(3), Queue: "geo", Type: "geocode_address_batch", Priority: 32768, Status: api.StatusInFlight,
+				ReadyAt: ready - 10_000, DequeuedAt: ready - 400, Budgets: []api.Binding{{Key: "geo-api", Cost: 1}}},
+		}},
+		api.StatusReady: {Jobs: []api.Job{
+			{ID: jobID(10), Queue: "images", Type: "resize", Priority: 32768, Status: api.StatusReady,
+				ReadyAt: ready - 5_300, Budgets: []api.Binding{{Key: "image-service", Cost: 5}}},
+			{ID: jobID(11), Queue: "images", Type: "thumbnail_and_notify", Priority: 32768, Status: api.StatusReady,
+				ReadyAt: ready - 2_000, Budgets: []api.Binding{{Key: "image-service", Cost: 1}, {Key: "smtp", Cost: 1}}},
+			{ID: jobID(12), Queue: "emails", Type: "digest", Priority: 10, Status: api.StatusReady,
+				ReadyAt: ready - 800},
+			{ID: jobID(13), Queue: "emails", Type: "digest", Priority: 32768, Status: api.StatusReady,
+				ReadyAt: ready - 100},
+		}},
+		api.StatusScheduled: {Jobs: []api.Job{
+			{ID: jobID(20), Queue: "images", Type: "cleanup", Priority: 32768, Status: api.StatusScheduled,
+				ReadyAt: ready + 300_000},
+			{ID: jobID(21), Queue: "images", Type: "resize", Priority: 5, Status: api.StatusScheduled, Attempts: 1,
+				ReadyAt: ready + 7_200_000, Budgets: []api.Binding{{Key: "image-service", Cost: 3}}},
+		}},
+	}
+}
+
+func fixtureWhy() map[string]api.Why {
+	return map[string]api.Why{
+		jobID(10): {ID: jobID(10), Status: api.StatusReady, WaitingFor: api.WaitingBudget, ReadyAt: uint64(nowMs() - 5_300),
+			Budgets: []api.WhyBudget{{Key: "image-service", Cost: 5, Available: 0.25, Ahead: 3, AffordableAt: ptr(nowMs() + 47_500)}}},
+		jobID(11): {ID: jobID(11), Status: api.StatusReady, WaitingFor: api.WaitingBudget, ReadyAt: uint64(nowMs() - 2_000),
+			Budgets: []api.WhyBudget{
+				{Key: "image-service", Cost: 1, Available: 0.25, Ahead: 7, AffordableAt: ptr(nowMs() + 80_000)},
+				{Key: "smtp", Cost: 1, Available: 0, Ahead: 3},
+			}},
+		jobID(12): {ID: jobID(12), Status: api.StatusReady, WaitingFor: api.WaitingWorker, ReadyAt: uint64(nowMs() - 800)},
+		jobID(13): {ID: jobID(13), Status: api.StatusReady, WaitingFor: api.WaitingNothing, ReadyAt: uint64(nowMs() - 100)},
+	}
+}
+
+func newFakeSource() *fakeSource {
+	return &fakeSource{stats: fixtureStats(), jobs: fixtureJobs(), why: fixtureWhy()}
+}
+
+func testOptions() Options {
+	return Options{URL: "http://127.0.0.1:7890", Now: func() time.Time { return fixedNow }, NoColor: true}
+}
+
+// newTestModel returns a dashboard of size w×h that has fetched once.
+func newTestModel(t *testing.T, src Source, w, h int) Model {
+	t.Helper()
+	m := New(src, testOptions())
+	m = update(t, m, tea.WindowSizeMsg{Width: w, Height: h})
+	return run(t, m, m.Init())
+}
+
+// update applies one message.
+func update(t *testing.T, m Model, msg tea.Msg) Model {
+	t.Helper()
+	next, _ := m.Update(msg)
+	return next.(Model)
+}
+
+// run executes cmd (a fetch, never a tick) and applies its message, and
+// the fetches that message asks for in turn.
+func run(t *testing.T, m Model, cmd tea.Cmd) Model {
+	t.Helper()
+	if cmd == nil {
+		return m
+	}
+	msg := cmd()
+	switch msg := msg.(type) {
+	case fetchMsg:
+		next, cmd := m.Update(msg)
+		if msg.poll {
+			return next.(Model) // cmd holds the next tick: never waited for
+		}
+		return run(t, next.(Model), cmd)
+	case whyMsg:
+		return update(t, m, msg)
+	}
+	return m
+}
+
+// press sends each key in turn, running the fetches the keys ask for.
+func press(t *testing.T, m Model, keys ...string) Model {
+	t.Helper()
+	for _, k := range keys {
+		next, cmd := m.Update(keyMsg(k))
+		m = run(t, next.(Model), cmd)
+	}
+	return m
+}
+
+// keyMsg turns a key name, as key.Binding spells them, into a key message.
+func keyMsg(k string) tea.KeyMsg {
+	named := map[string]tea.KeyType{
+		"up": tea.KeyUp, "down": tea.KeyDown, "pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown,
+		"home": tea.KeyHome, "end": tea.KeyEnd, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
+		"esc": tea.KeyEsc, "enter": tea.KeyEnter, "ctrl+c": tea.KeyCtrlC, "backspace": tea.KeyBackspace,
+	}
+	if t, ok := named[k]; ok {
+		return tea.KeyMsg{Type: t}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+}
+
+func requireNoEscapes(t *testing.T, s string) {
+	t.Helper()
+	require.NotContains(t, s, "\x1b", "plain output must carry no escape sequences")
+}

@@ -1,0 +1,365 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/zizq/zizq/server/api"
+)
+
+// tab is one view of the dashboard.
+type tab int
+
+const (
+	tabBudgets tab = iota
+	tabQueues
+	tabInFlight
+	tabReady
+	tabScheduled
+	numTabs
+)
+
+var tabNames = [numTabs]string{"Budgets", "Queues", "In flight", "Ready", "Scheduled"}
+
+// status is the job status a job tab lists, "" for the others.
+func (t tab) status() string {
+	switch t {
+	case tabInFlight:
+		return api.StatusInFlight
+	case tabReady:
+		return api.StatusReady
+	case tabScheduled:
+		return api.StatusScheduled
+	}
+	return ""
+}
+
+// connState is what the dashboard knows of the server.
+type connState int
+
+const (
+	connConnecting   connState = iota // no answer yet
+	connConnected                     // the last fetch succeeded
+	connReconnecting                  // the last fetch failed; retrying
+)
+
+// Model is the dashboard: a Bubble Tea model whose state is changed only by
+// Update. Build it with New.
+type Model struct {
+	src   Source
+	opts  Options
+	ctx   context.Context
+	keys  keyMap
+	st    *styles
+	help  help.Model
+	input textinput.Model
+
+	width, height int
+	tab           tab
+	tables        [numTabs]table
+	filtering     bool   // the filter is being typed
+	filter        string // current filter, matched against keys
+	quitting      bool
+
+	// seq numbers fetches so that a late answer never overwrites a newer
+	// one. It is shared by the copies of the model (Init has a value
+	// receiver) and only touched on the Bubble Tea goroutine.
+	seq       *uint64
+	now       time.Time
+	stats     api.Stats
+	haveStats bool
+	lastOK    time.Time
+	jobs      map[string]api.JobList
+	jobsSeq   map[string]uint64
+	why       api.Why
+	whyID     string
+	whyErr    error
+	whySeq    uint64
+
+	conn     connState
+	lastErr  error
+	failures int
+	retryIn  time.Duration
+}
+
+// New returns a dashboard that reads from src. Nothing is fetched until the
+// model runs (Init starts the polling loop).
+func New(src Source, opts Options) Model {
+	opts = opts.withDefaults()
+	st := newStyles(newRenderer(opts.NoColor))
+	keys := defaultKeyMap()
+
+	h := help.New()
+	h.Styles = st.help
+
+	in := textinput.New()
+	in.Prompt = "/"
+	in.PromptStyle = st.prompt
+	in.TextStyle = st.input
+	in.PlaceholderStyle = st.dim
+	in.CompletionStyle = st.dim
+	in.Cursor.Style = st.cursor
+	in.Cursor.TextStyle = st.input
+	in.Cursor.SetMode(cursor.CursorStatic)
+	in.CharLimit = 100
+
+	m := Model{
+		src:     src,
+		opts:    opts,
+		ctx:     context.Background(),
+		keys:    keys,
+		st:      &st,
+		help:    h,
+		input:   in,
+		width:   80,
+		height:  24,
+		now:     opts.Now(),
+		seq:     new(uint64),
+		jobs:    map[string]api.JobList{},
+		jobsSeq: map[string]uint64{},
+	}
+	m.tables[tabBudgets] = newTable(keys, &st, "no budgets",
+		column{title: "KEY", flex: true, min: 8},
+		column{title: "STRATEGY"},
+		column{title: "RATE"},
+		column{title: "AVAILABLE"},
+		column{title: "HELD", right: true},
+		column{title: "PARKED", right: true},
+		column{title: "OLDEST", right: true},
+		column{title: "NEXT", right: true},
+		column{title: "IN FLIGHT", right: true, optional: true},
+		column{title: "DISPATCHED", right: true, optional: true},
+	)
+	m.tables[tabQueues] = newTable(keys, &st, "no queues with live jobs",
+		column{title: "QUEUE", flex: true, min: 8},
+		column{title: "SCHEDULED", right: true},
+		column{title: "READY", right: true},
+		column{title: "PARKED", right: true},
+		column{title: "IN FLIGHT", right: true},
+		column{title: "TOTAL", right: true},
+	)
+	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
+		age := map[tab]string{tabInFlight: "RUNNING", tabReady: "WAITING", tabScheduled: "READY IN"}[t]
+		empty := map[tab]string{tabInFlight: "no jobs in flight", tabReady: "no ready jobs", tabScheduled: "no scheduled jobs"}[t]
+		m.tables[t] = newTable(keys, &st, empty,
+			// Never shortened: SCRU128 ids differ mostly in their tail.
+			column{title: "ID"},
+			column{title: "QUEUE", flex: true, min: 5},
+			column{title: "TYPE", flex: true, min: 5},
+			column{title: "PRI", right: true},
+			column{title: "ATT", right: true, optional: true},
+			column{title: age, right: true},
+			column{title: "BUDGETS", flex: true, min: 7},
+		)
+	}
+	m.layout()
+	return m
+}
+
+// Run shows the dashboard full-screen until the user quits or ctx ends.
+func Run(ctx context.Context, src Source, opts Options) error {
+	m := New(src, opts)
+	m.ctx = ctx
+	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
+	_, err := p.Run()
+	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
+		return nil
+	}
+	return err
+}
+
+// Init starts the polling loop with an immediate fetch.
+func (m Model) Init() tea.Cmd {
+	return m.fetch(true)
+}
+
+// Update applies one message to the dashboard.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.width, m.height = msg.Width, msg.Height
+	case tickMsg:
+		cmd = m.fetch(true)
+	case fetchMsg:
+		cmd = m.applyFetch(msg)
+	case whyMsg:
+		// An answer about a job no longer selected is stale.
+		if msg.id == m.whyTarget() {
+			m.now = m.opts.Now()
+			m.setWhy(msg.id, msg.seq, msg.why, msg.err)
+		}
+	case tea.KeyMsg:
+		cmd = m.keyPress(msg)
+	default:
+		if m.filtering {
+			m.input, cmd = m.input.Update(msg)
+		}
+	}
+	m.layout()
+	return m, cmd
+}
+
+func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
+	m.now = m.opts.Now()
+	err := msg.err
+	if err == nil {
+		err = msg.jobsErr
+	}
+	if msg.err == nil {
+		m.stats, m.haveStats = msg.stats, true
+		if msg.status != "" && msg.jobsErr == nil && msg.seq > m.jobsSeq[msg.status] {
+			m.jobs[msg.status], m.jobsSeq[msg.status] = msg.jobs, msg.seq
+		}
+		if msg.whyID != "" {
+			m.setWhy(msg.whyID, msg.seq, msg.why, msg.whyErr)
+		}
+	}
+	delay := m.opts.Refresh
+	if err != nil {
+		m.conn, m.lastErr = connReconnecting, err
+		m.failures++
+		delay = backoff(m.opts.Refresh, m.failures)
+	} else {
+		m.conn, m.lastErr, m.failures = connConnected, nil, 0
+		m.lastOK = m.now
+	}
+	m.retryIn = delay
+	m.rebuild()
+	var next tea.Cmd
+	if msg.poll {
+		next = tick(delay)
+	}
+	// New rows may have put the cursor on a job not yet explained.
+	var why tea.Cmd
+	if id := m.whyTarget(); id != "" && id != m.whyID {
+		why = m.fetchWhy()
+	}
+	return tea.Batch(next, why)
+}
+
+func (m *Model) setWhy(id string, seq uint64, why api.Why, err error) {
+	if id == m.whyID && seq < m.whySeq {
+		return
+	}
+	m.whyID, m.whySeq, m.why, m.whyErr = id, seq, why, err
+}
+
+// keyPress handles one key message. Keys typed faster than the terminal is
+// read arrive as one message of several runes ("/sm"); they are handled one
+// by one, as if typed slowly. A paste stays whole.
+func (m *Model) keyPress(msg tea.KeyMsg) tea.Cmd {
+	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
+		var cmds []tea.Cmd
+		for _, r := range msg.Runes {
+			one := msg
+			one.Runes = []rune{r}
+			cmds = append(cmds, m.keyPress(one))
+			if m.quitting {
+				break
+			}
+		}
+		return tea.Batch(cmds...)
+	}
+	if m.filtering {
+		return m.filterKey(msg)
+	}
+	return m.key(msg)
+}
+
+// key handles a key outside the filter input.
+func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.Quit):
+		m.quitting = true
+		return tea.Quit
+	case key.Matches(msg, m.keys.Help):
+		m.help.ShowAll = !m.help.ShowAll
+	case key.Matches(msg, m.keys.NextTab):
+		return m.switchTab((m.tab + 1) % numTabs)
+	case key.Matches(msg, m.keys.PrevTab):
+		return m.switchTab((m.tab + numTabs - 1) % numTabs)
+	case key.Matches(msg, m.keys.Filter):
+		m.filtering = true
+		return m.input.Focus()
+	case key.Matches(msg, m.keys.Clear):
+		if m.help.ShowAll {
+			m.help.ShowAll = false
+		} else {
+			m.setFilter("")
+		}
+	default:
+		before, _ := m.tables[m.tab].Selected()
+		m.tables[m.tab], _ = m.tables[m.tab].Update(msg)
+		if after, _ := m.tables[m.tab].Selected(); after.key != before.key {
+			return m.fetchWhy()
+		}
+	}
+	return nil
+}
+
+// filterKey handles a key while the filter is being typed.
+func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
+	switch {
+	case key.Matches(msg, m.keys.ForceQuit):
+		m.quitting = true
+		return tea.Quit
+	case key.Matches(msg, m.keys.Accept):
+		m.filtering = false
+		m.input.Blur()
+		return m.fetchWhy()
+	case key.Matches(msg, m.keys.Cancel):
+		m.filtering = false
+		m.input.Blur()
+		m.setFilter("")
+		return m.fetchWhy()
+	}
+	var cmd tea.Cmd
+	m.input, cmd = m.input.Update(msg)
+	m.filter = m.input.Value()
+	m.rebuild()
+	return cmd
+}
+
+func (m *Model) setFilter(s string) {
+	m.input.SetValue(s)
+	m.filter = s
+	m.rebuild()
+}
+
+func (m *Model) switchTab(t tab) tea.Cmd {
+	m.tab = t
+	if t.status() == "" {
+		return nil
+	}
+	return m.fetch(false)
+}
+
+// whyTarget is the id of the selected job when it is worth explaining: a
+// ready job may be parked behind budgets.
+func (m *Model) whyTarget() string {
+	if m.tab != tabReady {
+		return ""
+	}
+	r, ok := m.tables[tabReady].Selected()
+	if !ok {
+		return ""
+	}
+	return r.key
+}
+
+// layout hands each component its share of the screen.
+func (m *Model) layout() {
+	m.help.Width = m.width
+	m.input.Width = max(1, m.width/2)
+	body := m.height - m.chromeHeight()
+	for i := range m.tables {
+		m.tables[i].SetSize(m.width, max(2, body))
+	}
+}

@@ -1,0 +1,206 @@
+package tui
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+// rebuild refreshes every tab's rows from the data and the filter.
+func (m *Model) rebuild() {
+	m.tables[tabBudgets].SetRows(m.budgetRows())
+	m.tables[tabQueues].SetRows(m.queueRows())
+	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
+		m.tables[t].SetRows(m.jobRows(t))
+	}
+}
+
+// matches reports whether any of keys contains the filter, ignoring case.
+func (m *Model) matches(keys ...string) bool {
+	if m.filter == "" {
+		return true
+	}
+	f := strings.ToLower(m.filter)
+	for _, k := range keys {
+		if strings.Contains(strings.ToLower(k), f) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortedBudgets orders budgets by parked count, most first, then by key.
+func sortedBudgets(bs []api.Budget) []api.Budget {
+	out := slices.Clone(bs)
+	parked := func(b api.Budget) int64 {
+		if b.State == nil {
+			return 0
+		}
+		return b.State.Parked
+	}
+	slices.SortStableFunc(out, func(a, b api.Budget) int {
+		if c := cmp.Compare(parked(b), parked(a)); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return out
+}
+
+func (m *Model) gaugeWidth() int {
+	if m.width >= 100 {
+		return 10
+	}
+	return 5
+}
+
+func (m *Model) budgetRows() []row {
+	nowMs := m.now.UnixMilli()
+	var rows []row
+	for _, b := range sortedBudgets(m.stats.Budgets) {
+		if !m.matches(b.Key) {
+			continue
+		}
+		r := row{key: b.Key, cells: []string{b.Key, strategyWord(b), rateWords(b)}}
+		s := b.State
+		if s == nil {
+			r.cells = append(r.cells, "-", "-", "-", "-", "-", "-", "-")
+			rows = append(rows, r)
+			continue
+		}
+		oldest := "-"
+		if s.OldestParkedMs != nil {
+			oldest = fmtMs(*s.OldestParkedMs)
+		}
+		r.cells = append(r.cells,
+			gauge(s.Available, s.Capacity, m.gaugeWidth())+" "+fmtTokens(s.Available)+"/"+strconv.FormatInt(s.Capacity, 10),
+			strconv.FormatInt(s.Held, 10),
+			strconv.FormatInt(s.Parked, 10),
+			oldest,
+			nextToken(b, nowMs),
+			strconv.FormatInt(s.InFlight, 10),
+			strconv.FormatInt(s.Dispatched, 10),
+		)
+		if s.Parked > 0 {
+			r.tone = toneParked
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// nextToken says when the head of a budget's line becomes affordable.
+func nextToken(b api.Budget, nowMs int64) string {
+	s := b.State
+	switch {
+	case s == nil:
+		return "-"
+	case s.NextTokenAt != nil:
+		return until(nowMs, *s.NextTokenAt)
+	case s.Parked > 0 && b.Strategy.Type == api.StrategyWhileInFlight:
+		return "release" // waits for a job to finish
+	default:
+		return "-"
+	}
+}
+
+func (m *Model) queueRows() []row {
+	qs := slices.Clone(m.stats.Queues)
+	slices.SortStableFunc(qs, func(a, b api.QueueStats) int { return cmp.Compare(a.Name, b.Name) })
+	var rows []row
+	for _, q := range qs {
+		if !m.matches(q.Name) {
+			continue
+		}
+		r := row{key: q.Name, cells: []string{
+			q.Name,
+			strconv.FormatInt(q.Scheduled, 10),
+			strconv.FormatInt(q.Ready, 10),
+			strconv.FormatInt(q.Parked, 10),
+			strconv.FormatInt(q.InFlight, 10),
+			strconv.FormatInt(q.Scheduled+q.Ready+q.Parked+q.InFlight, 10),
+		}}
+		if q.Parked > 0 {
+			r.tone = toneParked
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func (m *Model) jobRows(t tab) []row {
+	nowMs := m.now.UnixMilli()
+	var rows []row
+	for _, j := range m.jobs[t.status()].Jobs {
+		keys := []string{j.ID, j.Queue, j.Type}
+		for _, b := range j.Budgets {
+			keys = append(keys, b.Key)
+		}
+		if !m.matches(keys...) {
+			continue
+		}
+		var age string
+		switch t {
+		case tabInFlight:
+			age = since(nowMs, int64(j.DequeuedAt))
+		case tabReady:
+			age = since(nowMs, int64(j.ReadyAt))
+		case tabScheduled:
+			age = until(nowMs, int64(j.ReadyAt))
+		}
+		rows = append(rows, row{key: j.ID, cells: []string{
+			j.ID,
+			j.Queue,
+			j.Type,
+			strconv.FormatUint(uint64(j.Priority), 10),
+			strconv.FormatUint(uint64(j.Attempts), 10),
+			age,
+			fmtBindings(j.Budgets),
+		}})
+	}
+	return rows
+}
+
+// selectedBudget, selectedQueue and selectedJob return what the cursor of
+// the visible tab is on.
+func (m *Model) selectedBudget() (api.Budget, bool) {
+	r, ok := m.tables[tabBudgets].Selected()
+	if !ok {
+		return api.Budget{}, false
+	}
+	for _, b := range m.stats.Budgets {
+		if b.Key == r.key {
+			return b, true
+		}
+	}
+	return api.Budget{}, false
+}
+
+func (m *Model) selectedQueue() (api.QueueStats, bool) {
+	r, ok := m.tables[tabQueues].Selected()
+	if !ok {
+		return api.QueueStats{}, false
+	}
+	for _, q := range m.stats.Queues {
+		if q.Name == r.key {
+			return q, true
+		}
+	}
+	return api.QueueStats{}, false
+}
+
+func (m *Model) selectedJob() (api.Job, bool) {
+	r, ok := m.tables[m.tab].Selected()
+	if !ok || m.tab.status() == "" {
+		return api.Job{}, false
+	}
+	for _, j := range m.jobs[m.tab.status()].Jobs {
+		if j.ID == r.key {
+			return j, true
+		}
+	}
+	return api.Job{}, false
+}

@@ -1,0 +1,52 @@
+// Package tui implements `zizq top`, a live terminal dashboard of a zizq
+// server: its budgets and what they hold back, its queues, and its in-flight,
+// ready and scheduled jobs.
+//
+// The dashboard reads data only through [Source]; it never talks HTTP itself.
+// All state lives in [Model] and is changed only by Update, on the Bubble Tea
+// goroutine; fetching happens in commands whose results come back as messages.
+package tui
+
+import (
+	"context"
+	"time"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+// Source is what the dashboard reads from a server. Every call must honour
+// ctx: the dashboard bounds each fetch with a timeout.
+type Source interface {
+	// Stats returns the body of GET /stats (API.md §17.10).
+	Stats(ctx context.Context) (api.Stats, error)
+	// Jobs lists up to limit jobs with the given status ("in_flight",
+	// "ready" or "scheduled"), as GET /jobs?status=…&limit=… does.
+	Jobs(ctx context.Context, status string, limit int) (api.JobList, error)
+	// Why explains what the job waits for (GET /jobs/{id}/why).
+	Why(ctx context.Context, id string) (api.Why, error)
+}
+
+// DefaultRefresh is the polling interval used when Options.Refresh is unset.
+const DefaultRefresh = 500 * time.Millisecond
+
+// Options configures the dashboard.
+type Options struct {
+	// URL is the server address, shown in the header.
+	URL string
+	// Refresh is the polling interval; zero or negative means DefaultRefresh.
+	Refresh time.Duration
+	// Now is the clock; nil means time.Now. Only Update reads it.
+	Now func() time.Time
+	// NoColor renders without any colour or text attributes (NO_COLOR).
+	NoColor bool
+}
+
+func (o Options) withDefaults() Options {
+	if o.Refresh <= 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o
+}

@@ -1,0 +1,236 @@
+package tui
+
+import (
+	"strings"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
+)
+
+// column describes one column of a table.
+type column struct {
+	title    string
+	right    bool // right-aligned (numbers)
+	flex     bool // may shrink down to min to fit the width
+	min      int
+	optional bool // dropped, last first, when the table does not fit
+}
+
+// tone picks the colour of a whole row.
+type tone int
+
+const (
+	toneNormal tone = iota
+	toneParked      // the row holds parked jobs
+)
+
+// row is one table row. key identifies it across refreshes so that the
+// selection follows the same budget or job when rows reorder.
+type row struct {
+	key   string
+	cells []string
+	tone  tone
+}
+
+// table is a scrollable table with a cursor: the component behind every tab.
+type table struct {
+	cols   []column
+	rows   []row
+	empty  string // shown when there are no rows
+	cursor int
+	offset int
+	width  int
+	height int // including the header line
+	keys   keyMap
+	st     *styles
+}
+
+func newTable(keys keyMap, st *styles, empty string, cols ...column) table {
+	return table{cols: cols, keys: keys, st: st, empty: empty}
+}
+
+// SetSize sets the space the table draws in, header line included.
+func (t *table) SetSize(w, h int) {
+	t.width, t.height = w, h
+	t.clamp()
+}
+
+// SetRows replaces the rows, keeping the selection on the row with the same
+// key when there still is one.
+func (t *table) SetRows(rows []row) {
+	var sel string
+	if r, ok := t.Selected(); ok {
+		sel = r.key
+	}
+	t.rows = rows
+	if sel != "" {
+		for i, r := range rows {
+			if r.key == sel {
+				t.cursor = i
+				break
+			}
+		}
+	}
+	t.clamp()
+}
+
+// Selected returns the row under the cursor.
+func (t table) Selected() (row, bool) {
+	if t.cursor < 0 || t.cursor >= len(t.rows) {
+		return row{}, false
+	}
+	return t.rows[t.cursor], true
+}
+
+// Init is part of the component shape; the table has nothing to start.
+func (t table) Init() tea.Cmd { return nil }
+
+// Update moves the cursor on navigation keys.
+func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
+	km, ok := msg.(tea.KeyMsg)
+	if !ok {
+		return t, nil
+	}
+	switch {
+	case key.Matches(km, t.keys.Up):
+		t.cursor--
+	case key.Matches(km, t.keys.Down):
+		t.cursor++
+	case key.Matches(km, t.keys.PageUp):
+		t.cursor -= t.visible()
+	case key.Matches(km, t.keys.PageDown):
+		t.cursor += t.visible()
+	case key.Matches(km, t.keys.Top):
+		t.cursor = 0
+	case key.Matches(km, t.keys.Bottom):
+		t.cursor = len(t.rows) - 1
+	}
+	t.clamp()
+	return t, nil
+}
+
+// visible is the number of rows that fit under the header.
+func (t table) visible() int { return max(1, t.height-1) }
+
+func (t *table) clamp() {
+	t.cursor = max(0, min(t.cursor, len(t.rows)-1))
+	vis := t.visible()
+	if t.cursor < t.offset {
+		t.offset = t.cursor
+	}
+	if t.cursor >= t.offset+vis {
+		t.offset = t.cursor - vis + 1
+	}
+	t.offset = max(0, min(t.offset, len(t.rows)-vis))
+}
+
+// layout picks the columns that are shown, their widths and the gap between
+// them for the current width.
+func (t table) layout() (shown []int, widths []int, gap int) {
+	natural := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		natural[i] = ansi.StringWidth(c.title)
+		for _, r := range t.rows {
+			if i < len(r.cells) {
+				natural[i] = max(natural[i], ansi.StringWidth(r.cells[i]))
+			}
+		}
+	}
+	for i := range t.cols {
+		shown = append(shown, i)
+	}
+	avail := t.width - 2 // the cursor gutter
+	for {
+		widths = make([]int, len(shown))
+		total := 0
+		for j, i := range shown {
+			widths[j] = natural[i]
+			total += natural[i]
+		}
+		gaps := max(0, len(shown)-1)
+		switch {
+		case total+2*gaps <= avail:
+			return shown, widths, 2
+		case total+gaps <= avail:
+			return shown, widths, 1
+		case dropOptional(t.cols, &shown):
+			continue
+		}
+		// Shrink the widest flexible column, one cell at a time.
+		for total+gaps > avail {
+			widest := -1
+			for j, i := range shown {
+				c := t.cols[i]
+				if c.flex && widths[j] > c.min && (widest < 0 || widths[j] > widths[widest]) {
+					widest = j
+				}
+			}
+			if widest < 0 {
+				break
+			}
+			widths[widest]--
+			total--
+		}
+		return shown, widths, 1
+	}
+}
+
+// dropOptional removes the last optional column from shown.
+func dropOptional(cols []column, shown *[]int) bool {
+	s := *shown
+	for j := len(s) - 1; j >= 0; j-- {
+		if cols[s[j]].optional {
+			*shown = append(s[:j:j], s[j+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// View draws the header and the visible rows, padded to the table's height.
+func (t table) View() string {
+	shown, widths, gap := t.layout()
+	sep := strings.Repeat(" ", gap)
+	line := func(cells []string) string {
+		parts := make([]string, len(shown))
+		for j, i := range shown {
+			var c string
+			if i < len(cells) {
+				c = cells[i]
+			}
+			parts[j] = fit(c, widths[j], t.cols[i].right)
+		}
+		return strings.Join(parts, sep)
+	}
+
+	titles := make([]string, len(t.cols))
+	for i, c := range t.cols {
+		titles[i] = c.title
+	}
+	lines := []string{"  " + t.st.colHeader.Render(line(titles))}
+	if len(t.rows) == 0 {
+		lines = append(lines, "  "+t.st.dim.Render(t.empty))
+	}
+	end := min(len(t.rows), t.offset+t.visible())
+	for i := t.offset; i < end; i++ {
+		r := t.rows[i]
+		text := line(r.cells)
+		selected := i == t.cursor
+		switch {
+		case selected && r.tone == toneParked:
+			text = "> " + t.st.parkedSel.Render(text)
+		case selected:
+			text = "> " + t.st.selected.Render(text)
+		case r.tone == toneParked:
+			text = "  " + t.st.parked.Render(text)
+		default:
+			text = "  " + text
+		}
+		lines = append(lines, text)
+	}
+	for len(lines) < t.height {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines[:max(1, min(len(lines), t.height))], "\n")
+}

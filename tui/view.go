@@ -1,0 +1,377 @@
+package tui
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/zizq/zizq/server/api"
+)
+
+// View draws the whole screen: exactly height lines, none wider than width.
+// It reads the clock only through m.now, set by Update.
+func (m Model) View() string {
+	if m.quitting {
+		return ""
+	}
+	body := m.tables[m.tab]
+	if len(body.rows) == 0 {
+		if _, ok := m.jobs[m.tab.status()]; m.tab.status() != "" && !ok {
+			body.empty = "loading…"
+		} else if m.filter != "" {
+			body.empty = "nothing matches /" + m.filter
+		}
+	}
+	parts := append(m.headerLines(), m.tabsLine(), body.View())
+	if d := m.detailHeight(); d > 0 {
+		parts = append(parts, m.detailLines(d)...)
+	}
+	parts = append(parts, m.footer())
+	return frame(strings.Join(parts, "\n"), m.width, m.height)
+}
+
+// frame cuts s to w columns and h lines, padding with empty lines.
+func frame(s string, w, h int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > h {
+		lines = lines[:max(0, h)]
+	}
+	for i, l := range lines {
+		if ansi.StringWidth(l) > w {
+			l = ansi.Truncate(l, w, "")
+		}
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	for len(lines) < h {
+		lines = append(lines, "")
+	}
+	return strings.Join(lines, "\n")
+}
+
+// chromeHeight is the number of lines around the table of the visible tab.
+func (m *Model) chromeHeight() int {
+	h := len(m.headerLines()) + 1 // tabs
+	if d := m.detailHeight(); d > 0 {
+		h += d + 1 // rule
+	}
+	return h + lipgloss.Height(m.footer())
+}
+
+// detailHeight is the number of lines of the detail panel, 0 when the
+// screen is too short to spare them.
+func (m *Model) detailHeight() int {
+	switch {
+	case m.height < 16:
+		return 0
+	case m.height < 30:
+		return 4
+	default:
+		return 6
+	}
+}
+
+func (m *Model) headerLines() []string {
+	st := m.st
+	var status string
+	switch m.conn {
+	case connConnecting:
+		status = st.dim.Render("connecting…")
+	case connConnected:
+		status = st.ok.Render("● connected")
+	case connReconnecting:
+		status = st.bad.Render("○ reconnecting") + st.dim.Render(" (retry in "+fmtAge(m.retryIn)+")")
+	}
+	url := m.opts.URL
+	if url == "" {
+		url = "-"
+	}
+	top := []string{st.title.Render("zizq top"), url, status}
+	if m.haveStats {
+		top = append(top,
+			"v"+strings.TrimPrefix(m.stats.Version, "v"),
+			"up "+fmtMs(m.stats.UptimeMs))
+		if m.stats.RSSBytes > 0 {
+			top = append(top, "rss "+fmtBytes(m.stats.RSSBytes))
+		}
+	}
+
+	totals := st.label.Render("jobs") + "  "
+	if m.haveStats {
+		j := m.stats.Jobs
+		parked := "parked " + strconv.FormatInt(j.Parked, 10)
+		if j.Parked > 0 {
+			parked = st.warn.Render(parked)
+		}
+		totals += strings.Join([]string{
+			"scheduled " + strconv.FormatInt(j.Scheduled, 10),
+			"ready " + strconv.FormatInt(j.Ready, 10),
+			"in flight " + strconv.FormatInt(j.InFlight, 10),
+			parked,
+		}, "  ")
+	} else {
+		totals += st.dim.Render("waiting for the server")
+	}
+	lines := []string{joinFit(top, "  ", m.width), totals}
+
+	if m.conn == connReconnecting {
+		age := "no data yet"
+		if m.haveStats {
+			age = "data " + fmtAge(m.now.Sub(m.lastOK)) + " old"
+		}
+		why := st.bad.Render(fmt.Sprintf("failed %d× (%s): ", m.failures, age)) + oneLine(m.lastErr)
+		// Errors run long (URL, address, cause): give them two lines.
+		wrapped := strings.Split(ansi.Wrap(why, max(1, m.width), " "), "\n")
+		lines = append(lines, wrapped[:min(2, len(wrapped))]...)
+	}
+	return lines
+}
+
+// joinFit joins parts with sep, leaving out the parts from the first one
+// that would make the line wider than w (the first part always stays).
+func joinFit(parts []string, sep string, w int) string {
+	line := parts[0]
+	for _, p := range parts[1:] {
+		if lipgloss.Width(line+sep+p) > w {
+			break
+		}
+		line += sep + p
+	}
+	return line
+}
+
+// oneLine flattens an error message onto one line. The method and URL of
+// a failed request are dropped: the header already shows the server.
+func oneLine(err error) string {
+	if err == nil {
+		return ""
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// tabCount is the number shown beside a tab's name.
+func (m *Model) tabCount(t tab) int64 {
+	switch t {
+	case tabBudgets:
+		return int64(len(m.stats.Budgets))
+	case tabQueues:
+		return int64(len(m.stats.Queues))
+	case tabInFlight:
+		return m.stats.Jobs.InFlight
+	case tabReady:
+		return m.stats.Jobs.Ready + m.stats.Jobs.Parked
+	default:
+		return m.stats.Jobs.Scheduled
+	}
+}
+
+// unfiltered is the number of rows a tab would show without the filter.
+func (m *Model) unfiltered(t tab) int {
+	switch t {
+	case tabBudgets:
+		return len(m.stats.Budgets)
+	case tabQueues:
+		return len(m.stats.Queues)
+	default:
+		return len(m.jobs[t.status()].Jobs)
+	}
+}
+
+func (m *Model) tabsLine() string {
+	var b strings.Builder
+	for t := range numTabs {
+		label := tabNames[t]
+		if m.haveStats {
+			label += " " + strconv.FormatInt(m.tabCount(t), 10)
+		}
+		if t == m.tab {
+			b.WriteString(m.st.tabActive.Render("[" + label + "]"))
+		} else {
+			b.WriteString(m.st.tab.Render(" " + label + " "))
+		}
+	}
+	left := b.String()
+
+	var info string
+	shown := len(m.tables[m.tab].rows)
+	switch {
+	case m.filter != "":
+		info = fmt.Sprintf("/%s: %d of %d", m.filter, shown, m.unfiltered(m.tab))
+	case m.tab.status() != "" && m.haveStats && int64(shown) < m.tabCount(m.tab) && shown > 0:
+		info = fmt.Sprintf("first %d of %d", shown, m.tabCount(m.tab))
+	}
+	if info == "" {
+		return left
+	}
+	gap := m.width - lipgloss.Width(left) - lipgloss.Width(info)
+	if gap < 2 {
+		return left + "  " + m.st.dim.Render(info)
+	}
+	return left + strings.Repeat(" ", gap) + m.st.dim.Render(info)
+}
+
+func (m *Model) footer() string {
+	if m.filtering {
+		return m.input.View() + "  " + m.help.ShortHelpView(filterKeys{m.keys}.ShortHelp())
+	}
+	return m.help.View(m.keys)
+}
+
+// detailLines draws the rule and d lines about the selected row.
+func (m *Model) detailLines(d int) []string {
+	title, body := m.detail()
+	rule := "── " + title + " "
+	rule += strings.Repeat("─", max(0, m.width-ansi.StringWidth(rule)))
+	lines := []string{m.st.rule.Render(rule)}
+	for i := range d {
+		if i < len(body) {
+			lines = append(lines, " "+body[i])
+		} else {
+			lines = append(lines, "")
+		}
+	}
+	return lines
+}
+
+// detail describes the selected budget, queue or job.
+func (m *Model) detail() (string, []string) {
+	switch m.tab {
+	case tabBudgets:
+		if b, ok := m.selectedBudget(); ok {
+			return "budget " + b.Key, m.budgetDetail(b)
+		}
+	case tabQueues:
+		if q, ok := m.selectedQueue(); ok {
+			return "queue " + q.Name, queueDetail(q)
+		}
+	default:
+		if j, ok := m.selectedJob(); ok {
+			return "job " + j.ID, m.jobDetail(j)
+		}
+	}
+	return "details", []string{m.st.dim.Render("nothing selected")}
+}
+
+func (m *Model) budgetDetail(b api.Budget) []string {
+	lines := []string{strategyLong(b)}
+	s := b.State
+	if s == nil {
+		return append(lines, m.st.dim.Render("no live figures"))
+	}
+	inFlight := fmt.Sprintf("in flight %d", s.InFlight)
+	if b.Strategy.Type == api.StrategyWhileInFlight {
+		inFlight += fmt.Sprintf(" holding %d", s.Held)
+	}
+	lines = append(lines, fmt.Sprintf("available %s of %d · %s · dispatched %d",
+		strconv.FormatFloat(s.Available, 'f', -1, 64), s.Capacity, inFlight, s.Dispatched))
+	nowMs := m.now.UnixMilli()
+	var next string
+	switch {
+	case s.NextTokenAt != nil:
+		next = "head affordable in " + until(nowMs, *s.NextTokenAt)
+	case s.Parked > 0 && b.Strategy.Type == api.StrategyWhileInFlight:
+		next = "head waits for a release"
+	}
+	if s.Parked > 0 {
+		line := fmt.Sprintf("parked %d", s.Parked)
+		if s.OldestParkedMs != nil {
+			line += " · oldest parked " + fmtMs(*s.OldestParkedMs) + " ago"
+		}
+		if next != "" {
+			line += " · " + next
+		}
+		lines = append(lines, m.st.warn.Render(line))
+	} else {
+		line := "no parked jobs"
+		if next != "" {
+			line += " · " + next
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func queueDetail(q api.QueueStats) []string {
+	lines := []string{fmt.Sprintf("scheduled %d · ready %d · parked %d · in flight %d · total %d",
+		q.Scheduled, q.Ready, q.Parked, q.InFlight, q.Scheduled+q.Ready+q.Parked+q.InFlight)}
+	if q.Parked > 0 {
+		lines = append(lines, "parked jobs are ready but held back by budgets (see Budgets)")
+	}
+	return lines
+}
+
+func (m *Model) jobDetail(j api.Job) []string {
+	nowMs := m.now.UnixMilli()
+	head := fmt.Sprintf("queue %s · type %s · priority %d · attempts %d", j.Queue, j.Type, j.Priority, j.Attempts)
+	var when string
+	switch j.Status {
+	case api.StatusInFlight:
+		when = "dequeued " + since(nowMs, int64(j.DequeuedAt)) + " ago"
+	case api.StatusScheduled:
+		when = "ready in " + until(nowMs, int64(j.ReadyAt)) + " (" + m.clock(int64(j.ReadyAt)) + ")"
+	default:
+		when = "ready for " + since(nowMs, int64(j.ReadyAt))
+	}
+	budgets := "no budgets"
+	if len(j.Budgets) > 0 {
+		budgets = "budgets " + fmtBindings(j.Budgets)
+	}
+	lines := []string{head, when + " · " + budgets}
+	if m.tab == tabReady {
+		lines = append(lines, m.whyLines(j)...)
+	}
+	return lines
+}
+
+// clock renders a ms timestamp as a wall-clock time in the zone of m.now.
+func (m *Model) clock(ms int64) string {
+	return time.UnixMilli(ms).In(m.now.Location()).Format("15:04:05")
+}
+
+// whyLines says what a ready job waits for, from GET /jobs/{id}/why.
+func (m *Model) whyLines(j api.Job) []string {
+	if m.whyID != j.ID {
+		return []string{m.st.dim.Render("asking the server why…")}
+	}
+	if m.whyErr != nil {
+		return []string{m.st.dim.Render("why: " + oneLine(m.whyErr))}
+	}
+	nowMs := m.now.UnixMilli()
+	w := m.why
+	switch w.WaitingFor {
+	case api.WaitingBudget:
+		// One line per refusing budget, so that two fit even at 80×24.
+		lines := make([]string, 0, len(w.Budgets))
+		for _, b := range w.Budgets {
+			line := fmt.Sprintf("parked by %s: cost %d, %s available, %d ahead, ", b.Key, b.Cost,
+				strconv.FormatFloat(b.Available, 'f', -1, 64), b.Ahead)
+			if b.AffordableAt != nil {
+				line += "affordable in " + until(nowMs, *b.AffordableAt)
+			} else {
+				line += "waits for a release"
+			}
+			lines = append(lines, m.st.warn.Render(line))
+		}
+		if len(lines) == 0 {
+			lines = append(lines, m.st.warn.Render("parked"))
+		}
+		return lines
+	case api.WaitingWorker:
+		return []string{"affordable; waits for a worker of queue " + j.Queue + " with room"}
+	case api.WaitingSchedule:
+		return []string{"scheduled: ready in " + until(nowMs, int64(w.ReadyAt))}
+	case api.WaitingNothing:
+		return []string{"not held back: about to be dispatched"}
+	case api.WaitingFinished:
+		return []string{"finished (" + w.Status + ")"}
+	}
+	return []string{"waiting for " + w.WaitingFor}
+}
