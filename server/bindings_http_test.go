@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/vmihailenco/msgpack/v5"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -102,6 +103,21 @@ func TestBindings_SingleJob(t *testing.T) {
 	budExact(t, r, http.StatusOK, budJobBody(j, "ready", ""), 0)
 	require.NotContains(t, string(tb.req(t, "GET", "/jobs/"+j.ID, nil).body), "budgets")
 
+	// MessagePack both ways.
+	body, err := msgpack.Marshal(map[string]any{"cost": 2})
+	require.NoError(t, err)
+	r = tb.req(t, "POST", p+"/a", body, "Content-Type", "application/msgpack", "Accept", "application/msgpack")
+	require.Equal(t, http.StatusOK, r.status, "body: %q", r.body)
+	require.Equal(t, "application/msgpack", r.header.Get("Content-Type"))
+	var mj api.Job
+	require.NoError(t, api.Unmarshal(api.MsgPack, r.body, &mj))
+	require.Equal(t, []api.Binding{{Key: "a", Cost: 2}}, mj.Budgets)
+	r = tb.req(t, "DELETE", "/jobs/budgets/a?id="+j.ID, nil, "Accept", "application/msgpack")
+	require.Equal(t, http.StatusOK, r.status)
+	var ch api.BindingChange
+	require.NoError(t, api.Unmarshal(api.MsgPack, r.body, &ch))
+	require.Equal(t, api.BindingChange{Changed: 1, Blocked: []string{}}, ch)
+
 	// A missing job is 404 in every form.
 	missing := "/jobs/" + strings.Repeat("0", 25) + "/budgets"
 	for _, c := range []struct{ m, p, body string }{
@@ -185,8 +201,7 @@ func TestBindings_Dispatch(t *testing.T) {
 	require.Equal(t, int64(2), tb.budStats(t).Jobs.Parked)
 	tl := tb.take(t, "prefetch=0&queue=later")
 	tl.none(t, 200*time.Millisecond)
-	// With a worker connected: bound to the exhausted budget, a ready job
-	// parks instead of being dispatched… (a scheduled job keeps its place)
+	// Unbound again, it goes to the connected worker at once.
 	tb.budBindJob(t, "DELETE", "/jobs/"+ready.ID+"/budgets", nil)
 	require.Equal(t, ready.ID, tl.next(t, budArrives).ID)
 
@@ -250,7 +265,8 @@ func TestBindings_Bulk(t *testing.T) {
 	// All-or-nothing: one refusal changes nothing.
 	budError(t, tb.req(t, "PATCH", "/jobs/budgets/b", `{"cost":11}`), http.StatusUnprocessableEntity, "job cost 11 exceeds budget 'b' allocation 10")
 	budError(t, tb.req(t, "POST", "/jobs/budgets/c", nil), http.StatusUnprocessableEntity, "budget 'c' does not exist")
-	require.Equal(t, []api.Binding{{Key: "b", Cost: 4}}, bindings(y[0].ID))
+	require.Equal(t, []api.Binding{{Key: "b", Cost: 1}}, bindings(y[0].ID))
+	require.Equal(t, []api.Binding{{Key: "a", Cost: 3}, {Key: "b", Cost: 4}}, bindings(x[0].ID))
 	// create_with creates the budget once for all the jobs.
 	changed(tb.req(t, "POST", "/jobs/budgets/c?queue=y", `{"create_with":{"allocation":2,"strategy":{"type":"while_in_flight"}}}`), 2, `"blocked":[]`)
 	require.Equal(t, []api.Binding{{Key: "b", Cost: 1}, {Key: "c", Cost: 1}}, bindings(y[1].ID))
@@ -319,4 +335,77 @@ func TestBindings_FilterOnJobs(t *testing.T) {
 	budExact(t, r, http.StatusOK, `{"deleted":3}`, 0)
 	require.Equal(t, int64(2), tb.budCount(t, ""))
 	require.Equal(t, api.BudgetState{Available: 10, Capacity: 10}, tb.budState(t, "a"), "deleted jobs leave the line")
+}
+
+// TestBindings_Renderings: budgets appear in every rendering of a job, in
+// input order with the cost materialised, and never echo create_with.
+func TestBindings_Renderings(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.budPut(t, "a", `{"allocation":5,"strategy":{"type":"while_in_flight"}}`)
+	j := tb.budJob(t, "q", `[{"key":"z","cost":2,"create_with":{"allocation":9,"strategy":{"type":"while_in_flight"}}},{"key":"a"}]`)
+	want := []api.Binding{{Key: "z", Cost: 2}, {Key: "a", Cost: 1}}
+	require.Equal(t, want, j.Budgets)
+
+	r := tb.req(t, "GET", "/jobs/"+j.ID, nil)
+	require.Contains(t, string(r.body), `"budgets":[{"key":"z","cost":2},{"key":"a","cost":1}]`)
+	require.NotContains(t, string(r.body), "create_with")
+	var list api.JobList
+	tb.req(t, "GET", "/jobs", nil).json(t, &list)
+	require.Equal(t, want, list.Jobs[0].Budgets)
+
+	var patched api.Job
+	r = tb.req(t, "PATCH", "/jobs/"+j.ID, `{"priority":3,"budgets":[]}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r.json(t, &patched)
+	require.Equal(t, want, patched.Budgets, "budgets are not patchable through PATCH /jobs")
+
+	ts := tb.take(t, "prefetch=1")
+	frame := ts.next(t, budArrives)
+	require.Equal(t, j.ID, frame.ID)
+	require.Equal(t, want, frame.Budgets)
+	r = tb.req(t, "POST", "/jobs/"+j.ID+"/failure", `{"message":"x","kill":true}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var dead api.Job
+	r.json(t, &dead)
+	require.Equal(t, "dead", dead.Status)
+	require.Equal(t, want, dead.Budgets)
+
+	// A dead job retained keeps its bindings as history; it no longer holds
+	// the budget, which may now be deleted.
+	require.Equal(t, http.StatusNoContent, tb.req(t, "DELETE", "/budgets/z", nil).status)
+	var kept api.Job
+	tb.req(t, "GET", "/jobs/"+j.ID, nil).json(t, &kept)
+	require.Equal(t, "dead", kept.Status)
+	require.Equal(t, want, kept.Budgets)
+}
+
+// TestBindings_Restart: bindings changed through the endpoints, and budgets
+// they created, survive a restart.
+func TestBindings_Restart(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.budPut(t, "a", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
+	jobs := tb.budJobs(t, 3, "q", "")
+	tb.budBindJob(t, "PUT", "/jobs/"+jobs[0].ID+"/budgets", `{"budgets":[{"key":"a"},{"key":"n","cost":2,"create_with":{"allocation":2,"strategy":{"type":"time_based","duration_ms":60000}}}]}`)
+	r := tb.req(t, "POST", "/jobs/budgets/a?id="+jobs[1].ID+","+jobs[2].ID, `{"cost":1}`)
+	budExact(t, r, http.StatusOK, `{"changed":2,"blocked":[]}`, 0)
+	tb.budBindJob(t, "DELETE", "/jobs/"+jobs[2].ID+"/budgets/a", nil)
+	budgets := string(tb.req(t, "GET", "/budgets", nil).body)
+
+	tb.stop()
+	tb = setupIn(t, tb.dir)
+	require.Equal(t, budgets, string(tb.req(t, "GET", "/budgets", nil).body))
+	want := [][]api.Binding{{{Key: "a", Cost: 1}, {Key: "n", Cost: 2}}, {{Key: "a", Cost: 1}}, nil}
+	for i, j := range jobs {
+		var got api.Job
+		tb.req(t, "GET", "/jobs/"+j.ID, nil).json(t, &got)
+		require.Equal(t, want[i], got.Budgets, "job %d", i)
+	}
+	// The restored bindings are live: "a" (allocation 1) lets one through.
+	require.Equal(t, api.JobCounts{Ready: 2, Parked: 1}, tb.budStats(t).Jobs)
+	ts := tb.take(t, "prefetch=0")
+	require.Equal(t, jobs[0].ID, ts.next(t, budArrives).ID)
+	require.Equal(t, jobs[2].ID, ts.next(t, budArrives).ID)
+	ts.none(t, 200*time.Millisecond)
 }

@@ -124,19 +124,56 @@ func (e *Engine) unline(j *job) {
 	}
 }
 
-// firstServed returns the first job after `after` (nil: from the start) in
-// the line whose queue some connected taker serves: the one that reserves.
-func (e *Engine) firstServed(a *account, after *job) *job {
+// walk is "budget gains tokens": serve the line from its head while every
+// budget can pay. A job that can pay goes to a taker with room, or else to
+// its ready set, claiming its costs while it waits for a worker. The walk
+// stops at the first job of a served queue that cannot go: it heads the
+// line and reserves the budget from then on. Jobs of queues no taker serves
+// reserve nothing, but they too leave the line when the budget can pay
+// them, in their own (priority, id) order, so parked counts stay true with
+// no worker connected.
+func (e *Engine) walk(a *account) {
+	now := e.now()
+	// The first job of a served queue and the first of an unserved queue
+	// that could not move: the refill deadline wakes whichever can go first.
+	var stopServed, stopUnserved *job
+	var after *job
+	for {
+		h := e.nextInLine(a, after)
+		if h == nil {
+			break
+		}
+		after = h
+		served := e.served(h.q)
+		if !served && stopUnserved != nil {
+			continue // keeps its place behind an earlier unserved job
+		}
+		if !e.payable(h, now) {
+			if served {
+				stopServed = h
+				break
+			}
+			stopUnserved = h
+			continue
+		}
+		if t := e.roomyTaker(h.q); served && t != nil {
+			e.deliver(h, t, now)
+		} else {
+			e.toReady(h)
+		}
+	}
+	e.setRefill(a, now, stopServed, stopUnserved)
+}
+
+// nextInLine returns the first line member after `after` (nil: the head).
+func (e *Engine) nextInLine(a *account, after *job) *job {
 	var found *job
 	visit := func(h *job) bool {
 		if h == after {
 			return true
 		}
-		if e.served(h.q) {
-			found = h
-			return false
-		}
-		return true
+		found = h
+		return false
 	}
 	if after == nil {
 		a.line.Ascend(visit)
@@ -144,29 +181,6 @@ func (e *Engine) firstServed(a *account, after *job) *job {
 		a.line.AscendGreaterOrEqual(after, visit)
 	}
 	return found
-}
-
-// walk is "budget gains tokens": serve the line from its head while every
-// budget can pay. A job that can pay goes to a taker with room, or else to
-// its ready set, claiming its costs while it waits for a worker. The walk
-// stops at the first job that cannot go: it heads the line and reserves the
-// budget from then on.
-func (e *Engine) walk(a *account) {
-	now := e.now()
-	var after *job
-	for {
-		h := e.firstServed(a, after)
-		if h == nil || !e.payable(h, now) {
-			break
-		}
-		if t := e.roomyTaker(h.q); t != nil {
-			e.deliver(h, t, now)
-		} else {
-			e.toReady(h)
-		}
-		after = h
-	}
-	e.setRefill(a, now)
 }
 
 // bindOf returns the job's binding to the account.
@@ -179,10 +193,17 @@ func (j *job) bindOf(a *account) *bind {
 	return nil
 }
 
-// setRefill keeps one deadline per time_based budget: the moment its
-// reserving head becomes affordable. No deadline when nothing waits on it.
-func (e *Engine) setRefill(a *account, now time.Time) {
-	at, ok := e.refillAt(a, now)
+// setRefill keeps one deadline per time_based budget: the moment the job
+// the walk stopped at becomes affordable here. None when nothing waits on
+// this budget's tokens.
+func (e *Engine) setRefill(a *account, now time.Time, stoppers ...*job) {
+	var at int64
+	ok := false
+	for _, h := range stoppers {
+		if t, yes := e.refillAt(a, h, now); yes && (!ok || t < at) {
+			at, ok = t, true
+		}
+	}
 	if a.dl != nil && (!ok || a.dl.at != at) {
 		e.deadlines.remove(a.dl)
 		a.dl = nil
@@ -193,22 +214,17 @@ func (e *Engine) setRefill(a *account, now time.Time) {
 	}
 }
 
-func (e *Engine) refillAt(a *account, now time.Time) (int64, bool) {
-	if a.pool.Kind() != budget.TimeBased {
-		return 0, false
-	}
-	h := e.firstServed(a, nil)
-	if h == nil {
+func (e *Engine) refillAt(a *account, h *job, now time.Time) (int64, bool) {
+	if a.pool.Kind() != budget.TimeBased || h == nil || h.bindOf(a) == nil {
 		return 0, false
 	}
 	ns := now.UnixNano()
 	cost := h.bindOf(a).cost
 	need := cost + e.claims(a, h, cost)
 	if a.pool.CanPay(need, ns) {
-		return 0, false
+		return 0, false // it waits on another budget, or on a reservation
 	}
 	return a.pool.AffordableAt(need, ns) // none while claims exceed capacity: a dispatch wakes it
-
 }
 
 // changeServed applies a change to which queues are served (a taker comes

@@ -179,6 +179,12 @@ func (e *Engine) deliver(j *job, t *Taker, now time.Time) {
 		b.a.pool.Debit(b.cost, ns)
 		b.a.dispatched++
 		b.a.inFlight++
+		if b.a.line.Len() > 0 {
+			// An earlier job may debit a budget whose line head was last
+			// refused elsewhere: the head now waits on these tokens, so
+			// the budget's refill deadline must be looked at again.
+			e.markAccount(b.a)
+		}
 	}
 	e.unline(j)
 	e.removeReady(j)

@@ -439,6 +439,7 @@ func (o *oracle) checkStructure() {
 		case stParked:
 			require.False(o.t, inReady)
 			require.Positive(o.t, inLines[j], "a parked job waits in a line")
+			require.True(o.t, o.parkedForAReason(j), "job %s is parked but no budget refuses it", id)
 		case stInFlight:
 			require.False(o.t, inReady)
 			require.Zero(o.t, inLines[j])
@@ -449,6 +450,37 @@ func (o *oracle) checkStructure() {
 		}
 		require.Equal(o.t, j.state == stInFlight, oj.taker != nil, "in flight per oracle: %s", id)
 	}
+}
+
+// parkedForAReason: some line the job waits in refuses it now, or (for a
+// queue no taker serves) an earlier job of the same kind waits in that line:
+// such jobs leave their lines in order.
+func (o *oracle) parkedForAReason(j *job) bool {
+	e := o.e
+	ns := o.ns()
+	for _, b := range j.binds {
+		if !b.inLine {
+			continue
+		}
+		if !e.canPay(b.a, j, b.cost, ns) {
+			return true
+		}
+		if e.served(j.q) {
+			continue
+		}
+		earlier := false
+		b.a.line.Ascend(func(h *job) bool {
+			if !before(h, j) {
+				return false
+			}
+			earlier = earlier || !e.served(h.q)
+			return !earlier
+		})
+		if earlier {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *oracle) checkCounts() {
