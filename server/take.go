@@ -28,6 +28,9 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusServiceUnavailable, "too many take connections: the limit is "+itoa(s.cfg.MaxTakeConnections))
 		return
 	}
+	// Register before answering: a client that has seen the 200 is served.
+	t := s.engine.NewTaker(queues, prefetch)
+	defer t.Close()
 	w.Header().Set("Content-Type", api.StreamContentType(sf))
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -35,8 +38,6 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 	if !s.writeFrames(rc, w, nil) {
 		return
 	}
-	t := s.engine.NewTaker(queues, prefetch)
-	defer t.Close()
 
 	heartbeat := time.NewTimer(s.cfg.HeartbeatInterval)
 	defer heartbeat.Stop()
