@@ -6,6 +6,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -32,6 +33,10 @@ type Options struct {
 	// to set TLS, proxies or a custom transport. Its Timeout, if any, also
 	// bounds take streams, so leave it zero and use Timeout instead.
 	HTTPClient *http.Client
+	// TLS configures the client's own transport for https:// URLs: the CA
+	// to trust and, for mutual TLS, the client certificate (see
+	// TLSConfig). nil means the system's roots. Not with HTTPClient.
+	TLS *tls.Config
 	// Format is the body encoding of requests and responses: api.JSON
 	// (default) or api.MsgPack. The take stream follows it (NDJSON or the
 	// MessagePack stream).
@@ -84,7 +89,11 @@ func New(baseURL string, opts Options) (*Client, error) {
 		c.timeout = DefaultTimeout
 	}
 	if c.hc == nil {
-		c.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = opts.TLS
+		c.hc = &http.Client{Transport: tr}
+	} else if opts.TLS != nil {
+		return nil, errors.New("set TLS on the transport of Options.HTTPClient, not in Options.TLS")
 	}
 	if c.agent == "" {
 		c.agent = "zizq-go-client"

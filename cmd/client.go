@@ -17,6 +17,8 @@ type ClientOptions struct {
 	URL     string
 	Output  string
 	Timeout time.Duration
+	// TLS: the CA to trust, and the client certificate of mutual TLS.
+	CACert, ClientCert, ClientKey string
 }
 
 // Output formats of -o/--output.
@@ -43,9 +45,9 @@ func (f *Factory) Client() (*client.Client, error) {
 	if timeout == 0 {
 		timeout = -1 // --timeout 0: no limit
 	}
-	c, err := client.New(f.Opts.URL, client.Options{Timeout: timeout, UserAgent: "zizq-cli/" + version})
+	c, err := f.newClient(client.Options{Timeout: timeout, UserAgent: "zizq-cli/" + version})
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--url: %w", err)}
+		return nil, err
 	}
 	f.client = c
 	return c, nil
@@ -65,6 +67,7 @@ func addClientCommands(root *cobra.Command, streams IO) {
 	pf.StringVarP(&o.Output, "output", "o", outputTable, "output format: table or json")
 	durationFlag(pf, &o.Timeout, "timeout", 30*time.Second, "how long to wait for each answer of the server (0: no limit)")
 	withEnv(pf, "timeout", "ZIZQ_TIMEOUT")
+	addClientTLSFlags(pf, o)
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
 
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
@@ -82,6 +85,9 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		newHealthCmd(f),
 		newVersionCmd(f),
 		newTopCmd(f),
+		newBackupCmd(f),
+		newResetCmd(f),
+		newBenchCmd(f),
 	)
 }
 
@@ -112,7 +118,7 @@ func (f *Factory) completionClient(c *cobra.Command) (*client.Client, context.Co
 	if applyEnv(c) != nil {
 		return nil, nil, nil, false
 	}
-	cl, err := client.New(f.Opts.URL, client.Options{Timeout: completionTimeout, Retries: -1})
+	cl, err := f.newClient(client.Options{Timeout: completionTimeout, Retries: -1})
 	if err != nil {
 		return nil, nil, nil, false
 	}

@@ -11,13 +11,16 @@ import (
 )
 
 func newJobCmd(f *Factory) *cobra.Command {
-	return parentCmd("job", "Enqueue, inspect and delete jobs",
+	return parentCmd("job", "Enqueue, inspect, change and delete jobs",
 		newJobEnqueueCmd(f),
 		newJobGetCmd(f),
 		newJobListCmd(f),
 		newJobCountCmd(f),
 		newJobDeleteCmd(f),
 		newJobWhyCmd(f),
+		newJobErrorsCmd(f),
+		newJobRetryCmd(f),
+		newJobPatchCmd(f),
 	)
 }
 

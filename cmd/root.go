@@ -97,6 +97,8 @@ func NewRoot(streams IO) *cobra.Command {
 	root.SetErr(streams.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServeCmd(streams))
+	root.AddCommand(newRestoreCmd(streams))
+	root.AddCommand(newTLSCmd(streams))
 	addClientCommands(root, streams)
 	root.AddCommand(newGendocsCmd())
 	// Added now rather than by Execute, so the man pages cover it and its

@@ -46,6 +46,9 @@ type ServeOptions struct {
 	MaxTakeConnections int
 	LicenseKey         string
 	NoAdmin            bool
+	// TLS of the API: certificate and key (PEM), and the CA of the client
+	// certificates that mutual TLS requires.
+	TLSCert, TLSKey, TLSClientCA string
 }
 
 func newServeCmd(streams IO) *cobra.Command {
@@ -116,6 +119,12 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("license-key", "ZIZQ_LICENSE_KEY")
 	fs.BoolVar(&o.NoAdmin, "no-admin", false, "accepted for compatibility; there is no admin port yet")
 	bind("no-admin", "ZIZQ_NO_ADMIN")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate (chain) of the server: serve HTTPS, with --tls-key")
+	bind("tls-cert", "ZIZQ_TLS_CERT")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
+	bind("tls-key", "ZIZQ_TLS_KEY")
+	fs.StringVar(&o.TLSClientCA, "tls-client-ca", "", "PEM CA certificates: require clients to present a certificate they signed (mutual TLS)")
+	bind("tls-client-ca", "ZIZQ_TLS_CLIENT_CA")
 	for _, e := range envs {
 		withEnv(fs, e.name, e.env)
 	}
@@ -162,6 +171,9 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	if hcfg.HeartbeatInterval <= 0 {
 		return server.Options{}, usageError{fmt.Errorf("--heartbeat-interval must be positive")}
 	}
+	if hcfg.TLS, err = o.tlsConfig(); err != nil {
+		return server.Options{}, err
+	}
 	return server.Options{
 		DataDir: filepath.Join(o.RootDir, "data"),
 		Store:   store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
@@ -176,27 +188,35 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
+	ignoreFileSizeSignal()
 	opts, err := o.serverOptions(log)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, err := server.Open(ctx, opts)
-	if err != nil {
-		return err
-	}
+	// The store opens and the engine is rebuilt in the background: /health
+	// answers meanwhile, /ready once it is done.
+	srv := server.Start(ctx, opts)
 	defer srv.CloseStore()
 	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	addr := l.Addr().String()
-	if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
-		log.Warn("listening on a non-loopback address without TLS: anyone who can reach it can read and change every job", "addr", addr)
+	scheme := "https"
+	if opts.HTTP.TLS == nil {
+		scheme = "http"
+		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+			log.Warn("listening on a non-loopback address without TLS: anyone who can reach it can read and change every job", "addr", addr)
+		}
 	}
-	fmt.Fprintf(streams.Out, "Listening on http://%s (primary)\n", addr)
-	log.Info("serving", "addr", addr, "root", o.RootDir, "version", version)
+	log.Info("listening", "addr", addr, "root", o.RootDir, "version", version)
+	// Scripts wait for this line: it comes once every request is served.
+	srv.OnReady(func() {
+		fmt.Fprintf(streams.Out, "Listening on %s://%s (primary)\n", scheme, addr)
+		log.Info("serving", "addr", addr)
+	})
 	if err := srv.Serve(ctx, l); err != nil {
 		return err
 	}

@@ -26,9 +26,9 @@ parked counts and queues, refreshed about twice a second. It survives the
 server going away and recovers when it comes back. Honours NO_COLOR.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			cl, err := client.New(f.Opts.URL, client.Options{Timeout: 2 * time.Second, Retries: -1, UserAgent: "zizq-top/" + version})
+			cl, err := f.newClient(client.Options{Timeout: 2 * time.Second, Retries: -1, UserAgent: "zizq-top/" + version})
 			if err != nil {
-				return usageError{err}
+				return err
 			}
 			return tui.Run(c.Context(), topSource{cl}, tui.Options{
 				URL:     cl.URL(),

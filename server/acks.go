@@ -17,6 +17,7 @@ func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.metrics.acked.Inc()
 	noContent(w)
 }
 
@@ -35,6 +36,7 @@ func (s *Server) ackBulk(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.metrics.acked.Add(float64(len(req.IDs) - len(missing)))
 	if len(missing) > 0 {
 		s.respond(w, r, http.StatusUnprocessableEntity, api.NotFound{NotFound: missing})
 		return
@@ -75,5 +77,6 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.metrics.failed(j.Status)
 	s.respond(w, r, http.StatusOK, wireJob(j, false))
 }

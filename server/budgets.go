@@ -74,7 +74,9 @@ func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode engine
 	}
 	b, waiter, err := s.engine.PutBudget(key, cfg, mode)
 	if err == nil {
-		err = wait(r.Context(), waiter)
+		if err = wait(r.Context(), waiter); err != nil {
+			s.unwindBudgets(r.Context(), []string{key})
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)

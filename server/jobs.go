@@ -27,7 +27,9 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, waiter, err := s.engine.Enqueue([]engine.NewJob{spec})
 	if err == nil {
-		err = wait(r.Context(), waiter)
+		if err = wait(r.Context(), waiter); err != nil {
+			s.unwindEnqueue(r.Context(), jobs, []engine.NewJob{spec})
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -59,7 +61,9 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 	if len(specs) > 0 {
 		jobs, waiter, err := s.engine.Enqueue(specs)
 		if err == nil {
-			err = wait(r.Context(), waiter)
+			if err = wait(r.Context(), waiter); err != nil {
+				s.unwindEnqueue(r.Context(), jobs, specs)
+			}
 		}
 		if err != nil {
 			s.fail(w, r, itemError(-1, err))

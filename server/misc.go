@@ -49,7 +49,10 @@ func (s *Server) cronUnavailable(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	st := s.engine.Stats()
+	dbBytes, walBytes := s.db.Sizes()
 	out := api.Stats{
+		DBBytes:  dbBytes,
+		WALBytes: walBytes,
 		Version:  s.cfg.Version,
 		UptimeMs: s.clock.Now().Sub(st.Started).Milliseconds(),
 		RSSBytes: residentBytes(),

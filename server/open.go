@@ -19,6 +19,10 @@ type Options struct {
 	HTTP    Config
 	Clock   clock.Clock  // nil: the real clock
 	Logger  *slog.Logger // nil: slog.Default()
+
+	// beforeRestore, when set, runs once the store is open and before the
+	// engine is rebuilt (tests hold the start there).
+	beforeRestore func(context.Context)
 }
 
 // journal adapts the store's writer to the engine.
@@ -28,25 +32,15 @@ func (j journal) Append(ops ...store.Op) engine.Waiter { return j.db.Append(ops.
 
 // Open opens the store, returns jobs left in flight by the last run to
 // ready, rebuilds the engine from the store and returns a server ready to
-// Serve. Close it to close the store.
+// Serve (Start does the same in the background). Close it to close the
+// store.
 func Open(ctx context.Context, opts Options) (*Server, error) {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
-	opts.Store.Logger = opts.Logger
-	db, err := store.Open(ctx, opts.DataDir, opts.Store)
-	if err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
-	}
-	e, err := restore(ctx, db, opts)
-	if err != nil {
-		_ = db.Close()
+	s := Start(ctx, opts)
+	if err := s.awaitStart(ctx); err != nil {
+		_ = s.CloseStore()
 		return nil, err
 	}
-	return New(opts.HTTP, e, db, opts.Clock, opts.Logger), nil
+	return s, nil
 }
 
 func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, error) {
@@ -69,7 +63,14 @@ func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, e
 	}); err != nil {
 		return nil, fmt.Errorf("load purge schedule: %w", err)
 	}
-	e := engine.New(opts.Engine, opts.Clock, journal{db}, jobid.New(opts.Clock.Now))
+	// IDs sort after every ID the store ever held, whatever the clock says.
+	maxID, err := db.MaxJobID(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ids := jobid.New(opts.Clock.Now)
+	ids.Observe(maxID)
+	e := engine.New(opts.Engine, opts.Clock, journal{db}, ids)
 	if err := e.Restore(budgets, jobs, purges); err != nil {
 		return nil, err
 	}
@@ -77,8 +78,16 @@ func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, e
 	return e, nil
 }
 
-// CloseStore closes the store; call it after Serve returns.
-func (s *Server) CloseStore() error { return s.db.Close() }
+// CloseStore closes the store; call it after Serve returns. It ends a start
+// still in progress first.
+func (s *Server) CloseStore() error {
+	s.life.cancel()
+	<-s.life.done
+	if s.db == nil {
+		return nil
+	}
+	return s.db.Close()
+}
 
 // DB exposes the store (for tests and maintenance commands).
 func (s *Server) DB() *store.DB { return s.db }

@@ -21,6 +21,8 @@ type router struct {
 type route struct {
 	segs    []string // literal, or "{name}"
 	methods map[string]http.HandlerFunc
+	early   bool // served while the server starts (start.go)
+	raw     bool // negotiates its own format: Accept is not checked
 }
 
 type paramsKey struct{}
@@ -37,6 +39,7 @@ func (rt *router) handle(method, pattern string, h http.HandlerFunc) {
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer rt.s.recoverPanic(w, r)
 	raw := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
 	segs := make([]string, len(raw))
 	for i, s := range raw {
@@ -68,11 +71,15 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// Accept is checked before anything else; the take stream negotiates
 	// its own formats.
-	if strings.Join(best.segs, "/") != "jobs/take" {
+	if strings.Join(best.segs, "/") != "jobs/take" && !best.raw {
 		if _, ok := api.ResponseFormat(r.Header.Get("Accept")); !ok {
 			rt.s.respond(w, r, http.StatusNotAcceptable, api.Error{Error: "not acceptable", Supported: api.SupportedFormats})
 			return
 		}
+	}
+	if !best.early && !rt.s.isReady() {
+		rt.s.notReady(w, r)
+		return
 	}
 	for k, v := range params {
 		r.SetPathValue(k, v)

@@ -4,6 +4,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,15 @@ type Config struct {
 	// WriteTimeout bounds each write to a take stream, so a stalled reader
 	// is dropped (and its jobs requeued) instead of pinning them forever.
 	WriteTimeout time.Duration
-	Version      string
+	// ReadHeaderTimeout drops a connection that has not sent a whole
+	// request header (or finished its TLS handshake) in time; IdleTimeout
+	// one that sends no next request. 0 means the defaults.
+	ReadHeaderTimeout time.Duration
+	IdleTimeout       time.Duration
+	// TLS, when set, makes Serve speak TLS, offering h2 and http/1.1 by
+	// ALPN, instead of cleartext HTTP/1.1 and h2c (see LoadTLS).
+	TLS     *tls.Config
+	Version string
 }
 
 // DefaultConfig returns the defaults of `zizq serve`.
@@ -39,6 +48,8 @@ func DefaultConfig() Config {
 		MaxBodyBytes:       16 << 20,
 		MaxTakeConnections: 10000,
 		WriteTimeout:       30 * time.Second,
+		ReadHeaderTimeout:  defaultReadHeaderTimeout,
+		IdleTimeout:        defaultIdleTimeout,
 		Version:            Version,
 	}
 }
@@ -55,16 +66,17 @@ type Server struct {
 	takes    atomic.Int64
 	closing  chan struct{}
 	closeOne sync.Once
+
+	life    lifecycle    // readiness while the store opens (start.go)
+	metrics *metrics     // Prometheus metrics (metrics.go)
+	backups atomic.Int32 // backups in progress (backup.go)
 }
 
 // New returns a server over a restored engine and its store.
 func New(cfg Config, e *engine.Engine, db *store.DB, clk clock.Clock, log *slog.Logger) *Server {
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &Server{cfg: cfg, engine: e, db: db, clock: clk, log: log, closing: make(chan struct{})}
-	s.router = &router{s: s}
-	s.routes()
+	s := newServer(cfg, clk, log)
+	s.attach(e, db)
+	close(s.life.done)
 	return s
 }
 
@@ -75,6 +87,10 @@ func (s *Server) routes() {
 	r := s.router
 	r.handle("GET", "/health", s.health)
 	r.handle("GET", "/version", s.version)
+	r.handle("GET", "/ready", s.readyz)
+	r.handle("GET", "/metrics", s.metricsHandler)
+	r.handle("POST", "/backup", s.backup)
+	r.handle("POST", "/jobs/{id}/retry", s.retry)
 	r.handle("GET", "/stats", s.stats)
 	r.handle("GET", "/queues", s.queues)
 	r.handle("POST", "/reset", s.reset)
@@ -110,28 +126,24 @@ func (s *Server) routes() {
 			r.handle(m, p, s.cronUnavailable)
 		}
 	}
+	// These answer while the server starts (a take waits for it); /metrics
+	// and /backup negotiate no format (Prometheus text, tar.gz).
+	r.early("/health", "/version", "/ready", "/metrics", "/jobs/take")
+	r.raw("/metrics", "/backup")
 }
 
-// Serve accepts HTTP/1.1 and cleartext HTTP/2 (prior knowledge) on l until
-// ctx is cancelled, then shuts down gracefully: take streams end and their
-// jobs go back to ready.
+// Serve accepts HTTP/1.1 and cleartext HTTP/2 (prior knowledge) on l, or
+// TLS when Config.TLS is set, until ctx is cancelled, then shuts down
+// gracefully: take streams end and their jobs go back to ready.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
-	hs := &http.Server{
-		Handler:           s.router,
-		Protocols:         &protocols,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
+	hs := s.httpServer()
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
+	go func() { errc <- s.serveOn(hs, l) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	case <-s.life.failed:
 	}
 	s.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -142,7 +154,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}
-	return nil
+	return s.startError() // nil unless the start failed
 }
 
 // Close ends every take stream; their jobs return to ready.

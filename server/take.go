@@ -28,6 +28,11 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusServiceUnavailable, "too many take connections: the limit is "+itoa(s.cfg.MaxTakeConnections))
 		return
 	}
+	if !s.isReady() { // opened while the server starts: answered, then held
+		if w = s.holdTakeUntilReady(w, r, sf); w == nil {
+			return
+		}
+	}
 	// Register before answering: a client that has seen the 200 is served.
 	t := s.engine.NewTaker(queues, prefetch)
 	defer t.Close()

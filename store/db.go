@@ -55,6 +55,12 @@ type Options struct {
 	// Logger receives the writer's failures; nil means slog.Default().
 	Logger *slog.Logger
 
+	// OnCommit, when set, is called by the writer goroutine after each
+	// transaction, once its waiters are woken; it must be quick.
+	OnCommit func(CommitInfo)
+	// Maintenance tunes WAL checkpoints and vacuuming (checkpoint.go).
+	Maintenance Maintenance
+
 	// startGate, when set, holds the writer back until it is closed, so
 	// tests can queue several groups for one batch.
 	startGate chan struct{}
@@ -86,7 +92,11 @@ type DB struct {
 	closeOnce  sync.Once
 	closeErr   error
 
-	txs atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
+	txs    atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
+	dir    string       // the data directory
+	path   string       // absolute path of the database file
+	maint  maintState   // storage care; the writer goroutine's own (checkpoint.go)
+	faults faults       // a simulated storage failure (SimulateFault)
 }
 
 // Open opens (creating if needed) the database dir/zizq.db, migrates its
@@ -111,6 +121,8 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	}
 
 	db := &DB{
+		dir:        dir,
+		path:       path,
 		opts:       opts,
 		log:        log,
 		progress:   make(chan struct{}),
@@ -133,10 +145,16 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		return nil, fmt.Errorf("open database: %w", wrapUnavailable(err))
 	}
 	db.w = &writer{conn: conn}
+	if err := setAutoVacuum(ctx, conn); err != nil {
+		return nil, err
+	}
 	if err := setWAL(ctx, conn); err != nil {
 		return nil, err
 	}
 	if err := migrate(ctx, conn, log); err != nil {
+		return nil, err
+	}
+	if err := db.initMaintenance(ctx, conn); err != nil {
 		return nil, err
 	}
 	// Refresh the planner's statistics where they are missing or stale, as

@@ -113,6 +113,10 @@ func (db *DB) runTx(groups []*Pending) (err error) {
 	if err := w.setMode(mode, false); err != nil {
 		return wrapWrite("set commit mode", err)
 	}
+	full, err := db.applyFault()
+	if err != nil {
+		return err
+	}
 	ops := coalesce(groups)
 	if _, err := w.begin.Exec(); err != nil {
 		return wrapWrite("begin", err)
@@ -128,6 +132,9 @@ func (db *DB) runTx(groups []*Pending) (err error) {
 		if err := w.apply(&ops[i]); err != nil {
 			return err
 		}
+	}
+	if full {
+		return errDiskFull
 	}
 	if _, err := w.commit.Exec(); err != nil {
 		return wrapWrite("commit", err)

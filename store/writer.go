@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Pending is one appended group of ops; Wait for its commit.
 type Pending struct {
@@ -103,10 +106,17 @@ func (db *DB) run() {
 	for {
 		batch := db.next()
 		if batch == nil {
+			db.finalMaintenance()
 			return
 		}
+		start := time.Now()
 		db.commit(batch)
+		info := db.noteCommit(batch, time.Since(start))
 		db.finish(batch)
+		if db.opts.OnCommit != nil {
+			db.opts.OnCommit(info)
+		}
+		db.maintain(time.Now())
 	}
 }
 
@@ -121,7 +131,7 @@ func (db *DB) next() []*Pending {
 			return nil
 		}
 		db.mu.Unlock()
-		<-db.wake
+		db.idle() // waits for db.wake, doing storage care meanwhile
 		db.mu.Lock()
 	}
 	n, k := len(db.queue[0].ops), 1

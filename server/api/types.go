@@ -210,6 +210,8 @@ type Stats struct {
 	Version  string       `json:"version"`
 	UptimeMs int64        `json:"uptime_ms"`
 	RSSBytes int64        `json:"rss_bytes"`
+	DBBytes  int64        `json:"db_bytes"`  // size of the database file (our extension)
+	WALBytes int64        `json:"wal_bytes"` // size of its write-ahead log (our extension)
 	Jobs     JobCounts    `json:"jobs"`
 	Queues   []QueueStats `json:"queues"`
 	Budgets  []Budget     `json:"budgets"`

@@ -47,8 +47,10 @@ type Config struct {
 	// Random returns a number in [0,1) for backoff jitter (nil = math/rand).
 	Random func() float64
 	// OnDispatch, when set, is called (under the engine lock, so it must be
-	// quick) for every job handed to a taker, with the exact dispatch time.
-	OnDispatch func(j store.Job, at time.Time)
+	// quick) for every job handed to a taker, with the exact dispatch time
+	// and, if the job waited in a budget's line (parked) since it became
+	// ready, when it began to (ms; 0 when it did not).
+	OnDispatch func(j store.Job, at time.Time, parkedAt int64)
 }
 
 // DefaultConfig returns Zizq's defaults.

@@ -46,7 +46,7 @@ func setup(t *testing.T, tune ...func(*Config)) *testBundle {
 	tb := &testBundle{clk: clock.NewFake(epoch), journal: &recJournal{}}
 	cfg := DefaultConfig()
 	cfg.Random = func() float64 { return 0.5 }
-	cfg.OnDispatch = func(j store.Job, at time.Time) {
+	cfg.OnDispatch = func(j store.Job, at time.Time, _ int64) {
 		d := dispatch{id: j.ID, at: at, cost: map[string]int64{}}
 		for _, b := range j.Budgets {
 			d.cost[b.Key] = b.Cost

@@ -197,8 +197,9 @@ func (e *Engine) deliver(j *job, t *Taker, now time.Time) {
 	e.journal.Append(store.SetStatus(j.ID, store.InFlight, j.DequeuedAt))
 	t.out = append(t.out, j.Job)
 	if e.cfg.OnDispatch != nil {
-		e.cfg.OnDispatch(j.Job, now)
+		e.cfg.OnDispatch(j.Job, now, j.parkedAt)
 	}
+	j.parkedAt = 0 // parked time is counted once per dispatch
 	e.updateRoom(t)
 	t.wake()
 }

@@ -74,7 +74,7 @@ func newOracle(t *testing.T, seed uint64) *oracle {
 	cfg.Random = func() float64 { return 0 }
 	o.limit = []int{0, 0, 3, 6}[o.rng.IntN(4)]
 	cfg.GlobalInFlightLimit = o.limit
-	cfg.OnDispatch = func(j store.Job, at time.Time) {
+	cfg.OnDispatch = func(j store.Job, at time.Time, _ int64) {
 		o.dispatched = append(o.dispatched, dispatch{id: j.ID, at: at})
 	}
 	o.e = New(cfg, o.clk, &recJournal{}, jobid.New(o.clk.Now))

@@ -1,0 +1,59 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/zizq/zizq/server/api"
+)
+
+// Ready reports whether the server has rebuilt its state from its store
+// and serves every request (GET /ready). A server still starting answers
+// with an *Error of status 503.
+func (c *Client) Ready(ctx context.Context) (*api.Health, error) {
+	var out api.Health
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/ready"}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RetryJob runs a dead job again (POST /jobs/{id}/retry, a zizq extension)
+// and returns it, ready, without payload. Its attempts are kept.
+func (c *Client) RetryJob(ctx context.Context, id string) (*api.Job, error) {
+	var out api.Job
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/jobs/" + seg(id) + "/retry"}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Backup streams a consistent snapshot of the server's store (POST
+// /backup), a tar.gz archive, into w and returns how many bytes it wrote.
+// Only ctx bounds it (a large store takes a while), not Options.Timeout. A
+// failure after some bytes were written leaves w holding a truncated
+// archive: write to a temporary file and keep it only on success.
+func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/backup", nil)
+	if err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	req.Header.Set("Accept", "application/gzip, "+api.ContentType(api.JSON))
+	req.Header.Set("User-Agent", c.agent)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return 0, responseError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	n, err := io.Copy(w, resp.Body)
+	if err != nil {
+		return n, fmt.Errorf("backup: %w", err)
+	}
+	return n, nil
+}

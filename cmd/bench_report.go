@@ -1,0 +1,215 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// BenchReport is the outcome of `zizq bench`, printed as one JSON object
+// with -o json. Scenarios that did not run are absent.
+type BenchReport struct {
+	Version    string          `json:"version"`
+	Cores      int             `json:"cores"`
+	GOMAXPROCS int             `json:"gomaxprocs"`
+	OS         string          `json:"os"`
+	Server     benchServerInfo `json:"server"`
+	Settings   benchSettings   `json:"settings"`
+	Enqueue    *enqueueReport  `json:"enqueue,omitempty"`
+	E2E        *e2eReport      `json:"e2e,omitempty"`
+	Budgets    *budgetsReport  `json:"budgets,omitempty"`
+	ElapsedS   float64         `json:"elapsed_s"`
+}
+
+type benchServerInfo struct {
+	// Mode is "child" (a temporary server per scenario) or "url".
+	Mode       string `json:"mode"`
+	URL        string `json:"url,omitempty"`
+	Version    string `json:"version"`
+	CommitMode string `json:"commit_mode,omitempty"`
+}
+
+type benchSettings struct {
+	Scenario    string  `json:"scenario"`
+	Jobs        int     `json:"jobs"`
+	Workers     int     `json:"workers"`
+	Prefetch    int     `json:"prefetch"`
+	Producers   int     `json:"producers"`
+	PayloadSize int     `json:"payload_size"`
+	Bulk        int     `json:"bulk"`
+	Concurrency int     `json:"concurrency"`
+	WorkTimeMs  float64 `json:"work_time_ms"`
+	Rates       []int   `json:"rates"`
+	DurationS   float64 `json:"duration_s"`
+	Budgets     int     `json:"budgets"`
+	Parked      int     `json:"parked"`
+}
+
+type benchRate struct {
+	Jobs       int     `json:"jobs"`
+	PerRequest int     `json:"per_request"`
+	Seconds    float64 `json:"seconds"`
+	JobsPerS   float64 `json:"jobs_per_s"`
+}
+
+// benchMemory is the server's resident set size, and what it grew by per
+// job left queued (null when none is).
+type benchMemory struct {
+	RSSBytes             int64    `json:"rss_bytes"`
+	QueuedJobs           int      `json:"queued_jobs"`
+	RSSPerQueuedJobBytes *float64 `json:"rss_per_queued_job_bytes"`
+}
+
+type enqueueReport struct {
+	Single benchRate   `json:"single"`
+	Bulk   benchRate   `json:"bulk"`
+	Memory benchMemory `json:"memory"`
+}
+
+type e2eReport struct {
+	Jobs      int          `json:"jobs"`
+	Warmup    int          `json:"warmup"`
+	Seconds   float64      `json:"seconds"`
+	JobsPerS  float64      `json:"jobs_per_s"`
+	LatencyMs benchLatency `json:"latency_ms"`
+	Memory    benchMemory  `json:"memory"`
+}
+
+type budgetsReport struct {
+	WhileInFlight wifReport         `json:"while_in_flight"`
+	TimeBased     []timeBasedReport `json:"time_based"`
+	Many          manyReport        `json:"many_budgets"`
+	Memory        benchMemory       `json:"memory"`
+}
+
+type wifReport struct {
+	Allocation     int     `json:"allocation"`
+	WorkerSlots    int     `json:"worker_slots"`
+	WorkTimeMs     float64 `json:"work_time_ms"`
+	Jobs           int     `json:"jobs"`
+	MaxConcurrency int     `json:"max_concurrency"`
+	Utilisation    float64 `json:"utilisation"`
+	JobsPerS       float64 `json:"jobs_per_s"`
+	IdealJobsPerS  float64 `json:"ideal_jobs_per_s"`
+}
+
+type timeBasedReport struct {
+	RatePerS      int           `json:"rate_per_s"`
+	Burst         int           `json:"burst"`
+	Jobs          int           `json:"jobs"`
+	Seconds       float64       `json:"seconds"`
+	AchievedPerS  float64       `json:"achieved_per_s"`
+	AchievedRatio float64       `json:"achieved_ratio"`
+	Windows       []benchWindow `json:"windows"`
+	LatenessMs    benchLatency  `json:"lateness_ms"`
+}
+
+type benchWindow struct {
+	WindowMs      int64 `json:"window_ms"`
+	MaxDispatched int   `json:"max_dispatched"`
+	Bound         int   `json:"bound"`
+}
+
+type manyReport struct {
+	Budgets            int     `json:"budgets"`
+	Parked             int     `json:"parked"`
+	Jobs               int     `json:"jobs"`
+	UnbudgetedJobsPerS float64 `json:"unbudgeted_jobs_per_s"`
+	GenerousJobsPerS   float64 `json:"generous_jobs_per_s"`
+	GenerousRatio      float64 `json:"generous_ratio"`
+	WithParkedJobsPerS float64 `json:"with_parked_jobs_per_s"`
+	WithParkedRatio    float64 `json:"with_parked_ratio"`
+	// ParkedDelivered counts parked jobs that reached a worker although
+	// their budgets were exhausted: always 0 on a correct server.
+	ParkedDelivered int64 `json:"parked_delivered"`
+}
+
+func writeBenchJSON(w io.Writer, rep *BenchReport) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+func writeBenchTable(w io.Writer, rep *BenchReport) error {
+	server := "temporary zizq serve per scenario (" + rep.Server.CommitMode + " durability)"
+	if rep.Server.Mode == "url" {
+		server = rep.Server.URL
+	}
+	s := rep.Settings
+	fmt.Fprintf(w, "zizq bench %s: %d cores (GOMAXPROCS %d, %s), server %s %s\n", rep.Version, rep.Cores, rep.GOMAXPROCS, rep.OS, rep.Server.Version, server)
+	fmt.Fprintf(w, "jobs %d, workers %d, prefetch %d, producers %d, payload %d B, bulk %d; the load generator runs on the same machine\n\n",
+		s.Jobs, s.Workers, s.Prefetch, s.Producers, s.PayloadSize, s.Bulk)
+	t := newTable(w, "SCENARIO", "FIGURE", "VALUE")
+	if e := rep.Enqueue; e != nil {
+		t.row("enqueue", "single (POST /jobs)", jobsPerS(e.Single.JobsPerS))
+		t.row("enqueue", fmt.Sprintf("bulk (%d a request)", e.Bulk.PerRequest), jobsPerS(e.Bulk.JobsPerS))
+		t.row("enqueue", "server memory", memoryCell(e.Memory))
+	}
+	if e := rep.E2E; e != nil {
+		t.row("e2e", "throughput", jobsPerS(e.JobsPerS))
+		t.row("e2e", "enqueue to delivery p50/p95/p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", e.LatencyMs.P50, e.LatencyMs.P95, e.LatencyMs.P99))
+		t.row("e2e", "server memory", memoryCell(e.Memory))
+	}
+	if bu := rep.Budgets; bu != nil {
+		a := bu.WhileInFlight
+		t.row("budgets", fmt.Sprintf("while_in_flight %d: most running at once", a.Allocation),
+			fmt.Sprintf("%d (allocation %d, %d worker slots)", a.MaxConcurrency, a.Allocation, a.WorkerSlots))
+		t.row("budgets", fmt.Sprintf("while_in_flight %d: utilisation while parked", a.Allocation),
+			fmt.Sprintf("%.1f%% (%s of %s, jobs of %s ms)", 100*a.Utilisation, jobsPerS(a.JobsPerS), jobsPerS(a.IdealJobsPerS), num(a.WorkTimeMs)))
+		for _, tb := range bu.TimeBased {
+			name := fmt.Sprintf("time_based %d/s burst %d", tb.RatePerS, tb.Burst)
+			t.row("budgets", name+": achieved rate", fmt.Sprintf("%s/s (%.2f%%)", num(tb.AchievedPerS), 100*tb.AchievedRatio))
+			for _, win := range tb.Windows {
+				t.row("budgets", fmt.Sprintf("%s: most dispatched in %d ms", name, win.WindowMs), fmt.Sprintf("%d (bound %d)", win.MaxDispatched, win.Bound))
+			}
+			t.row("budgets", name+": token-to-dispatch p50/p99", fmt.Sprintf("%.2f / %.2f ms", tb.LatenessMs.P50, tb.LatenessMs.P99))
+		}
+		m := bu.Many
+		t.row("budgets", "unbudgeted throughput", jobsPerS(m.UnbudgetedJobsPerS))
+		t.row("budgets", fmt.Sprintf("each job bound to 1 of %d generous budgets", m.Budgets),
+			fmt.Sprintf("%s (%.1f%% of unbudgeted)", jobsPerS(m.GenerousJobsPerS), 100*m.GenerousRatio))
+		t.row("budgets", fmt.Sprintf("unbudgeted, %d parked on %d budgets", m.Parked, m.Budgets),
+			fmt.Sprintf("%s (%.1f%% of unbudgeted, %d parked delivered)", jobsPerS(m.WithParkedJobsPerS), 100*m.WithParkedRatio, m.ParkedDelivered))
+		t.row("budgets", "server memory", memoryCell(bu.Memory))
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nfinished in %.1f s\n", rep.ElapsedS)
+	return err
+}
+
+func jobsPerS(v float64) string { return group3(int64(v+0.5)) + " jobs/s" }
+
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+func memoryCell(m benchMemory) string {
+	s := fmt.Sprintf("RSS %.1f MiB", float64(m.RSSBytes)/(1<<20))
+	if m.RSSPerQueuedJobBytes != nil {
+		s += fmt.Sprintf(", %d queued: %s B a job", m.QueuedJobs, group3(int64(*m.RSSPerQueuedJobBytes)))
+	}
+	return s
+}
+
+// group3 writes an integer with thousands separators.
+func group3(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

@@ -1,0 +1,48 @@
+package cmd
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/store"
+)
+
+// RestoreOptions are the flags of `restore`.
+type RestoreOptions struct {
+	RootDir string
+}
+
+func newRestoreCmd(streams IO) *cobra.Command {
+	o := &RestoreOptions{}
+	c := &cobra.Command{
+		Use:   "restore --root-dir DIR FILE",
+		Short: "Restore a backup into an empty root directory (offline)",
+		Long: `Restore a backup made by 'zizq backup' (a tar.gz holding
+zizq-root/data/zizq.db, or a bare database file) into <root-dir>/data, for
+'zizq serve --root-dir DIR' to serve. It runs without a server and talks to
+none.
+
+It refuses a target that holds data already: it never replaces a database.
+The database is checked (SQLite's quick_check, and a schema this zizq can
+open: a newer zizq's backup is refused) before it is put in place. Jobs that
+were in flight when the backup was taken are ready again when the server
+starts; the server migrates an older schema on its first start.`,
+		Example: `  zizq restore --root-dir /var/lib/zizq /var/backups/zizq-2026-01-02.tar.gz`,
+		Args:    cobra.ExactArgs(1),
+		PreRunE: func(c *cobra.Command, _ []string) error {
+			return applyEnv(c)
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			data := filepath.Join(o.RootDir, "data")
+			if err := store.Restore(c.Context(), args[0], data); err != nil {
+				return err
+			}
+			_, err := fmt.Fprintf(streams.Out, "Restored %s into %s. Start the server with: zizq serve --root-dir %s\n", args[0], data, o.RootDir)
+			return err
+		},
+	}
+	c.Flags().StringVar(&o.RootDir, "root-dir", "./zizq-root", "root directory to restore into (database in <root-dir>/data, which must be empty)")
+	withEnv(c.Flags(), "root-dir", "ZIZQ_ROOT_DIR")
+	return c
+}

@@ -1,0 +1,6 @@
+//go:build !unix
+
+package cmd
+
+// ignoreFileSizeSignal: only Unix has SIGXFSZ.
+func ignoreFileSizeSignal() {}

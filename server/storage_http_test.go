@@ -1,0 +1,96 @@
+package server_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/store"
+)
+
+// TestStorage_Unavailable makes the store's writer fail as on a full disk
+// and on a read-only database: every write answers 503 with the reason,
+// reads keep working, a refused enqueue leaves no trace (no job, no budget
+// its create_with made), and nothing acknowledged before is lost, through a
+// restart too.
+func TestStorage_Unavailable(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		fault  store.Fault
+		reason string
+	}{
+		{"DiskFull", store.FaultDiskFull, "database or disk is full"},
+		{"ReadOnly", store.FaultReadOnly, "attempt to write a readonly database"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			r := tb.req(t, "PUT", "/budgets/b", `{"allocation":2,"strategy":{"type":"while_in_flight"}}`)
+			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
+			kept := tb.enqueue(t, `{"type":"t","queue":"q","payload":{"n":1},"budgets":[{"key":"b"}]}`)
+			held := inFlightJob(t, tb, `{"type":"t","queue":"f","payload":null}`)
+			done := inFlightJob(t, tb, `{"type":"t","queue":"d","payload":null}`)
+			ackJob(t, tb, done.ID)
+
+			tb.srv.DB().SimulateFault(c.fault)
+			want := `{"error":"storage unavailable: ` + c.reason + `"}`
+			for _, w := range []struct{ method, path, body string }{
+				{"POST", "/jobs", `{"type":"t","queue":"w","payload":null}`},
+				{"POST", "/jobs/bulk", `{"jobs":[{"type":"t","queue":"w","payload":1},{"type":"t","queue":"w","payload":2}]}`},
+				{"POST", "/jobs", `{"type":"t","queue":"w","payload":null,"budgets":[{"key":"new","create_with":{"allocation":1,"strategy":{"type":"while_in_flight"}}}]}`},
+				{"PUT", "/budgets/c", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`},
+				{"POST", "/budgets/c", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`},
+				{"PATCH", "/budgets/b", `{"allocation":5}`},
+				{"POST", "/jobs/" + held.ID + "/success", ""},
+				{"DELETE", "/jobs/" + kept.ID, ""},
+			} {
+				var body any
+				if w.body != "" {
+					body = w.body
+				}
+				r := tb.req(t, w.method, w.path, body)
+				require.Equal(t, http.StatusServiceUnavailable, r.status, "%s %s: %s", w.method, w.path, r.body)
+				require.Equal(t, want, string(r.body), "%s %s", w.method, w.path)
+			}
+
+			// Reads keep working.
+			require.Equal(t, "ready", jobByID(t, tb, kept.ID).Status)
+			require.Equal(t, int64(2), jobCount(t, tb, ""), "only the jobs acknowledged before the fault")
+			require.Zero(t, jobCount(t, tb, "queue=w"), "the refused enqueues left nothing")
+			for path, status := range map[string]int{
+				"/health": 200, "/stats": 200, "/queues": 200, "/budgets": 200, "/budgets/b": 200,
+				"/budgets/new": 404, "/budgets/c": 404, // refused creations left nothing
+			} {
+				require.Equal(t, status, tb.req(t, "GET", path, nil).status, path)
+			}
+
+			// Writes work again once the store does, and no refused job is
+			// dispatched.
+			tb.srv.DB().SimulateFault(store.NoFault)
+			after := tb.enqueue(t, `{"type":"t","queue":"w","payload":null}`)
+			ts := tb.take(t, "queue=w&prefetch=0")
+			require.Equal(t, after.ID, ts.next(t, 5*time.Second).ID)
+			ts.none(t, 200*time.Millisecond)
+			r = tb.req(t, "POST", "/jobs", `{"type":"t","queue":"x","payload":null,"budgets":[{"key":"new","create_with":{"allocation":1,"strategy":{"type":"while_in_flight"}}}]}`)
+			require.Equal(t, http.StatusCreated, r.status, "create_with works again: %s", r.body)
+
+			// Through a restart, everything acknowledged is there: the job
+			// whose delete was refused, and the one whose ack was refused,
+			// back to ready (it runs again: at-least-once).
+			tb.stop()
+			tb = setupIn(t, tb.dir)
+			require.Equal(t, "ready", jobByID(t, tb, kept.ID).Status)
+			require.Equal(t, []api.Binding{{Key: "b", Cost: 1}}, jobByID(t, tb, kept.ID).Budgets)
+			require.Equal(t, "ready", jobByID(t, tb, held.ID).Status)
+			requireGone(t, tb, done.ID)
+			require.Equal(t, int64(1), jobCount(t, tb, "queue=w"))
+			var b api.Budget
+			tb.req(t, "GET", "/budgets/b", nil).json(t, &b)
+			require.Equal(t, int64(2), b.Allocation, "the refused patch did not stick")
+			require.Equal(t, http.StatusNotFound, tb.req(t, "GET", "/budgets/c", nil).status)
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// testdata/schema1.db was written by zizq at schema version 1 (the first
+// schema) through its API: budgets api-eu (while_in_flight, 3) and hourly
+// (time_based, 100/1h); a ready job bound to api-eu:2, a job scheduled 30
+// days ahead, and a dead job with one error record.
+const (
+	fixtureReady     = "03hbspbwnw9m04mdludj16jsc"
+	fixtureScheduled = "03hbspbwujx5ipohxm1ewoeoe"
+	fixtureDead      = "03hbspbx73m827tya0zdbnrrh"
+	// fixtureNow is a moment when the fixture was written, before the dead
+	// job's purge_at.
+	fixtureNow = 1795983931000
+)
+
+// copyFixture puts the schema-1 database in a fresh data directory.
+func copyFixture(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "schema1.db"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), data, 0o640))
+	return dir
+}
+
+func TestOpen_UpgradesFirstSchema(t *testing.T) {
+	t.Parallel()
+	dir := copyFixture(t)
+	require.Equal(t, 1, userVersion(t, dir))
+	ctx := context.Background()
+
+	db, err := Open(ctx, dir, quiet())
+	require.NoError(t, err)
+	defer db.Close()
+	require.Equal(t, len(mustMigrations(t)), userVersion(t, dir), "migrated to the latest schema")
+
+	budgets, err := db.Budgets(ctx)
+	require.NoError(t, err)
+	require.Len(t, budgets, 2)
+	require.Equal(t, Budget{Key: "api-eu", Allocation: 3, Strategy: WhileInFlight, CreatedAt: 1795983925074, UpdatedAt: 1795983925074}, budgets[0])
+	require.Equal(t, "hourly", budgets[1].Key)
+	require.Equal(t, int64(3_600_000), budgets[1].DurationMs)
+
+	var live []Job
+	require.NoError(t, db.LiveJobs(ctx, func(j Job) error { live = append(live, j); return nil }))
+	require.Len(t, live, 2)
+	require.Equal(t, fixtureReady, live[0].ID)
+	require.Equal(t, Ready, live[0].Status)
+	require.Equal(t, []Binding{{Key: "api-eu", Cost: 2}}, live[0].Budgets)
+	require.Equal(t, `{"to":"a@example.com"}`, string(live[0].Payload))
+	require.Equal(t, uint16(5), live[0].Priority)
+	require.Equal(t, fixtureScheduled, live[1].ID)
+	require.Equal(t, Scheduled, live[1].Status)
+
+	dead, err := db.GetJob(ctx, fixtureDead, fixtureNow)
+	require.NoError(t, err)
+	require.Equal(t, Dead, dead.Status)
+	require.Equal(t, uint32(1), dead.Attempts)
+	rec, err := db.GetError(ctx, fixtureDead, 1)
+	require.NoError(t, err)
+	require.Equal(t, "smtp refused", rec.Message)
+	require.Equal(t, "SMTPError", rec.ErrorType)
+
+	maxID, err := db.MaxJobID(ctx)
+	require.NoError(t, err)
+	require.Equal(t, fixtureDead, maxID)
+
+	// The upgraded database takes writes, and uses incremental auto-vacuum.
+	require.NoError(t, db.Append(InsertJob(job(1)), SetStatus(fixtureReady, InFlight, fixtureNow)).Wait(ctx))
+	var mode int
+	require.NoError(t, db.rdb.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode))
+	require.Equal(t, 2, mode)
+	require.NoError(t, db.IntegrityCheck(ctx))
+}
+
+// A failing migration leaves the old schema and its data as they were: the
+// upgrade is one transaction.
+func TestOpen_UpgradeIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	dir := copyFixture(t)
+	ctx := context.Background()
+	raw, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	defer raw.Close()
+	// A table in the way of migration 0002 makes it fail midway.
+	_, err = raw.Exec("CREATE TABLE meta (x INTEGER)")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+
+	_, err = Open(ctx, dir, quiet())
+	require.ErrorContains(t, err, "migration 0002_meta.sql")
+	require.Equal(t, 1, userVersion(t, dir))
+	raw, err = sql.Open("sqlite", filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	var jobs int
+	require.NoError(t, raw.QueryRow("SELECT count(*) FROM jobs").Scan(&jobs))
+	require.Equal(t, 3, jobs)
+}
+
+func TestSnapshot_ArchiveRestoresElsewhere(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.apply(t, PutBudget(Budget{Key: "k", Allocation: 2, Strategy: WhileInFlight, CreatedAt: 1, UpdatedAt: 1}))
+	for n := range 300 {
+		b.apply(t, InsertJob(bigJob(n)))
+	}
+	b.apply(t, SetStatus(id(3), InFlight, 5), DeleteJob(id(4)))
+
+	snap, err := b.db.Snapshot(b.ctx)
+	require.NoError(t, err)
+	// Writes after the snapshot are not in it.
+	b.apply(t, InsertJob(job(1000)))
+	var archive bytes.Buffer
+	require.NoError(t, snap.WriteArchive(&archive))
+	require.NoError(t, snap.Close())
+	left, _ := filepath.Glob(filepath.Join(b.dir, snapshotPrefix+"*"))
+	require.Empty(t, left, "the snapshot file is removed")
+
+	size, err := CheckArchive(bytes.NewReader(archive.Bytes()))
+	require.NoError(t, err)
+	require.Positive(t, size)
+	_, err = CheckArchive(bytes.NewReader(archive.Bytes()[:archive.Len()/2]))
+	require.Error(t, err, "a truncated archive is refused")
+
+	file := filepath.Join(t.TempDir(), "backup.tar.gz")
+	require.NoError(t, os.WriteFile(file, archive.Bytes(), 0o600))
+	target := filepath.Join(t.TempDir(), "root", "data")
+	require.NoError(t, Restore(b.ctx, file, target))
+	require.ErrorIs(t, Restore(b.ctx, file, target), ErrTargetNotEmpty, "never over existing data")
+
+	db, err := Open(b.ctx, target, quiet())
+	require.NoError(t, err)
+	defer db.Close()
+	ids, err := db.JobIDs(b.ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, ids, 299)
+	require.NotContains(t, ids, id(4))
+	require.NotContains(t, ids, id(1000))
+	j, err := db.GetJob(b.ctx, id(3), 0)
+	require.NoError(t, err)
+	require.Equal(t, InFlight, j.Status, "a snapshot is the store as it was; recovery runs at start")
+	budgets, err := db.Budgets(b.ctx)
+	require.NoError(t, err)
+	require.Len(t, budgets, 1)
+	require.NoError(t, db.IntegrityCheck(b.ctx))
+}
+
+func TestRestore_Refuses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	write := func(data []byte) string {
+		p := filepath.Join(t.TempDir(), "in")
+		require.NoError(t, os.WriteFile(p, data, 0o600))
+		return p
+	}
+
+	// A bare database file restores too; a newer schema does not.
+	dir := copyFixture(t)
+	raw, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	_, err = raw.Exec("PRAGMA user_version = 99")
+	require.NoError(t, err)
+	require.NoError(t, raw.Close())
+	newer, err := os.ReadFile(filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	fixture, err := os.ReadFile(filepath.Join("testdata", "schema1.db"))
+	require.NoError(t, err)
+
+	target := filepath.Join(t.TempDir(), "data")
+	err = Restore(ctx, write(newer), target)
+	require.ErrorContains(t, err, "backup schema version 99 is newer than this zizq supports")
+	entries, _ := os.ReadDir(target)
+	require.Empty(t, entries, "a refused restore leaves nothing behind")
+
+	require.ErrorContains(t, Restore(ctx, write([]byte("hello")), target), "not a zizq backup")
+	require.ErrorContains(t, Restore(ctx, filepath.Join(t.TempDir(), "missing"), target), "open backup")
+
+	require.NoError(t, Restore(ctx, write(fixture), target))
+	require.FileExists(t, filepath.Join(target, FileName))
+	raw, err = sql.Open("sqlite", filepath.Join(target, FileName))
+	require.NoError(t, err)
+	defer raw.Close()
+	var mode int
+	require.NoError(t, raw.QueryRow("PRAGMA auto_vacuum").Scan(&mode))
+	require.Equal(t, 2, mode, "the restore converts the database to incremental auto-vacuum")
+}
