@@ -27,9 +27,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, waiter, err := s.engine.Enqueue([]engine.NewJob{spec})
 	if err == nil {
-		if err = wait(r.Context(), waiter); err != nil {
-			s.unwindEnqueue(r.Context(), jobs, []engine.NewJob{spec})
-		}
+		err = s.admit(r.Context(), jobs, []engine.NewJob{spec}, waiter)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -61,9 +59,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 	if len(specs) > 0 {
 		jobs, waiter, err := s.engine.Enqueue(specs)
 		if err == nil {
-			if err = wait(r.Context(), waiter); err != nil {
-				s.unwindEnqueue(r.Context(), jobs, specs)
-			}
+			err = s.admit(r.Context(), jobs, specs, waiter)
 		}
 		if err != nil {
 			s.fail(w, r, itemError(-1, err))

@@ -27,6 +27,22 @@ import (
 // stored.
 
 // unwindEnqueue undoes an enqueue whose commit failed.
+// admit waits for the commit of enqueued jobs, then lets them be
+// dispatched; when the commit fails they are unwound instead, so a failed
+// enqueue leaves no trace and no worker ever saw its jobs.
+func (s *Server) admit(ctx context.Context, jobs []store.Job, specs []engine.NewJob, w engine.Waiter) error {
+	if err := wait(ctx, w); err != nil {
+		s.unwindEnqueue(ctx, jobs, specs)
+		return err
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	s.engine.Admit(ids)
+	return nil
+}
+
 func (s *Server) unwindEnqueue(ctx context.Context, jobs []store.Job, specs []engine.NewJob) {
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {

@@ -92,6 +92,7 @@ func (tb *testBundle) enqueue(t *testing.T, s spec) string {
 	jobs, w, err := tb.e.Enqueue([]NewJob{{Type: "t", Queue: s.queue, Priority: s.priority, Payload: []byte("{}"), ReadyAt: s.readyAt, Budgets: s.binds}})
 	require.NoError(t, err)
 	require.NoError(t, w.Wait(context.Background()))
+	tb.e.Admit([]string{jobs[0].ID})
 	return jobs[0].ID
 }
 
@@ -208,6 +209,7 @@ func TestEngine_FailureBackoffAndDeath(t *testing.T) {
 	jobs, _, err := tb.e.Enqueue([]NewJob{{Type: "t", Queue: "q", Priority: 1, Payload: []byte("1"), RetryLimit: &limit}})
 	require.NoError(t, err)
 	id := jobs[0].ID
+	tb.e.Admit([]string{id})
 	tk := tb.e.NewTaker(nil, 0)
 	require.Equal(t, []string{id}, drainIDs(tk))
 	j, _, err := tb.e.Fail(id, Failure{Message: "boom"})
@@ -428,6 +430,21 @@ func TestEngine_ConfigChangeTakesEffectAtOnce(t *testing.T) {
 	_, _, err := tb.e.PutBudget("b", store.Budget{Allocation: 3, Strategy: store.WhileInFlight}, CreateOrReplace)
 	require.NoError(t, err)
 	require.Equal(t, ids[1:], drainIDs(tk))
+}
+
+func TestEngine_EnqueuedJobsWaitForAdmit(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tk := tb.e.NewTaker(nil, 0)
+	jobs, _, err := tb.e.Enqueue([]NewJob{{Type: "t", Queue: "q", Payload: []byte("{}")}, {Type: "t", Queue: "q", Payload: []byte("{}")}})
+	require.NoError(t, err)
+	require.Empty(t, drainIDs(tk), "nothing is dispatched before its commit")
+	j, ok := tb.e.Job(jobs[0].ID)
+	require.True(t, ok, "but the job is visible")
+	require.Equal(t, store.Ready, j.Status)
+	tb.e.Delete([]string{jobs[1].ID}) // its commit failed: unwound
+	tb.e.Admit([]string{jobs[0].ID, jobs[1].ID})
+	require.Equal(t, []string{jobs[0].ID}, drainIDs(tk))
 }
 
 func TestEngine_Reset(t *testing.T) {

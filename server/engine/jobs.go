@@ -30,7 +30,10 @@ type NewJob struct {
 }
 
 // Enqueue adds jobs atomically: either every job is accepted or none is. It
-// returns the jobs as enqueued and a Waiter for their durable commit.
+// returns the jobs as enqueued and a Waiter for their durable commit. The
+// jobs are visible at once but wait out of dispatch until the caller, once
+// the commit succeeded, calls Admit: no worker ever receives a job whose
+// enqueue could still fail. (If the commit fails, Delete them.)
 func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -71,11 +74,22 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 		ops = append(ops, store.InsertJob(sj))
 	}
 	w := e.journal.Append(ops...)
-	for _, j := range jobs {
-		e.admit(j)
-	}
 	e.settle()
 	return out, w, nil
+}
+
+// Admit places enqueued jobs whose commit succeeded: scheduled jobs wait
+// for their time, others are offered to takers at once. Jobs deleted (or
+// already placed) since their enqueue are skipped.
+func (e *Engine) Admit(ids []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		if j := e.jobs[id]; j != nil && j.state == stNew {
+			e.admit(j)
+		}
+	}
+	e.settle()
 }
 
 // checkBindings validates the bindings of a whole request against the

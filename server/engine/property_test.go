@@ -250,6 +250,7 @@ func (o *oracle) enqueue() {
 	}
 	jobs, _, err := o.e.Enqueue([]NewJob{nj})
 	require.NoError(o.t, err)
+	o.e.Admit([]string{jobs[0].ID})
 	o.jobs[jobs[0].ID] = &oJob{id: jobs[0].ID, queue: q, priority: prio, binds: binds, readyAt: readyAt}
 }
 
