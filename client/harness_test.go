@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/servertest"
 )
 
 // testBundle is a real server on 127.0.0.1:0 over a real SQLite file, and
@@ -30,33 +29,7 @@ var formats = []struct {
 // startServer serves a fresh data directory until the test ends.
 func startServer(t *testing.T, tune ...func(*server.Options)) string {
 	t.Helper()
-	opts := server.Options{
-		DataDir: t.TempDir(),
-		Engine:  engine.DefaultConfig(),
-		HTTP:    server.DefaultConfig(),
-		Logger:  slog.New(slog.DiscardHandler),
-	}
-	for _, f := range tune {
-		f(&opts)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, opts)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
-		}
-		require.NoError(t, srv.CloseStore())
-	})
-	return "http://" + l.Addr().String()
+	return servertest.Start(t, tune...).URL
 }
 
 // setup starts a server and a client of it in format f.

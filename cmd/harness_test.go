@@ -3,7 +3,6 @@ package cmd_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -11,37 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/servertest"
 )
 
 // serveInProcess runs a real server on 127.0.0.1:0 over a fresh data
 // directory until the test ends, and returns its URL.
 func serveInProcess(t *testing.T) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, server.Options{
-		DataDir: t.TempDir(),
-		Engine:  engine.DefaultConfig(),
-		HTTP:    server.DefaultConfig(),
-		Logger:  slog.New(slog.DiscardHandler),
-	})
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
-		}
-		require.NoError(t, srv.CloseStore())
-	})
-	return "http://" + l.Addr().String()
+	return servertest.Start(t).URL
 }
 
 // result is what one command run returned and printed.

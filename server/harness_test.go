@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store"
 )
 
@@ -51,46 +49,18 @@ func setupIn(t *testing.T, dir string, tune ...func(*server.Options)) *testBundl
 
 func setupTB(t testing.TB, dir string, tune ...func(*server.Options)) *testBundle {
 	t.Helper()
-	opts := server.Options{
-		DataDir: dir,
-		Engine:  engine.DefaultConfig(),
-		HTTP:    server.DefaultConfig(),
-		Logger:  slog.New(slog.DiscardHandler),
-	}
-	for _, f := range tune {
-		f(&opts)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, opts)
-	require.NoError(t, err)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-
+	ts := servertest.StartIn(t, dir, tune...)
 	h2 := &http.Transport{}
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
 	h2.Protocols = &protocols
 	tb := &testBundle{
-		srv: srv, url: "http://" + l.Addr().String(), dir: dir,
+		srv: ts.Srv, url: ts.URL, dir: dir,
 		h1: &http.Client{Transport: &http.Transport{}},
 		h2: &http.Client{Transport: h2},
 	}
-	stopped := false
 	tb.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
-		}
-		require.NoError(t, srv.CloseStore())
+		ts.Stop()
 		tb.h1.CloseIdleConnections()
 		h2.CloseIdleConnections()
 	}
