@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -104,4 +106,27 @@ func printBudget(f *Factory, b *api.Budget) error {
 		return writeJSON(f.IO.Out, b)
 	}
 	return budgetTable(f, []api.Budget{*b})
+}
+
+// budgetSender is a client call that writes a whole budget (create or put).
+type budgetSender func(c *client.Client, ctx context.Context, key string, in api.BudgetInput) (*api.Budget, error)
+
+// writeBudget runs `budget create` and `budget put`: read the flags, send
+// the budget, print what the server answered.
+func writeBudget(f *Factory, b *BudgetFlags, send budgetSender) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		in, err := b.input(c)
+		if err != nil {
+			return err
+		}
+		cl, err := f.Client()
+		if err != nil {
+			return err
+		}
+		out, err := send(cl, c.Context(), args[0], in)
+		if err != nil {
+			return err
+		}
+		return printBudget(f, out)
+	}
 }

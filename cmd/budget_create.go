@@ -1,6 +1,9 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+)
 
 func newBudgetCreateCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
@@ -10,21 +13,7 @@ func newBudgetCreateCmd(f *Factory) *cobra.Command {
 		Example: `  zizq budget create image-workers --allocation 5 --strategy while_in_flight
   zizq budget create image-service --allocation 10000 --strategy time_based --duration 1h --burst 500`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error {
-			in, err := b.input(c)
-			if err != nil {
-				return err
-			}
-			cl, err := f.Client()
-			if err != nil {
-				return err
-			}
-			out, err := cl.CreateBudget(c.Context(), args[0], in)
-			if err != nil {
-				return err
-			}
-			return printBudget(f, out)
-		},
+		RunE: writeBudget(f, b, (*client.Client).CreateBudget),
 	}
 	b.register(c.Flags(), c)
 	return c

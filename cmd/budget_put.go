@@ -1,6 +1,9 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+)
 
 func newBudgetPutCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
@@ -13,21 +16,7 @@ apply at once.`,
 		Example:           `  zizq budget put image-service --allocation 10000 --strategy time_based --duration 1h`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
-		RunE: func(c *cobra.Command, args []string) error {
-			in, err := b.input(c)
-			if err != nil {
-				return err
-			}
-			cl, err := f.Client()
-			if err != nil {
-				return err
-			}
-			out, err := cl.PutBudget(c.Context(), args[0], in)
-			if err != nil {
-				return err
-			}
-			return printBudget(f, out)
-		},
+		RunE:              writeBudget(f, b, (*client.Client).PutBudget),
 	}
 	b.register(c.Flags(), c)
 	return c

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,61 +173,9 @@ func BenchmarkEndToEnd(b *testing.B) {
 }
 
 func benchEndToEnd(b *testing.B, mode store.CommitMode) {
-	tb := benchServer(b, mode)
-	c := benchClient()
-	const workers, prefetch, bulk = 4, 256, 100
-	var received atomic.Int64
-	done := make(chan struct{})
-	target := int64(b.N)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		w := &worker{url: tb.url, c: c, prefetch: prefetch, onJob: func(string) {
-			if received.Add(1) == target {
-				close(done)
-			}
-		}}
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = w.run(ctx) }()
-	}
-	var buf bytes.Buffer
-	buf.WriteString(`{"jobs":[`)
-	for i := 0; i < bulk; i++ {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.WriteString(`{"type":"bench","queue":"bench","payload":{"n":1}}`)
-	}
-	buf.WriteString(`]}`)
-	body := buf.Bytes()
-	b.ResetTimer()
-	start := time.Now()
-	var produced atomic.Int64
-	var pw sync.WaitGroup
-	for p := 0; p < 4; p++ {
-		pw.Add(1)
-		go func() {
-			defer pw.Done()
-			for produced.Add(bulk) <= target+bulk-1 {
-				if st, err := postJSON(c, tb.url+"/jobs/bulk", body); err != nil || st != 201 {
-					b.Errorf("enqueue: %d %v", st, err)
-					return
-				}
-			}
-		}()
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("only %d of %d jobs arrived", received.Load(), target)
-	}
-	elapsed := time.Since(start)
-	b.StopTimer()
-	pw.Wait()
-	cancel()
-	wg.Wait()
-	b.ReportMetric(float64(target)/elapsed.Seconds(), "jobs/s")
+	runThroughput(b, benchServer(b, mode), func(int) string {
+		return `{"type":"bench","queue":"bench","payload":{"n":1}}`
+	})
 }
 
 // BenchmarkIdleLatency measures enqueue-to-delivery latency to an idle
