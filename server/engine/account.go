@@ -11,10 +11,11 @@ import (
 // account is the live side of one budget: its token pool, its line of
 // waiting jobs in (priority, id) order, and the jobs bound to it.
 type account struct {
-	cfg   store.Budget
-	pool  budget.Pool
-	line  *btree.BTreeG[*job] // parked jobs this budget refuses
-	bound map[*job]struct{}
+	cfg        store.Budget
+	pool       budget.Pool
+	line       *btree.BTreeG[*job] // parked jobs this budget refuses
+	lineQueues map[*queue]int      // line members per queue
+	bound      map[*job]struct{}
 	// Claims: an affordable job that waits for a worker earmarks its cost,
 	// so later jobs cannot take its tokens (its reservation). claimServed
 	// counts only jobs whose queue a connected taker serves: claims of jobs
@@ -36,10 +37,11 @@ func newPool(cfg store.Budget, ns int64) budget.Pool {
 
 func (e *Engine) addAccount(cfg store.Budget) *account {
 	a := &account{
-		cfg:   cfg,
-		pool:  newPool(cfg, e.now().UnixNano()),
-		line:  btree.NewG(16, before),
-		bound: make(map[*job]struct{}),
+		cfg:        cfg,
+		pool:       newPool(cfg, e.now().UnixNano()),
+		line:       btree.NewG(16, before),
+		lineQueues: make(map[*queue]int),
+		bound:      make(map[*job]struct{}),
 	}
 	e.accounts[cfg.Key] = a
 	return a
@@ -104,6 +106,7 @@ func (e *Engine) payable(j *job, now time.Time) bool {
 		if !b.inLine {
 			b.inLine = true
 			b.a.line.ReplaceOrInsert(j)
+			b.a.lineQueues[j.q]++
 			e.markAccount(b.a)
 		}
 	}
@@ -119,6 +122,10 @@ func (e *Engine) unline(j *job) {
 			continue
 		}
 		b.a.line.Delete(j)
+		b.a.lineQueues[j.q]--
+		if b.a.lineQueues[j.q] == 0 {
+			delete(b.a.lineQueues, j.q)
+		}
 		b.inLine = false
 		e.markAccount(b.a)
 	}
@@ -137,14 +144,21 @@ func (e *Engine) walk(a *account) {
 	// The first job of a served queue and the first of an unserved queue
 	// that could not move: the refill deadline wakes whichever can go first.
 	var stopServed, stopUnserved *job
+	servedLeft := e.servedInLine(a)
 	var after *job
 	for {
+		if stopUnserved != nil && servedLeft == 0 {
+			break // only unserved jobs remain, and they keep their places
+		}
 		h := e.nextInLine(a, after)
 		if h == nil {
 			break
 		}
 		after = h
 		served := e.served(h.q)
+		if served {
+			servedLeft--
+		}
 		if !served && stopUnserved != nil {
 			continue // keeps its place behind an earlier unserved job
 		}
@@ -163,6 +177,17 @@ func (e *Engine) walk(a *account) {
 		}
 	}
 	e.setRefill(a, now, stopServed, stopUnserved)
+}
+
+// servedInLine counts the line members whose queue a taker serves.
+func (e *Engine) servedInLine(a *account) int {
+	n := 0
+	for q, c := range a.lineQueues {
+		if e.served(q) {
+			n += c
+		}
+	}
+	return n
 }
 
 // nextInLine returns the first line member after `after` (nil: the head).

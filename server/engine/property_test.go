@@ -410,7 +410,9 @@ func (o *oracle) checkStructure() {
 	require.Equal(o.t, len(o.jobs), len(e.jobs), "live jobs")
 	inLines := map[*job]int{}
 	for _, a := range e.accounts {
-		a.line.Ascend(func(j *job) bool { inLines[j]++; return true })
+		perQueue := map[*queue]int{}
+		a.line.Ascend(func(j *job) bool { inLines[j]++; perQueue[j.q]++; return true })
+		require.Equal(o.t, perQueue, a.lineQueues, "line members per queue of %s", a.cfg.Key)
 		var all, served int64
 		for j := range a.bound {
 			if j.state == stReady {
