@@ -34,6 +34,14 @@ func (p *Payload) UnmarshalJSON(data []byte) error {
 // CanonicalJSON re-encodes a JSON value compactly with sorted object keys,
 // keeping numbers exactly as written. It rejects trailing data.
 func CanonicalJSON(data []byte) ([]byte, error) {
+	if isCanonical(data) {
+		return append([]byte(nil), data...), nil
+	}
+	return canonicalize(data)
+}
+
+// canonicalize re-encodes any JSON value canonically (the general path).
+func canonicalize(data []byte) ([]byte, error) {
 	v, err := decodeJSONValue(data)
 	if err != nil {
 		return nil, err
