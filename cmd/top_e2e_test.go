@@ -66,12 +66,11 @@ func budgetParked(screen, key string) (string, bool) {
 	lines := strings.Split(screen, "\n")
 	end := -1
 	for _, l := range lines {
-		r := []rune(l)
 		if i := strings.Index(l, "PARKED"); i >= 0 {
 			end = len([]rune(l[:i])) + len("PARKED")
-			_ = r
 			continue
 		}
+		r := []rune(l)
 		fields := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "> "))
 		if end < 0 || len(fields) == 0 || fields[0] != key || len(r) < end {
 			continue

@@ -202,14 +202,6 @@ func costOf(j api.Job, key string) int64 {
 	return 0
 }
 
-func budIDs(frames []budFrame) []string {
-	ids := make([]string, len(frames))
-	for i, f := range frames {
-		ids[i] = f.job.ID
-	}
-	return ids
-}
-
 // budRunWhileInFlight runs 4 workers (prefetch 2) over the jobs, each job
 // "working" 50 ms in its own goroutine and then acked, and returns what the
 // workers held at most.

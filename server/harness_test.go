@@ -16,7 +16,6 @@ import (
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/servertest"
-	"github.com/zizq/zizq/store"
 )
 
 // testBundle is a real server on 127.0.0.1:0 over a real SQLite file.
@@ -27,12 +26,6 @@ type testBundle struct {
 	h1   *http.Client // HTTP/1.1
 	h2   *http.Client // cleartext HTTP/2 with prior knowledge
 	stop func()
-}
-
-type setupOpts struct {
-	tune     func(*server.Options)
-	dataDir  string
-	noAttach bool
 }
 
 // setup starts a server; tune adjusts its options before it opens.
@@ -228,7 +221,3 @@ func (ts *takeStream) none(t *testing.T, d time.Duration) {
 		}
 	}
 }
-
-// silence keeps the unused-import checker honest for helpers used by some
-// test files only.
-var _ = store.Ready

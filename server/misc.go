@@ -9,8 +9,6 @@ import (
 	"github.com/zizq/zizq/server/api"
 )
 
-func itoa(n int) string { return strconv.Itoa(n) }
-
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, http.StatusOK, api.Health{Status: "ok"})
 }

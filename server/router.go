@@ -25,8 +25,6 @@ type route struct {
 	raw     bool // negotiates its own format: Accept is not checked
 }
 
-type paramsKey struct{}
-
 func (rt *router) handle(method, pattern string, h http.HandlerFunc) {
 	segs := strings.Split(strings.Trim(pattern, "/"), "/")
 	for _, r := range rt.routes {

@@ -72,14 +72,6 @@ type Server struct {
 	backups atomic.Int32 // backups in progress (backup.go)
 }
 
-// New returns a server over a restored engine and its store.
-func New(cfg Config, e *engine.Engine, db *store.DB, clk clock.Clock, log *slog.Logger) *Server {
-	s := newServer(cfg, clk, log)
-	s.attach(e, db)
-	close(s.life.done)
-	return s
-}
-
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }
 

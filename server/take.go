@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/zizq/zizq/server/api"
@@ -25,7 +26,7 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.takes.Add(-1)
 	if n := s.takes.Add(1); s.cfg.MaxTakeConnections > 0 && n > int64(s.cfg.MaxTakeConnections) {
-		s.writeError(w, r, http.StatusServiceUnavailable, "too many take connections: the limit is "+itoa(s.cfg.MaxTakeConnections))
+		s.writeError(w, r, http.StatusServiceUnavailable, "too many take connections: the limit is "+strconv.Itoa(s.cfg.MaxTakeConnections))
 		return
 	}
 	if !s.isReady() { // opened while the server starts: answered, then held

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -162,11 +161,12 @@ func TestEngine_GlobalInFlightLimit(t *testing.T) {
 	t2 := tb.e.NewTaker(nil, 0)
 	got := append(drainIDs(t1), drainIDs(t2)...)
 	require.Len(t, got, 3)
+	require.ElementsMatch(t, ids[:3], got, "the first three in (priority, id) order")
 	tb.ack(t, got[0])
 	got2 := append(drainIDs(t1), drainIDs(t2)...)
 	require.Len(t, got2, 1)
+	require.Equal(t, ids[3:4], got2)
 	require.Equal(t, int64(3), tb.e.Stats().Jobs.InFlight)
-	_ = ids
 }
 
 func TestEngine_ScheduledPromotion(t *testing.T) {
@@ -477,5 +477,4 @@ func TestEngine_PatchMovesJob(t *testing.T) {
 	require.Equal(t, []string{b}, drainIDs(tk))
 	_, _, err = tb.e.Patch("missing", func(int64, *store.Job) error { return nil })
 	require.Equal(t, NotFound, err.(*Error).Kind)
-	_ = fmt.Sprint()
 }

@@ -21,8 +21,6 @@ type jobHeap struct {
 	items []*job
 }
 
-func (h *jobHeap) len() int { return len(h.items) }
-
 func (h *jobHeap) min() *job {
 	if len(h.items) == 0 {
 		return nil
