@@ -218,7 +218,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs)), Pages: api.Pages{Self: q.Link(q.From, q.Order)}}
 	for _, j := range jobs {
-		out.Jobs = append(out.Jobs, wireJob(s.live(j), true))
+		out.Jobs = append(out.Jobs, wireJob(j, true))
 	}
 	if more && len(jobs) > 0 {
 		next := q.Link(jobs[len(jobs)-1].ID, q.Order)
@@ -233,17 +233,6 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		out.Pages.Prev = &prev
 	}
 	s.respond(w, r, http.StatusOK, out)
-}
-
-// live overlays the engine's view of a job read from the store, which may
-// have changed since the read.
-func (s *Server) live(j store.Job) store.Job {
-	if j.Status.Live() {
-		if lj, ok := s.engine.Job(j.ID); ok {
-			return lj
-		}
-	}
-	return j
 }
 
 func (s *Server) countJobs(w http.ResponseWriter, r *http.Request) {
