@@ -1,8 +1,12 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -46,43 +50,65 @@ func applyEnv(c *cobra.Command) error {
 	return err
 }
 
-// ParseDuration reads Go durations plus a "d" suffix for days; a bare
-// integer means milliseconds. It is the one duration syntax of every flag.
+// maxDays is the most days a time.Duration holds.
+const maxDays = int64(math.MaxInt64 / (24 * time.Hour))
+
+// daysPrefix is a day count at the start of a duration: "7d", "1.5d1h".
+var daysPrefix = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)d`)
+
+// ParseDuration reads Go durations plus a "d" prefix for days ("7d",
+// "1.5d", "1d12h"); a bare integer means milliseconds. It is the one
+// duration syntax of every flag. Negative durations, NaN or infinite days
+// and anything past time.Duration's range (about 106751 days) are errors.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return 0, fmt.Errorf("empty duration")
+		return 0, errors.New("empty duration")
 	}
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if ms < 0 {
-			return 0, fmt.Errorf("duration must not be negative")
+	invalid := fmt.Errorf("invalid duration %q (use e.g. 1500, 30s, 5m, 7d)", s)
+	tooLong := fmt.Errorf("duration %q is too long (at most %dd)", s, maxDays)
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		switch {
+		case err == nil && ms < 0:
+			return 0, errNegativeDuration
+		case err != nil || ms > int64(math.MaxInt64/time.Millisecond):
+			if strings.HasPrefix(s, "-") {
+				return 0, errNegativeDuration
+			}
+			return 0, tooLong
 		}
 		return time.Duration(ms) * time.Millisecond, nil
 	}
-	if strings.HasSuffix(s, "d") && !strings.HasSuffix(s, "nd") {
-		days, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64)
-		if err != nil || days < 0 {
-			return 0, fmt.Errorf("invalid duration %q", s)
+	var days time.Duration
+	if m := daysPrefix.FindStringSubmatch(s); m != nil {
+		n, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			return 0, invalid
 		}
-		return time.Duration(days * float64(24*time.Hour)), nil
-	}
-	if i := strings.Index(s, "d"); i > 0 && !strings.Contains(s[:i], "n") {
-		head, tail := s[:i+1], s[i+1:]
-		d1, err1 := ParseDuration(head)
-		d2, err2 := time.ParseDuration(tail)
-		if err1 == nil && err2 == nil {
-			return d1 + d2, nil
+		if n > float64(maxDays) {
+			return 0, tooLong
+		}
+		days = time.Duration(n * float64(24*time.Hour))
+		if s = s[len(m[0]):]; s == "" {
+			return days, nil
+		}
+		if s[0] == '-' || s[0] == '+' {
+			return 0, invalid // "1d-5h"
 		}
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q (use e.g. 1500, 30s, 5m, 7d)", s)
+	switch {
+	case err != nil:
+		return 0, invalid
+	case d < 0:
+		return 0, errNegativeDuration
+	case d > math.MaxInt64-days:
+		return 0, tooLong
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("duration must not be negative")
-	}
-	return d, nil
+	return days + d, nil
 }
+
+var errNegativeDuration = errors.New("duration must not be negative")
 
 // durationValue is a pflag.Value using ParseDuration.
 type durationValue time.Duration
@@ -104,26 +130,42 @@ func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Dur
 	fs.Var((*durationValue)(p), name, usage)
 }
 
-// ParseSize reads byte sizes: a bare integer, or a number with B, KB, MB,
-// GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+// sizeUnits are the suffixes of sizes, matched without regard to case.
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
+
+// decimalNumber is the number of a size: digits, a fraction, an exponent of
+// at most three digits (so that "1e999999999" cannot eat the memory). No
+// sign, hex, NaN or infinity.
+var decimalNumber = regexp.MustCompile(`^(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]{1,3})?$`)
+
+// ParseSize reads byte sizes: a decimal number, bare (bytes) or with B,
+// KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of 1024). Fractions
+// are allowed where they come to whole bytes (1.5KiB is 1536): 1.5 or
+// 0.1KiB are errors, as are negative sizes and sizes past 2^63-1 bytes.
 func ParseSize(s string) (int64, error) {
 	s = strings.TrimSpace(s)
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
+	num, mult := s, int64(1)
+	for _, u := range sizeUnits {
 		if strings.HasSuffix(strings.ToLower(s), strings.ToLower(u.suffix)) {
-			s, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
+			num, mult = strings.TrimSpace(s[:len(s)-len(u.suffix)]), u.mult
 			break
 		}
 	}
-	n, err := strconv.ParseFloat(s, 64)
-	if err != nil || n < 0 {
+	n, ok := new(big.Rat).SetString(num)
+	if !ok || !decimalNumber.MatchString(num) {
 		return 0, fmt.Errorf("invalid size %q (use e.g. 16MiB, 256MB, 1048576)", s)
 	}
-	return int64(n * float64(mult)), nil
+	n.Mul(n, new(big.Rat).SetInt64(mult))
+	switch {
+	case !n.IsInt():
+		return 0, fmt.Errorf("size %q is not a whole number of bytes", s)
+	case !n.Num().IsInt64():
+		return 0, fmt.Errorf("size %q is too large (at most %d bytes)", s, int64(math.MaxInt64))
+	}
+	return n.Num().Int64(), nil
 }
 
 type sizeValue int64
