@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/internal/rootlock"
 	"github.com/zizq/zizq/store"
 )
 
@@ -34,11 +35,18 @@ starts; the server migrates an older schema on its first start.`,
 			return applyEnv(c)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			// A server starting on the root meanwhile would open a
+			// half-restored database.
+			lock, err := rootlock.Acquire(o.RootDir)
+			if err != nil {
+				return err
+			}
+			defer lock.Release()
 			data := filepath.Join(o.RootDir, "data")
 			if err := store.Restore(c.Context(), args[0], data); err != nil {
 				return err
 			}
-			_, err := fmt.Fprintf(streams.Out, "Restored %s into %s. Start the server with: zizq serve --root-dir %s\n", args[0], data, o.RootDir)
+			_, err = fmt.Fprintf(streams.Out, "Restored %s into %s. Start the server with: zizq serve --root-dir %s\n", args[0], data, o.RootDir)
 			return err
 		},
 	}

@@ -2,8 +2,11 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/internal/rootlock"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
@@ -131,7 +135,7 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	return c
 }
 
-func (o *ServeOptions) logger(w *os.File) (*slog.Logger, error) {
+func (o *ServeOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
 		return nil, usageError{fmt.Errorf("invalid --log-level %q", o.LogLevel)}
@@ -156,6 +160,9 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 		if enq, err = store.ParseCommitMode(o.EnqueueCommitMode); err != nil {
 			return server.Options{}, usageError{fmt.Errorf("--enqueue-commit-mode: %w", err)}
 		}
+	}
+	if err := o.checkRanges(); err != nil {
+		return server.Options{}, err
 	}
 	ecfg := engine.DefaultConfig()
 	ecfg.GlobalInFlightLimit = o.GlobalInFlight
@@ -183,13 +190,43 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	}, nil
 }
 
+// checkRanges refuses settings that parse but do not fit where they go.
+func (o *ServeOptions) checkRanges() error {
+	if o.Port < 0 || o.Port > 65535 {
+		return usageError{fmt.Errorf("invalid --port %d: use 0 to 65535", o.Port)}
+	}
+	// The engine keeps backoff delays as uint32 milliseconds (about 49 days).
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--default-backoff-base", o.BackoffBase}, {"--default-backoff-jitter", o.BackoffJitter}} {
+		if d.v.Milliseconds() > math.MaxUint32 {
+			return usageError{fmt.Errorf("%s must be at most %dms", d.flag, uint32(math.MaxUint32))}
+		}
+	}
+	return nil
+}
+
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
-	log, err := o.logger(os.Stderr)
+	log, err := o.logger(streams.Err)
 	if err != nil {
 		return err
 	}
 	ignoreFileSizeSignal()
 	opts, err := o.serverOptions(log)
+	if err != nil {
+		return err
+	}
+	// One server per root: two would dispatch every job twice. The lock
+	// comes before the port, so a refused server never listened.
+	lock, err := rootlock.Acquire(o.RootDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Release()
+	// The port before the store: a port that cannot be had stops the start
+	// before anything opens.
+	l, err := listen(o.Host, o.Port)
 	if err != nil {
 		return err
 	}
@@ -199,10 +236,6 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)
 	defer srv.CloseStore()
-	l, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	addr := l.Addr().String()
 	scheme := "https"
 	if opts.HTTP.TLS == nil {
@@ -222,6 +255,25 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listen opens the API port. Its error names the address once: net says
+// "listen tcp 127.0.0.1:7890: bind: address already in use".
+func listen(host string, port int) (net.Listener, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err == nil {
+		return l, nil
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		err = oe.Err
+	}
+	var se *os.SyscallError
+	if errors.As(err, &se) {
+		err = se.Err
+	}
+	return nil, fmt.Errorf("listen on %s: %w", addr, err)
 }
 
 func isLoopback(host string) bool {
