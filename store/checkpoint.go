@@ -337,9 +337,9 @@ func (db *DB) idle() {
 		<-db.wake
 		return
 	}
-	d := time.Until(due)
+	d := due.Sub(db.now())
 	if d <= 0 {
-		db.maintain(time.Now())
+		db.maintain(db.now())
 		return
 	}
 	m := &db.maint
@@ -352,8 +352,16 @@ func (db *DB) idle() {
 	case <-db.wake:
 		m.timer.Stop()
 	case <-m.timer.C:
-		db.maintain(time.Now())
+		db.maintain(db.now())
 	}
+}
+
+// now is the time on the storage care's clock.
+func (db *DB) now() time.Time {
+	if db.opts.now != nil {
+		return db.opts.now()
+	}
+	return time.Now()
 }
 
 // finalMaintenance runs as the writer exits: the high-water mark is saved so

@@ -29,95 +29,98 @@ func bigJob(n int) Job {
 	return j
 }
 
-// writeLoop inserts (and deletes, to keep the table small) jobs until
-// stopped, one small transaction after another, as a steady load does.
-func writeLoop(t *testing.T, b *testBundle, stop <-chan struct{}) *sync.WaitGroup {
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for n := 1; ; n++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ops := []Op{InsertJob(bigJob(n))}
-			if n > 50 {
-				ops = append(ops, DeleteJob(id(n-50)))
-			}
-			if err := b.db.Append(ops...).Wait(b.ctx); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	return &wg
+// steppedClock is a clock that moves only when the test says so.
+type steppedClock struct{ ns atomic.Int64 }
+
+func newSteppedClock() *steppedClock {
+	c := &steppedClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
 }
 
+func (c *steppedClock) now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *steppedClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// TestMaintenance_WALStaysBounded drives the writer's storage care with a
+// stepped clock, so that each step is a decision and not a race: a WAL past
+// the bound is emptied by a TRUNCATE checkpoint when maintenance falls due;
+// a reader holding an old snapshot keeps it from finishing (the writer then
+// backs off instead of stalling again); once the reader is gone the next
+// due maintenance empties it.
 func TestMaintenance_WALStaysBounded(t *testing.T) {
 	t.Parallel()
-	b := setup(t, fastMaintenance)
+	clk := newSteppedClock()
+	b := setup(t, fastMaintenance, func(o *Options) {
+		o.Maintenance.Interval = time.Minute // only the stepped clock makes it due
+		o.now = clk.now
+	})
 	limit := b.db.opts.Maintenance.WALTruncateBytes
-	stop := make(chan struct{})
-	writers := writeLoop(t, b, stop)
-	// Overlapping short reads all along: without TRUNCATE checkpoints the
-	// WAL would rarely, if ever, restart.
-	var reads atomic.Int64
-	var readers sync.WaitGroup
-	stopReads := make(chan struct{})
-	var stopReadsOnce sync.Once
-	endReads := func() { stopReadsOnce.Do(func() { close(stopReads) }); readers.Wait() }
-	for range 2 {
-		readers.Add(1)
-		go func() {
-			defer readers.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-stopReads:
-					return
-				default:
-				}
-				_, err := b.db.CountJobs(b.ctx, Filter{})
-				require.NoError(t, err)
-				reads.Add(1)
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		writers.Wait()
-		endReads()
-	}()
-
 	wal := func() int64 { _, w := b.db.Sizes(); return w }
-	// Steady load: the WAL stays within a few intervals' writes of the bound.
-	var peak int64
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
-		peak = max(peak, wal())
+	n := 0
+	// growWAL writes until the WAL is past the bound; no maintenance falls
+	// due meanwhile, as the clock stands still.
+	growWAL := func() {
+		for wal() <= 2*limit {
+			n++
+			b.apply(t, InsertJob(bigJob(n)))
+		}
 	}
-	require.Less(t, peak, 6*limit, "WAL under a steady load")
-	require.Positive(t, reads.Load())
+	// maintainOnce makes maintenance due and has the writer run it: it
+	// runs after a commit, and the writer takes the next group only once
+	// it is done.
+	maintainOnce := func() {
+		clk.advance(time.Minute)
+		n++
+		b.apply(t, InsertJob(bigJob(n)))
+		b.apply(t, DeleteJob(id(n)))
+	}
 
-	// A long reader pins its snapshot: the WAL grows past the bound...
+	growWAL()
+	maintainOnce()
+	require.Less(t, wal(), limit, "a due maintenance truncates a WAL past its bound")
+
+	// A reader pins an old snapshot: the TRUNCATE checkpoint cannot finish.
 	conn, err := sql.Open("sqlite", dsn(b.db.path, 1<<20, true))
 	require.NoError(t, err)
 	defer conn.Close()
 	tx, err := conn.BeginTx(b.ctx, nil)
 	require.NoError(t, err)
-	var n int
-	require.NoError(t, tx.QueryRow("SELECT count(*) FROM jobs").Scan(&n))
-	require.Eventually(t, func() bool { return wal() > 2*limit }, 10*time.Second, 5*time.Millisecond,
-		"the WAL grows while a reader holds an old snapshot")
-	// ...and shrinks back once the readers are gone, while the writes go
-	// on. (A TRUNCATE needs a moment with no reader at all, which the
-	// spinning short readers rarely leave on a loaded 2-core machine.)
-	endReads()
+	var count int
+	require.NoError(t, tx.QueryRow("SELECT count(*) FROM jobs").Scan(&count))
+	growWAL()
+	maintainOnce()
+	require.Greater(t, wal(), 2*limit, "the reader keeps the WAL")
+	require.Equal(t, maxTruncateBackoff, b.db.maint.truncateBackoff, "the writer backs off after a TRUNCATE that found a reader")
+
+	require.NoError(t, tx.Rollback())
+	maintainOnce()
+	require.Less(t, wal(), limit, "the WAL is truncated once the reader is gone")
+	require.Zero(t, b.db.maint.truncateBackoff, "a TRUNCATE that finished ends the back-off")
+}
+
+// TestMaintenance_TruncatesOnItsOwnSchedule: with the real clock, the
+// writer runs its storage care by itself, and empties a WAL past the bound
+// once no reader holds it (the bound on the wait is generous: the interval
+// is 10ms and the back-off at most 5s).
+func TestMaintenance_TruncatesOnItsOwnSchedule(t *testing.T) {
+	t.Parallel()
+	b := setup(t, fastMaintenance)
+	limit := b.db.opts.Maintenance.WALTruncateBytes
+	wal := func() int64 { _, w := b.db.Sizes(); return w }
+	// A reader keeps the WAL from being emptied while it grows.
+	conn, err := sql.Open("sqlite", dsn(b.db.path, 1<<20, true))
+	require.NoError(t, err)
+	defer conn.Close()
+	tx, err := conn.BeginTx(b.ctx, nil)
+	require.NoError(t, err)
+	var count int
+	require.NoError(t, tx.QueryRow("SELECT count(*) FROM jobs").Scan(&count))
+	for n := 1; wal() <= limit; n++ {
+		b.apply(t, InsertJob(bigJob(n)))
+	}
 	require.NoError(t, tx.Rollback())
 	require.Eventually(t, func() bool { return wal() < limit }, 30*time.Second, 5*time.Millisecond,
-		"the WAL is truncated once the reader is gone")
+		"the writer truncates the WAL on its own")
 }
 
 func TestMaintenance_ReturnsFreePages(t *testing.T) {

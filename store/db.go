@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -64,6 +65,9 @@ type Options struct {
 	// startGate, when set, holds the writer back until it is closed, so
 	// tests can queue several groups for one batch.
 	startGate chan struct{}
+	// now, when set, is the clock of the storage care's schedule (tests
+	// step it to make maintenance fall due); nil means time.Now.
+	now func() time.Time
 }
 
 // DB is zizq's durable store. Writes go through Append to one writer

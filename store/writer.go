@@ -116,7 +116,7 @@ func (db *DB) run() {
 		if db.opts.OnCommit != nil {
 			db.opts.OnCommit(info)
 		}
-		db.maintain(time.Now())
+		db.maintain(db.now())
 	}
 }
 
