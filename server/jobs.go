@@ -339,21 +339,24 @@ func (s *Server) patchJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var patched int64
-	var last engine.Waiter
+	// Each patch is its own journal group, and group commit may put them in
+	// different transactions: the answer waits for every one, so that one
+	// failed commit answers 503 for the request.
+	waiters := make([]engine.Waiter, 0, len(ids))
 	for _, id := range ids {
 		_, waiter, err := s.engine.Patch(id, p.apply)
 		if err != nil {
 			continue // finished meanwhile, or terminal: skipped
 		}
-		patched++
-		last = waiter
+		waiters = append(waiters, waiter)
 	}
-	if err := wait(r.Context(), last); err != nil {
-		s.fail(w, r, err)
-		return
+	for _, waiter := range waiters {
+		if err := wait(r.Context(), waiter); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 	}
-	s.respond(w, r, http.StatusOK, api.Patched{Patched: patched})
+	s.respond(w, r, http.StatusOK, api.Patched{Patched: int64(len(waiters))})
 }
 
 func capitalised(status string) string {

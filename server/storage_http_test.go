@@ -2,10 +2,12 @@ package server_test
 
 import (
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/store"
 )
@@ -93,4 +95,33 @@ func TestStorage_Unavailable(t *testing.T) {
 			require.Equal(t, http.StatusNotFound, tb.req(t, "GET", "/budgets/c", nil).status)
 		})
 	}
+}
+
+// TestStorage_BulkPatchAnswersEveryCommit: a bulk PATCH /jobs answers 200
+// only if every patch committed. With one transaction per group, the
+// first patch's commit fails (a full disk that clears at once) and the
+// later ones commit: the answer is 503, with no count of patched jobs.
+func TestStorage_BulkPatchAnswersEveryCommit(t *testing.T) {
+	t.Parallel()
+	var armed atomic.Bool
+	var db atomic.Pointer[store.DB]
+	tb := setup(t, func(o *server.Options) {
+		o.Store.BatchSize = 1
+		o.Store.OnCommit = func(c store.CommitInfo) {
+			if c.Failed && armed.CompareAndSwap(true, false) {
+				db.Load().SimulateFault(store.NoFault)
+			}
+		}
+	})
+	db.Store(tb.srv.DB())
+	for range 3 {
+		tb.enqueue(t, `{"type":"t","queue":"p","payload":null}`)
+	}
+	armed.Store(true)
+	tb.srv.DB().SimulateFault(store.FaultDiskFull)
+
+	r := tb.req(t, "PATCH", "/jobs?queue=p", `{"priority":7}`)
+	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
+	require.Equal(t, `{"error":"storage unavailable: database or disk is full"}`, string(r.body))
+	require.False(t, armed.Load(), "the first patch's commit failed")
 }
