@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/zizq/zizq/server/api"
@@ -94,16 +93,7 @@ func ruleStatus(err error) error {
 }
 
 func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
-	var body map[string]json.RawMessage
-	if err := s.decode(w, r, &body); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if body == nil {
-		s.fail(w, r, badRequest("%sexpected an object", decodePrefix(r)))
-		return
-	}
-	p, err := decodeBudgetPatch(body, decodePrefix(r))
+	p, err := s.decodeBudgetPatch(w, r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -122,65 +112,73 @@ func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
 // budgetPatch is a JSON merge patch of a budget (API.md §17.4.2).
 type budgetPatch struct {
 	allocation *int64
-	strategy   field
 	typ        *string
 	duration   *int64
 	burst      field
 	burstVal   int64
 }
 
-func decodeBudgetPatch(body map[string]json.RawMessage, prefix string) (*budgetPatch, error) {
+func (s *Server) decodeBudgetPatch(w http.ResponseWriter, r *http.Request) (*budgetPatch, error) {
+	// key is ignored, as in POST and PUT bodies: the path names the budget.
+	body, err := s.decodePatch(w, r, "allocation", "strategy", "key")
+	if err != nil {
+		return nil, err
+	}
 	p := &budgetPatch{}
-	if f := fieldOf(body, "allocation"); f.set {
-		if f.null {
-			return nil, unprocessable("allocation cannot be null")
-		}
+	if f := body.field("allocation"); f.set {
 		var v int64
-		if err := f.decodeInto(prefix, "allocation", &v); err != nil {
+		if err := f.notNull(); err != nil {
+			return nil, err
+		}
+		if err := f.decodeAs(&v, wantInteger); err != nil {
 			return nil, err
 		}
 		p.allocation = &v
 	}
-	p.strategy = fieldOf(body, "strategy")
-	if !p.strategy.set {
+	strategy := body.field("strategy")
+	if !strategy.set {
 		return p, nil
 	}
-	if p.strategy.null {
-		return nil, unprocessable("strategy cannot be null")
-	}
-	var inner map[string]json.RawMessage
-	if err := p.strategy.decodeInto(prefix, "strategy", &inner); err != nil {
+	if err := strategy.notNull(); err != nil {
 		return nil, err
 	}
+	inner, err := strategy.object("type", "duration_ms", "burst")
+	if err != nil {
+		return nil, err
+	}
+	return p, p.decodeStrategy(inner)
+}
+
+func (p *budgetPatch) decodeStrategy(inner patchObject) error {
 	for _, name := range []string{"type", "duration_ms"} {
-		if f := fieldOf(inner, name); f.set && f.null {
-			return nil, unprocessable("%s cannot be null", name)
+		if err := inner.field(name).notNull(); err != nil {
+			return err
 		}
 	}
-	if f := fieldOf(inner, "type"); f.set {
+	if f := inner.field("type"); f.set {
 		var t string
-		if err := f.decodeInto(prefix, "type", &t); err != nil {
-			return nil, err
+		if err := f.decodeAs(&t, wantString); err != nil {
+			return err
 		}
 		if t != store.WhileInFlight && t != store.TimeBased {
-			return nil, badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", prefix, t)
+			return badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", f.prefix, t)
 		}
 		p.typ = &t
 	}
-	if f := fieldOf(inner, "duration_ms"); f.set {
+	if f := inner.field("duration_ms"); f.set {
 		var d int64
-		if err := f.decodeInto(prefix, "duration_ms", &d); err != nil {
-			return nil, err
+		if err := f.decodeAs(&d, wantInteger); err != nil {
+			return err
 		}
 		p.duration = &d
 	}
-	p.burst = fieldOf(inner, "burst")
+	p.burst = inner.field("burst")
 	if p.burst.set && !p.burst.null {
-		if err := p.burst.decodeInto(prefix, "burst", &p.burstVal); err != nil {
-			return nil, err
+		if err := p.burst.decodeAs(&p.burstVal, wantInteger); err != nil {
+			return err
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // apply merges the patch into a budget's configuration and validates the

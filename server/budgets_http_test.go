@@ -566,8 +566,8 @@ func TestBudgets_Patch(t *testing.T) {
 		for body, msg := range map[string]string{
 			`{"allocation":null}`:               "allocation cannot be null",
 			`{"strategy":null}`:                 "strategy cannot be null",
-			`{"strategy":{"duration_ms":null}}`: "duration_ms cannot be null",
-			`{"strategy":{"type":null}}`:        "type cannot be null",
+			`{"strategy":{"duration_ms":null}}`: "strategy.duration_ms cannot be null",
+			`{"strategy":{"type":null}}`:        "strategy.type cannot be null",
 		} {
 			budError(t, tb.req(t, "PATCH", "/budgets/k", body), http.StatusUnprocessableEntity, msg)
 		}

@@ -1,36 +1,122 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"slices"
 
 	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/store"
 )
 
-// field is one member of a JSON merge patch: absent, null, or a value.
-type field struct {
-	set  bool
-	null bool
-	raw  json.RawMessage
+// patchObject is one object of a JSON merge patch: its members by exact
+// name, and where it sits, for error texts.
+type patchObject struct {
+	prefix  string // "invalid JSON: " or "invalid MessagePack: "
+	path    string // "" for the body, "strategy." for a member object
+	members map[string]json.RawMessage
 }
 
-func fieldOf(body map[string]json.RawMessage, name string) field {
-	raw, ok := body[name]
-	if !ok {
-		return field{}
+// decodePatch reads a merge patch body, which must be an object whose
+// members are all among known (422 naming the first other one).
+func (s *Server) decodePatch(w http.ResponseWriter, r *http.Request, known ...string) (patchObject, error) {
+	prefix := decodePrefix(r)
+	var raw json.RawMessage
+	if err := s.decode(w, r, &raw); err != nil {
+		return patchObject{}, err
 	}
-	return field{set: true, null: string(raw) == "null", raw: raw}
+	o := patchObject{prefix: prefix}
+	if !isObject(raw) {
+		what := "a JSON object"
+		if prefix != "invalid JSON: " {
+			what = "a map"
+		}
+		return patchObject{}, badRequest("%sbody must be %s", prefix, what)
+	}
+	// Members of a valid object: this cannot fail.
+	if err := json.Unmarshal(raw, &o.members); err != nil {
+		return patchObject{}, badRequest("%s%v", prefix, err)
+	}
+	return o, o.only(known...)
 }
 
-// decodeInto decodes a present, non-null member, reporting type errors as
-// decode errors (400).
-func (f field) decodeInto(prefix, name string, v any) error {
-	if err := json.Unmarshal(f.raw, v); err != nil {
-		return badRequest("%sfield `%s`: %v", prefix, name, err)
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// only refuses members not among known.
+func (o patchObject) only(known ...string) error {
+	var unknown []string
+	for name := range o.members {
+		if !slices.Contains(known, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	return unprocessable("unknown field %q", o.path+unknown[0])
+}
+
+// field is one member of a merge patch: absent, null, or a value.
+type field struct {
+	name   string // with its path: "strategy.type"
+	prefix string
+	set    bool
+	null   bool
+	raw    json.RawMessage
+}
+
+func (o patchObject) field(name string) field {
+	f := field{name: o.path + name, prefix: o.prefix}
+	if raw, ok := o.members[name]; ok {
+		f.set, f.null, f.raw = true, string(raw) == "null", raw
+	}
+	return f
+}
+
+// notNull refuses null for a member that cannot be removed.
+func (f field) notNull() error {
+	if f.null {
+		return unprocessable("%s cannot be null", f.name)
 	}
 	return nil
 }
+
+// decodeAs decodes a present, non-null member into v; a value of the wrong
+// JSON type is a decode error (400) saying what the member must be.
+func (f field) decodeAs(v any, want string) error {
+	if err := json.Unmarshal(f.raw, v); err != nil {
+		return badRequest("%s%s must be %s", f.prefix, f.name, want)
+	}
+	return nil
+}
+
+// object reads a present, non-null member that is itself an object whose
+// members are all among known.
+func (f field) object(known ...string) (patchObject, error) {
+	o := patchObject{prefix: f.prefix, path: f.name + "."}
+	if !isObject(f.raw) {
+		return o, badRequest("%s%s must be an object", f.prefix, f.name)
+	}
+	if err := json.Unmarshal(f.raw, &o.members); err != nil {
+		return o, badRequest("%s%s must be an object", f.prefix, f.name)
+	}
+	return o, o.only(known...)
+}
+
+// What patch members must be, in their type errors.
+const (
+	wantString  = "a string"
+	wantInteger = "an integer"
+	wantNonNeg  = "a non-negative integer"
+	wantUint16  = "an integer 0..65535"
+	wantUint32  = "an integer 0..4294967295"
+	wantNumber  = "a number"
+)
 
 // jobPatch is a validated PATCH /jobs body (API.md §8.3).
 type jobPatch struct {
@@ -50,21 +136,20 @@ type jobPatch struct {
 }
 
 func (s *Server) decodeJobPatch(w http.ResponseWriter, r *http.Request) (*jobPatch, error) {
-	var body map[string]json.RawMessage
-	if err := s.decode(w, r, &body); err != nil {
+	// type, payload and budgets are fields of a job that PATCH cannot
+	// change: ignored (API.md §8.3), so that a job as read can be sent back.
+	body, err := s.decodePatch(w, r, "queue", "priority", "ready_at", "retry_limit", "backoff", "retention",
+		"type", "payload", "budgets")
+	if err != nil {
 		return nil, err
 	}
-	if body == nil {
-		return nil, badRequest("%sexpected an object", decodePrefix(r))
-	}
-	prefix := decodePrefix(r)
 	p := &jobPatch{}
-	if f := fieldOf(body, "queue"); f.set {
-		if f.null {
-			return nil, unprocessable("queue cannot be null")
-		}
+	if f := body.field("queue"); f.set {
 		var q string
-		if err := f.decodeInto(prefix, "queue", &q); err != nil {
+		if err := f.notNull(); err != nil {
+			return nil, err
+		}
+		if err := f.decodeAs(&q, wantString); err != nil {
 			return nil, err
 		}
 		if err := api.ValidateName("queue", q); err != nil {
@@ -72,27 +157,27 @@ func (s *Server) decodeJobPatch(w http.ResponseWriter, r *http.Request) (*jobPat
 		}
 		p.queue = &q
 	}
-	if f := fieldOf(body, "priority"); f.set {
-		if f.null {
-			return nil, unprocessable("priority cannot be null")
-		}
+	if f := body.field("priority"); f.set {
 		var v uint16
-		if err := f.decodeInto(prefix, "priority", &v); err != nil {
+		if err := f.notNull(); err != nil {
+			return nil, err
+		}
+		if err := f.decodeAs(&v, wantUint16); err != nil {
 			return nil, err
 		}
 		p.priority = &v
 	}
-	if err := p.decodeRest(body, prefix); err != nil {
+	if err := p.decodeRest(body); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *jobPatch) decodeRest(body map[string]json.RawMessage, prefix string) error {
-	p.readyAt = fieldOf(body, "ready_at")
+func (p *jobPatch) decodeRest(body patchObject) error {
+	p.readyAt = body.field("ready_at")
 	if p.readyAt.set && !p.readyAt.null {
 		var v uint64
-		if err := p.readyAt.decodeInto(prefix, "ready_at", &v); err != nil {
+		if err := p.readyAt.decodeAs(&v, wantNonNeg); err != nil {
 			return err
 		}
 		if v > maxTimestampMs {
@@ -100,44 +185,61 @@ func (p *jobPatch) decodeRest(body map[string]json.RawMessage, prefix string) er
 		}
 		p.readyAtVal = int64(v)
 	}
-	p.retryLimit = fieldOf(body, "retry_limit")
+	p.retryLimit = body.field("retry_limit")
 	if p.retryLimit.set && !p.retryLimit.null {
-		if err := p.retryLimit.decodeInto(prefix, "retry_limit", &p.retryVal); err != nil {
+		if err := p.retryLimit.decodeAs(&p.retryVal, wantUint32); err != nil {
 			return err
 		}
 	}
-	p.backoff = fieldOf(body, "backoff")
+	p.backoff = body.field("backoff")
 	if p.backoff.set && !p.backoff.null {
-		var in api.BackoffRequest
-		if err := p.backoff.decodeInto(prefix, "backoff", &in); err != nil {
-			return err
-		}
-		b, err := backoff(&in, prefix)
+		b, err := decodeBackoffPatch(p.backoff)
 		if err != nil {
 			return err
 		}
 		p.backoffVal = b
 	}
-	p.retention = fieldOf(body, "retention")
+	p.retention = body.field("retention")
 	if p.retention.set && !p.retention.null {
-		var inner map[string]json.RawMessage
-		if err := p.retention.decodeInto(prefix, "retention", &inner); err != nil {
+		inner, err := p.retention.object("completed_ms", "dead_ms")
+		if err != nil {
 			return err
 		}
-		p.completed = fieldOf(inner, "completed_ms")
-		p.dead = fieldOf(inner, "dead_ms")
+		p.completed = inner.field("completed_ms")
+		p.dead = inner.field("dead_ms")
 		if p.completed.set && !p.completed.null {
-			if err := p.completed.decodeInto(prefix, "completed_ms", &p.completedV); err != nil {
+			if err := p.completed.decodeAs(&p.completedV, wantNonNeg); err != nil {
 				return err
 			}
 		}
 		if p.dead.set && !p.dead.null {
-			if err := p.dead.decodeInto(prefix, "dead_ms", &p.deadV); err != nil {
+			if err := p.dead.decodeAs(&p.deadV, wantNonNeg); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// decodeBackoffPatch reads a backoff member: all three fields, as on
+// enqueue.
+func decodeBackoffPatch(f field) (*store.Backoff, error) {
+	inner, err := f.object("exponent", "base_ms", "jitter_ms")
+	if err != nil {
+		return nil, err
+	}
+	var in api.BackoffRequest
+	for _, m := range []struct {
+		name, want string
+		v          any
+	}{{"exponent", wantNumber, &in.Exponent}, {"base_ms", wantUint32, &in.BaseMs}, {"jitter_ms", wantUint32, &in.JitterMs}} {
+		if g := inner.field(m.name); g.set {
+			if err := g.decodeAs(m.v, m.want); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return backoff(&in, f.prefix)
 }
 
 // apply edits a copy of a live job; it runs under the engine lock.

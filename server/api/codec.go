@@ -14,6 +14,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -188,8 +191,9 @@ func Marshal(f Format, v any) ([]byte, error) {
 // MessagePack is first converted to JSON (map keys must be strings; binary
 // data, extension types, NaN and infinities are refused). Unknown fields are
 // ignored, a top-level null leaves v as it is, and field names match
-// without regard to case (encoding/json rules). An empty body and trailing
-// data are errors. Every decoding error is a *DecodeError.
+// exactly (as in Zizq: "ALLOCATION" is an unknown field). An empty body,
+// trailing data and strings that are not UTF-8 are errors. Every decoding
+// error is a *DecodeError.
 func Unmarshal(f Format, data []byte, v any) error {
 	switch f {
 	case JSON:
@@ -219,22 +223,33 @@ func Unmarshal(f Format, data []byte, v any) error {
 	return fmt.Errorf("unmarshal: unknown format %d", f)
 }
 
+// decodeOptions are encoding/json's rules (jsonv1.DefaultOptionsV1), with
+// two differences: field names match exactly, as Zizq's decoder matches
+// them ({"ALLOCATION":3} sets nothing), and a string that is not valid
+// UTF-8 is an error instead of being mangled into U+FFFD (RFC 8259 §8.1;
+// the MessagePack path refuses it too).
+var decodeOptions = jsonv2.JoinOptions(
+	jsonv1.DefaultOptionsV1(),
+	jsonv2.MatchCaseInsensitiveNames(false),
+	jsontext.AllowInvalidUTF8(false),
+)
+
 func decodeJSON(prefix string, data []byte, v any) error {
-	err := json.Unmarshal(data, v)
+	err := jsonv2.Unmarshal(data, v, decodeOptions)
 	if err == nil {
 		return nil
 	}
-	var invalid *json.InvalidUnmarshalError
+	var invalid *jsonv1.InvalidUnmarshalError
 	if errors.As(err, &invalid) {
 		return err // a programming error, not a bad body
 	}
 	return &DecodeError{Msg: prefix + jsonErrorDetail(err)}
 }
 
-// jsonErrorDetail rewords encoding/json errors without Go type names where it
-// can: "priority: cannot unmarshal number 70000 into uint16".
+// jsonErrorDetail rewords JSON errors without Go type names where it can:
+// "priority: cannot unmarshal number 70000 into uint16".
 func jsonErrorDetail(err error) string {
-	var te *json.UnmarshalTypeError
+	var te *jsonv1.UnmarshalTypeError
 	if errors.As(err, &te) {
 		want := te.Type.String()
 		switch te.Type.Kind() {

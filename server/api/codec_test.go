@@ -412,7 +412,9 @@ func TestUnmarshal_Errors(t *testing.T) {
 		{"JSONWrongType", JSON, []byte(`{"type":5}`), "invalid JSON: type: cannot unmarshal number into string"},
 		{"JSONWrongObject", JSON, []byte(`{"backoff":[1]}`), "invalid JSON: backoff: cannot unmarshal array into object"},
 		{"JSONNotObject", JSON, []byte(`[1]`), "invalid JSON: cannot unmarshal array into object"},
-		{"JSONNestedField", JSON, []byte(`{"budgets":[{"cost":1.5}]}`), "invalid JSON: budgets.cost: cannot unmarshal number 1.5 into int64"},
+		{"JSONNestedField", JSON, []byte(`{"budgets":[{"cost":1.5}]}`), "invalid JSON: budgets.0.cost: cannot unmarshal number 1.5 into int64"},
+		{"JSONBadUTF8", JSON, []byte("{\"type\":\"a\xff\"}"), "invalid JSON: invalid UTF-8"},
+		{"JSONBadUTF8InPayload", JSON, []byte("{\"payload\":[\"\xc3\"]}"), "invalid JSON: invalid UTF-8"},
 		{"MsgPackEmpty", MsgPack, nil, "invalid MessagePack: empty body"},
 		{"MsgPackTrailing", MsgPack, mp(0x80, 0xc0), "invalid MessagePack: 1 bytes of trailing data after the value"},
 		{"MsgPackTruncatedMap", MsgPack, mp(0x82, "type", "t"), "invalid MessagePack: unexpected end of data"},
@@ -444,6 +446,31 @@ func TestUnmarshal_Errors(t *testing.T) {
 			var de *DecodeError
 			require.ErrorAs(t, err, &de)
 			require.EqualError(t, err, tt.want)
+		})
+	}
+}
+
+// TestUnmarshal_FieldNamesExact: field names match exactly; a name in
+// another case is an unknown field, ignored.
+func TestUnmarshal_FieldNamesExact(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name   string
+		format Format
+		data   []byte
+		want   BudgetInput
+	}{
+		{"JSONUpper", JSON, []byte(`{"ALLOCATION":3,"Strategy":{"type":"t"}}`), BudgetInput{}},
+		{"JSONNested", JSON, []byte(`{"allocation":3,"strategy":{"TYPE":"t"}}`), BudgetInput{Allocation: Ptr[int64](3), Strategy: &StrategyInput{}}},
+		{"JSONExactWinsOverOtherCase", JSON, []byte(`{"allocation":3,"Allocation":4}`), BudgetInput{Allocation: Ptr[int64](3)}},
+		{"MsgPackUpper", MsgPack, mp(0x81, "ALLOCATION", 0x03), BudgetInput{}},
+		{"MsgPackExact", MsgPack, mp(0x81, "allocation", 0x03), BudgetInput{Allocation: Ptr[int64](3)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got BudgetInput
+			require.NoError(t, Unmarshal(tt.format, tt.data, &got))
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"strings"
+	"unicode/utf8"
 )
 
 // reservedNameChars are the characters a queue, type or budget key may not
@@ -15,6 +16,11 @@ const reservedNameChars = `*?[]{}\`
 func ValidateName(field, s string) error {
 	if s == "" {
 		return errors.New(field + " must not be empty")
+	}
+	if !utf8.ValidString(s) {
+		// Only a path can bring one (bodies that are not UTF-8 do not
+		// decode); it would be listed as U+FFFD and then not be found.
+		return errors.New(field + " must be valid UTF-8")
 	}
 	if strings.IndexByte(s, ',') >= 0 {
 		// A comma would split the name in the comma lists of query strings.

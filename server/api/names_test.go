@@ -32,6 +32,8 @@ func TestValidateName(t *testing.T) {
 		{"Backslash", "queue", `a\b`, `queue must not contain '\' (reserved)`},
 		{"FirstReservedWins", "cron group name", "a}[*", "cron group name must not contain '}' (reserved)"},
 		{"CronEntry", "cron entry name", "", "cron entry name must not be empty"},
+		{"InvalidUTF8", "queue", "a\xff", "queue must be valid UTF-8"},
+		{"TruncatedUTF8", "type", "caf\xc3", "type must be valid UTF-8"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,6 +55,7 @@ func TestValidateBudgetKey(t *testing.T) {
 	require.EqualError(t, ValidateBudgetKey("a,b"), "budget key must not contain ','")
 	require.EqualError(t, ValidateBudgetKey("a\x00"), "budget key must not contain null bytes")
 	require.EqualError(t, ValidateBudgetKey("a?"), "budget key must not contain '?' (reserved)")
+	require.EqualError(t, ValidateBudgetKey("\xff"), "budget key must be valid UTF-8")
 }
 
 func TestValidJobID(t *testing.T) {
