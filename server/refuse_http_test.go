@@ -150,3 +150,34 @@ func TestRefuse_PatchTypes(t *testing.T) {
 		{"BudgetBodyArray", "PATCH", "/budgets/k", `[]`, false, 400, "invalid JSON: body must be a JSON object"},
 	})
 }
+
+// TestRefuse_HugeHeaderIsJSON: a request header past the limit (here a
+// 2 MiB budget key in the path, or a 2 MiB header) is answered 431 with a
+// JSON error body like every other refusal, over HTTP/1.1 and h2c.
+func TestRefuse_HugeHeaderIsJSON(t *testing.T) {
+	t.Parallel()
+	rt := newRefuseTarget(t)
+	before := rt.state(t)
+	huge := strings.Repeat("k", 2<<20)
+	for _, c := range []struct {
+		name   string
+		client *http.Client
+		path   string
+		header []string
+	}{
+		{"PathHTTP1", rt.tb.h1, "/budgets/" + huge, nil},
+		{"PathH2C", rt.tb.h2, "/budgets/" + huge, nil},
+		{"HeaderHTTP1", rt.tb.h1, "/budgets/k", []string{"X-Pad", huge}},
+		{"HeaderH2C", rt.tb.h2, "/budgets/k", []string{"X-Pad", huge}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := rt.tb.reqWith(t, c.client, "PUT", c.path, `{"allocation":1,"strategy":{"type":"while_in_flight"}}`, c.header...)
+			require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, r.status, "body: %.200s", r.body)
+			require.Equal(t, "application/json", r.header.Get("Content-Type"))
+			require.Equal(t, `{"error":"request header fields too large"}`, string(r.body))
+		})
+	}
+	require.Equal(t, before, rt.state(t))
+	// A long but acceptable key still works.
+	rt.tb.budPut(t, strings.Repeat("k", 64<<10), `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
+}

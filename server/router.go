@@ -38,6 +38,10 @@ func (rt *router) handle(method, pattern string, h http.HandlerFunc) {
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer rt.s.recoverPanic(w, r)
+	if headerBytes(r) > maxHeaderBytes {
+		rt.s.writeError(w, r, http.StatusRequestHeaderFieldsTooLarge, "request header fields too large")
+		return
+	}
 	raw := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
 	segs := make([]string, len(raw))
 	for i, s := range raw {
@@ -120,6 +124,18 @@ func (rt *router) match(segs []string) (*route, map[string]string) {
 		}
 	}
 	return best, params
+}
+
+// headerBytes is the size of a request's header as net/http counts it
+// against MaxHeaderBytes: the request line and every field line.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + len(r.Host) + 4
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 func isParam(s string) bool { return strings.HasPrefix(s, "{") && strings.HasSuffix(s, "}") }

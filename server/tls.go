@@ -18,6 +18,17 @@ const (
 	defaultIdleTimeout       = 120 * time.Second
 )
 
+// Request header limits. net/http answers a header past its own limit
+// before any handler runs, in plain text; so its limit is set above ours,
+// and the router refuses what lies between with a JSON 431 like every other
+// refusal. Only a header past hardMaxHeaderBytes still gets net/http's
+// plain-text answer (or, over HTTP/2, the client's own refusal to send it,
+// as the server advertises the limit).
+const (
+	maxHeaderBytes     = 1 << 20 // net/http's default
+	hardMaxHeaderBytes = 4 << 20
+)
+
 // LoadTLS reads the PEM files of the API's TLS: the server's certificate
 // (chain) and its private key, and, when clientCAFile is not empty, the CA
 // certificates that every client must present a certificate signed by
@@ -64,6 +75,7 @@ func (s *Server) httpServer() *http.Server {
 		Handler:           s.router,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
+		MaxHeaderBytes:    hardMaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	if hs.ReadHeaderTimeout <= 0 {
