@@ -21,24 +21,47 @@ func TestHealthAndVersion(t *testing.T) {
 	c.json(&h, "health")
 	require.Equal(t, "ok", h.Status)
 
+	// One version per build: the client and the server say the same.
 	out := c.ok("version")
-	require.Regexp(t, `^Client: \S+\nServer: `+server.Version+`\n$`, out)
+	require.Equal(t, "Client: "+server.Version+"\nServer: "+server.Version+"\n", out)
 	var v struct{ Client, Server api.Version }
 	c.json(&v, "version")
 	require.Equal(t, server.Version, v.Server.Version)
-	require.NotEmpty(t, v.Client.Version)
+	require.Equal(t, server.Version, v.Client.Version)
+	require.Equal(t, "Client: "+server.Version+"\nServer: "+server.Version+"\n", c.ok("version", "--server"))
 
 	// --client answers without a server.
-	r := runZizq(t, "", "version", "--client", "--url", freeURL(t))
+	down := freeURL(t)
+	r := runZizq(t, "", "version", "--client", "--url", down)
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
-	require.Regexp(t, `^Client: \S+\n$`, r.out)
+	require.Equal(t, "Client: "+server.Version+"\n", r.out)
+	require.Empty(t, r.err)
+
+	// A server that is down: the client's version still, the reason on
+	// standard error, exit 0; --server makes it a failure.
+	r = runZizq(t, "", "version", "--url", down)
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Equal(t, "Client: "+server.Version+"\n", r.out)
+	require.Equal(t, "zizq: no server version: cannot reach zizq server at "+down, strings.SplitN(r.err, ": dial", 2)[0])
+	r = runZizq(t, "", "version", "--url", down, "-o", "json")
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.JSONEq(t, `{"client":{"version":"`+server.Version+`"}}`, r.out)
+	requireFails(t, runZizq(t, "", "version", "--server", "--url", down), cmd.ExitUnreachable, "cannot reach zizq server at "+down)
+	requireFails(t, runZizq(t, "", "version", "--server", "--client"), cmd.ExitUsage, "--client and --server cannot be used together")
+
+	// --version and -v print the client's version alone.
+	for _, flag := range []string{"--version", "-v"} {
+		r = runZizq(t, "", flag)
+		require.Equal(t, cmd.ExitOK, r.code, r.err)
+		require.Equal(t, "zizq version "+server.Version+"\n", r.out)
+	}
 }
 
 func TestUnreachable(t *testing.T) {
 	t.Parallel()
 	url := freeURL(t)
 	for _, args := range [][]string{
-		{"health"}, {"version"}, {"budget", "list"}, {"budget", "get", "k"}, {"budget", "delete", "k"},
+		{"health"}, {"version", "--server"}, {"budget", "list"}, {"budget", "get", "k"}, {"budget", "delete", "k"},
 		{"budget", "put", "k", "--allocation", "1", "--strategy", "while_in_flight"},
 		{"job", "enqueue", "-q", "q", "-t", "t"}, {"job", "list", "--all"}, {"job", "count"},
 		{"job", "why", "0000000000000000000000000"},

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/internal/buildinfo"
 )
 
 // Exit codes, documented in `zizq --help`.
@@ -21,8 +22,9 @@ const (
 	ExitUnreachable = 4
 )
 
-// version is stamped at build time (-ldflags "-X github.com/zizq/zizq/cmd.version=…").
-var version = "0.7.0-dev"
+// version is the version of this build. It is declared, and stamped, in
+// internal/buildinfo: this name only reads it.
+var version = buildinfo.Version
 
 // IO holds the streams a command writes to, so tests can swap them.
 type IO struct {
@@ -85,6 +87,7 @@ func NewRoot(streams IO) *cobra.Command {
 		Use:           "zizq",
 		Short:         "Job-queue server with budgets, and its client",
 		Long:          rootLong,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
