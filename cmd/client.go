@@ -2,9 +2,7 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,23 +87,6 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		newResetCmd(f),
 		newBenchCmd(f),
 	)
-}
-
-// clientExitCode maps client errors to exit codes: 3 when the server
-// answered 404, 4 when it could not be reached, 1 for its other refusals.
-func clientExitCode(err error) (int, bool) {
-	var ue *client.UnreachableError
-	if errors.As(err, &ue) {
-		return ExitUnreachable, true
-	}
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		if ce.Status == http.StatusNotFound {
-			return ExitNotFound, true
-		}
-		return ExitFailure, true
-	}
-	return 0, false
 }
 
 // completionTimeout bounds the server calls made while completing a word:

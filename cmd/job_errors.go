@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -70,7 +71,7 @@ backtrace. -o json prints {"errors":[…]}, or the one record.`,
 			return t.flush()
 		},
 	}
-	c.Flags().Uint32Var(&o.Attempt, "attempt", 0, "show this attempt's failure whole, with its backtrace")
+	intRangeFlag(c.Flags(), &o.Attempt, "attempt", 1, math.MaxUint32, 0, "show this attempt's failure whole, with its backtrace")
 	return c
 }
 

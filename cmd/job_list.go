@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
@@ -39,8 +40,8 @@ by default, at most 2000. -o json prints the server's page object, whose
 			if o.Order != "" && o.Order != api.OrderAsc && o.Order != api.OrderDesc {
 				return usageError{fmt.Errorf("invalid --order %q: use asc or desc", o.Order)}
 			}
-			if o.Limit < 0 {
-				return usageError{fmt.Errorf("--limit must not be negative")}
+			if !o.All && o.Limit > api.MaxLimit {
+				return usageError{fmt.Errorf("--limit must be 1..%d, got %d (--all lists more)", api.MaxLimit, o.Limit)}
 			}
 			q.Order, q.From, q.Limit = o.Order, o.From, o.Limit
 			cl, err := f.Client()
@@ -68,7 +69,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 	}
 	fs := c.Flags()
 	o.register(fs, f, c)
-	fs.IntVar(&o.Limit, "limit", 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
+	intRangeFlag(fs, &o.Limit, "limit", 1, math.MaxInt, 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
 	fs.BoolVar(&o.All, "all", false, "follow the pages and print every job")
 	fs.StringVar(&o.Order, "order", "", "asc (oldest first, the default) or desc")
 	fs.StringVar(&o.From, "from", "", "start after this job ID")

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,11 +104,11 @@ Completed and dead jobs are skipped.
 	o.BulkFlags.register(c, f, "patch")
 	fs := c.Flags()
 	fs.StringVar(&o.ToQueue, "to-queue", "", "move the job to this queue")
-	fs.Uint16Var(&o.Priority, "priority", 0, "priority: lower runs first")
+	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, 0, "priority: lower runs first")
 	fs.StringVar(&o.At, "at", "", "make the job ready at this time: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long")
 	fs.BoolVar(&o.Now, "now", false, "make a scheduled job ready at once")
-	fs.Uint32Var(&o.RetryLimit, "retry-limit", 0, "failures the job may have before it dies")
+	intRangeFlag(fs, &o.RetryLimit, "retry-limit", 0, math.MaxUint32, 0, "failures the job may have before it dies")
 	fs.BoolVar(&o.DefaultRetryLimit, "default-retry-limit", false, "drop the job's retry limit: the server's default applies")
 	durationFlag(fs, &o.BackoffBase, "backoff-base", 0, "base delay of the job's retries")
 	fs.Float32Var(&o.BackoffExponent, "backoff-exponent", 0, "exponent of the job's retry delay")

@@ -82,19 +82,22 @@ func TestJobEnqueue(t *testing.T) {
 		{"payload is not valid JSON", []string{"-q", "q", "-t", "t", "--payload", "{nope"}},
 		{"read --payload-file", []string{"-q", "q", "-t", "t", "--payload-file", filepath.Join(t.TempDir(), "missing")}},
 		{`invalid --budget ":3": budget key must not be empty`, []string{"-q", "q", "-t", "t", "--budget", ":3"}},
-		{"invalid argument", []string{"-q", "q", "-t", "t", "--priority", "70000"}},
+		{`--priority must be 0..65535, got "70000"`, []string{"-q", "q", "-t", "t", "--priority", "70000"}},
+		{`--priority must be 0..65535, got "-5"`, []string{"-q", "q", "-t", "t", "--priority", "-5"}},
 		{"unknown flag: --colour", []string{"-q", "q", "-t", "t", "--colour"}},
-		{"unknown command \"extra\"", []string{"-q", "q", "-t", "t", "extra"}},
+		{`job enqueue takes no arguments, got "extra"`, []string{"-q", "q", "-t", "t", "extra"}},
 	} {
 		c.fails(cmd.ExitUsage, tc.msg, append([]string{"job", "enqueue"}, tc.args...)...)
 	}
 	// The server's refusals.
-	c.fails(cmd.ExitFailure, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
+	// A --budget KEY that does not exist is a not-found, as for budget get.
+	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
+	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain", "--budget", "nope:2")
 	c.fails(cmd.ExitFailure, "job cost 9 exceeds budget 'plain' allocation 5", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:9")
 	c.fails(cmd.ExitFailure, "cost must be at least 1", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:0")
 	c.fails(cmd.ExitFailure, "queue must not contain '*'", "job", "enqueue", "-q", "q*", "-t", "t")
 	// A key ending in ':' keeps it when no digits follow.
-	c.fails(cmd.ExitFailure, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
+	c.fails(cmd.ExitNotFound, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
 }
 
 func TestJobQueries(t *testing.T) {
@@ -166,7 +169,11 @@ func TestJobQueries(t *testing.T) {
 
 	c.fails(cmd.ExitUsage, `invalid --status "done"`, "job", "list", "--status", "done")
 	c.fails(cmd.ExitUsage, `invalid --order "up"`, "job", "list", "--order", "up")
-	c.fails(cmd.ExitFailure, "limit must be between 1 and 2000", "job", "list", "--limit", "5000")
+	// Flag ranges are checked before any request.
+	c.fails(cmd.ExitUsage, "--limit must be 1..2000, got 5000", "job", "list", "--limit", "5000")
+	c.fails(cmd.ExitUsage, `--limit must be at least 1, got "0"`, "job", "list", "--limit", "0")
+	c.fails(cmd.ExitUsage, `--limit must be at least 1, got "many"`, "job", "list", "--limit", "many")
+	require.Len(t, lines(c.ok("job", "list", "--all", "--limit", "5000")), 7, "with --all, --limit caps the total")
 
 	// count
 	require.Equal(t, "6\n", c.ok("job", "count"))

@@ -1,16 +1,23 @@
 package cmd_test
 
 import (
+	"crypto/tls"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/devcert"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/servertest"
 )
 
 func TestHealthAndVersion(t *testing.T) {
@@ -72,6 +79,39 @@ func TestUnreachable(t *testing.T) {
 	requireFails(t, runZizq(t, "", "health", "--url", "localhost:7890"), cmd.ExitUsage, "--url: invalid server URL")
 }
 
+// startTLSServer serves a fresh data directory over TLS, with a
+// development certificate, and returns its https:// URL.
+func startTLSServer(t *testing.T) string {
+	t.Helper()
+	spec := devcert.Spec{CommonName: "localhost", Hosts: []string{"127.0.0.1"}, Validity: time.Hour}
+	ca, err := devcert.NewAuthority(spec)
+	require.NoError(t, err)
+	pair, err := ca.Server(spec)
+	require.NoError(t, err)
+	cert, err := pair.TLS()
+	require.NoError(t, err)
+	s := servertest.Start(t, func(o *server.Options) {
+		o.HTTP.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	})
+	return strings.Replace(s.URL, "http://", "https://", 1)
+}
+
+// TestClient_URLHints checks that the usual mistakes in --url get a hint that
+// says what to type.
+func TestClient_URLHints(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{"127.0.0.1:18201", "localhost:18201"} {
+		requireFails(t, runZizq(t, "", "health", "--url", u), cmd.ExitUsage, "needs a scheme: try http://"+u)
+	}
+	// http:// to a TLS port (Go says itself when https:// meets a plain
+	// port: "server gave HTTP response to HTTPS client").
+	tlsURL := startTLSServer(t)
+	plain := strings.Replace(tlsURL, "https://", "http://", 1)
+	for _, args := range [][]string{{"health"}, {"job", "count"}, {"budget", "put", "k", "--allocation", "1", "--strategy", "while_in_flight"}} {
+		requireFails(t, runZizq(t, "", append(args, "--url", plain)...), cmd.ExitUnreachable, plain+" is a TLS port: use "+tlsURL+"\n")
+	}
+}
+
 func TestGlobalFlags(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -80,14 +120,28 @@ func TestGlobalFlags(t *testing.T) {
 	c.fails(cmd.ExitUsage, "unknown flag: --nope", "health", "--nope")
 	c.fails(cmd.ExitUsage, `unknown command "nope" for "zizq"`, "nope")
 	c.fails(cmd.ExitUsage, `unknown command "nope" for "zizq job"`, "job", "nope")
+	c.fails(cmd.ExitUsage, "unknown command \"budgte\" for \"zizq\"\n\nDid you mean this?\n\tbudget\n", "budgte")
+	c.fails(cmd.ExitUsage, "unknown command \"lsit\" for \"zizq budget\"\n\nDid you mean this?\n\tlist\n", "budget", "lsit")
+	c.fails(cmd.ExitUsage, "budget list takes no arguments, got \"extra-arg\"", "budget", "list", "extra-arg")
+	c.fails(cmd.ExitUsage, "job get needs ID", "job", "get")
+	c.fails(cmd.ExitUsage, "job delete takes only ID, got 2 arguments", "job", "delete", "a", "b")
+	requireFails(t, runZizq(t, "", "restore"), cmd.ExitUsage, "restore needs FILE")
+	c.fails(cmd.ExitUsage, "backup needs FILE", "backup")
+
+	// help of a command that does not exist is a usage error too.
+	requireFails(t, runZizq(t, "", "help", "nosuch"), cmd.ExitUsage, `unknown command "nosuch" for "zizq"`)
+	requireFails(t, runZizq(t, "", "help", "budget", "lsit"), cmd.ExitUsage, "Did you mean this?\n\tlist")
+	r := runZizq(t, "", "help", "budget", "get")
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Contains(t, r.out, "Show a budget with its live state")
 	require.Equal(t, "ok\n", c.ok("health", "--timeout", "0"), "0: no limit")
 	require.Equal(t, "ok\n", c.ok("health", "--timeout", "1500"), "a bare number is milliseconds")
 
 	// Bare zizq (and a bare group) prints help, documenting the exit codes.
-	r := runZizq(t, "")
+	r = runZizq(t, "")
 	require.Equal(t, cmd.ExitOK, r.code)
-	require.Contains(t, r.out, "Exit codes:\n  0  success\n")
-	require.Contains(t, r.out, "4  server unreachable")
+	require.Contains(t, r.out, "Exit codes:\n  0  success\n  1  any other failure")
+	require.Contains(t, r.out, "\n  4  no zizq server at --url")
 	r = runZizq(t, "", "job")
 	require.Equal(t, cmd.ExitOK, r.code)
 	require.Contains(t, r.out, "enqueue")
@@ -151,7 +205,37 @@ func TestCompletion(t *testing.T) {
 		require.Equal(t, cmd.ExitOK, r.code, r.err)
 		require.Contains(t, r.out, "zizq")
 	}
-	requireFails(t, runZizq(t, "", "completion", "bash", "extra"), cmd.ExitUsage, "unknown command")
+	requireFails(t, runZizq(t, "", "completion", "bash", "extra"), cmd.ExitUsage, `completion bash takes no arguments, got "extra"`)
+	requireFails(t, runZizq(t, "", "completion", "tcsh"), cmd.ExitUsage, `no completion script for "tcsh": the shells are bash, fish, powershell, zsh`)
+}
+
+// TestExitCodes_NotZizqServer points the client at a web server: one line naming
+// the URL and what answered, never the page, and exit 4 as when no server
+// answers at all.
+func TestExitCodes_NotZizqServer(t *testing.T) {
+	t.Parallel()
+	page := "<!DOCTYPE html>\n<html>\n<head><title>Welcome</title></head>\n<body>\n<h1>It works</h1>\n</body>\n</html>\n"
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if r.URL.Path != "/health" {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		_, _ = io.WriteString(w, page)
+	}))
+	t.Cleanup(web.Close)
+	for _, tc := range []struct {
+		args []string
+		got  string
+	}{
+		{[]string{"health"}, "200 text/html"},
+		{[]string{"version", "--server"}, "404 text/html"},
+		{[]string{"job", "get", "0000000000000000000000000"}, "404 text/html"},
+		{[]string{"budget", "delete", "k"}, "404 text/html"},
+	} {
+		r := runZizq(t, "", append(tc.args, "--url", web.URL)...)
+		requireFails(t, r, cmd.ExitUnreachable, "")
+		require.Equal(t, "zizq: "+web.URL+": not a zizq server (got "+tc.got+")\n", r.err, "%v", tc.args)
+	}
 }
 
 // TestBinary_ExitCodes checks the exit codes of the built binary.
@@ -170,6 +254,15 @@ func TestBinary_ExitCodes(t *testing.T) {
 		{cmd.ExitUsage, url, "unknown flag", []string{"health", "--bogus"}},
 		{cmd.ExitNotFound, url, "job not found", []string{"job", "get", "0000000000000000000000000"}},
 		{cmd.ExitUnreachable, down, "cannot reach zizq server at " + down, []string{"health"}},
+		{cmd.ExitUsage, url, "Did you mean this?\n\tbudget", []string{"budgte"}},
+		{cmd.ExitUsage, url, `unknown command "nosuch" for "zizq"`, []string{"help", "nosuch"}},
+		{cmd.ExitUsage, url, `no completion script for "tcsh"`, []string{"completion", "tcsh"}},
+		{cmd.ExitUsage, url, "--limit must be 1..2000", []string{"job", "list", "--limit", "5000"}},
+		{cmd.ExitNotFound, url, "budget 'nosuch' does not exist", []string{"job", "enqueue", "-q", "q", "-t", "t", "--budget", "nosuch"}},
+		{cmd.ExitOK, down, "no server version: cannot reach zizq server at " + down, []string{"version"}},
+		{cmd.ExitUnreachable, down, "cannot reach zizq server at " + down, []string{"version", "--server"}},
+		{cmd.ExitOK, url, "", []string{"--version"}},
+		{cmd.ExitOK, url, "", []string{"-v"}},
 	} {
 		if tc.code == cmd.ExitFailure {
 			require.Equal(t, cmd.ExitOK, runZizq(t, "", append(tc.args, "--url", url)...).code)
