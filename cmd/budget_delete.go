@@ -11,6 +11,9 @@ deleted (exit code 1): delete those jobs or wait for them to finish.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkBudgetKey(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err

@@ -126,11 +126,7 @@ Completed and dead jobs are skipped.
 func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatch, error) {
 	var p client.JobPatch
 	fl := c.Flags()
-	changed := false
-	for _, n := range patchFlags {
-		changed = changed || fl.Changed(n)
-	}
-	if !changed {
+	if !anyChanged(c, patchFlags...) {
 		return p, usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(patchFlags))}
 	}
 	for _, group := range [][]string{{"at", "in", "now"}, {"retry-limit", "default-retry-limit"},
@@ -191,6 +187,16 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatc
 		}
 	}
 	return p, nil
+}
+
+// anyChanged reports whether one of the flags is given.
+func anyChanged(c *cobra.Command, names ...string) bool {
+	for _, n := range names {
+		if c.Flags().Changed(n) {
+			return true
+		}
+	}
+	return false
 }
 
 func joinFlags(names []string) string {
