@@ -3,10 +3,12 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/api"
 )
 
 // ClientOptions are the global flags of the commands that talk to a
@@ -131,6 +133,37 @@ func (f *Factory) completeBudgetArg(c *cobra.Command, args []string, toComplete 
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return f.completeBudgetKeys(c, args, toComplete)
+}
+
+// completionJobs is how many of the newest jobs completion offers: a
+// listing carries payloads, so not every job.
+const completionJobs = 500
+
+// completeJobIDs completes the first argument with the IDs of the
+// server's newest jobs in the statuses given (any when none), each with its
+// queue, type and status as the description.
+func (f *Factory) completeJobIDs(statuses ...string) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cl, ctx, cancel, ok := f.completionClient(c)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer cancel()
+		page, err := cl.ListJobs(ctx, api.JobQuery{Statuses: statuses, Order: api.OrderDesc, Limit: completionJobs})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []string
+		for _, j := range page.Jobs {
+			if strings.HasPrefix(j.ID, toComplete) {
+				ids = append(ids, j.ID+"\t"+j.Queue+" "+j.Type+" "+j.Status)
+			}
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // completeQueues offers the server's queue names.

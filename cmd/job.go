@@ -56,6 +56,16 @@ func (o *JobFilterFlags) query() (api.JobQuery, error) {
 	return api.JobQuery{Statuses: o.Statuses, Queues: o.Queues, Types: o.Types, BudgetKeys: o.Budgets}, nil
 }
 
+// checkJobID refuses, before any request, an ID argument that does not
+// have the shape of a job ID: an empty one would even name /jobs itself,
+// and `job delete ""` would delete every job.
+func checkJobID(id string) error {
+	if !api.ValidJobID(id) {
+		return usageError{fmt.Errorf("invalid ID %q: a job ID is %d characters of 0-9 and a-z", id, api.JobIDLen)}
+	}
+	return nil
+}
+
 // parseBinding reads KEY[:COST]. Keys may contain ':', so the text is
 // split on the last ':' only when digits follow it.
 func parseBinding(s string) (api.BindingRequest, error) {

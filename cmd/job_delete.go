@@ -20,11 +20,15 @@ that is and deletes nothing; run it again with --yes to delete them.`,
 		Example: `  zizq job delete 03hbspbwnw9m04mdludj16jsc
   zizq job delete --status dead --queue emails
   zizq job delete --status dead --queue emails --yes`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: f.completeJobIDs(),
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				if o.filtered(c) || o.All || o.Yes {
 					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --all, --yes) cannot be used together")}
+				}
+				if err := checkJobID(args[0]); err != nil {
+					return err
 				}
 				cl, err := f.Client()
 				if err != nil {

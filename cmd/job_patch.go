@@ -59,7 +59,8 @@ Completed and dead jobs are skipped.
 		Example: `  zizq job patch 03hbspbwnw9m04mdludj16jsc --priority 1 --now
   zizq job patch --queue emails --status scheduled --to-queue emails-slow
   zizq job patch --queue emails --status scheduled --to-queue emails-slow --yes`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: f.completeJobIDs(api.StatusScheduled, api.StatusReady, api.StatusInFlight),
 		RunE: func(c *cobra.Command, args []string) error {
 			p, err := o.patch(c, time.Now())
 			if err != nil {
@@ -68,6 +69,9 @@ Completed and dead jobs are skipped.
 			if len(args) == 1 {
 				if o.filtered(c) || o.All || o.Yes {
 					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --all, --yes) cannot be used together")}
+				}
+				if err := checkJobID(args[0]); err != nil {
+					return err
 				}
 				cl, err := f.Client()
 				if err != nil {

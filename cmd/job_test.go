@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -210,4 +211,26 @@ func TestJobQueries(t *testing.T) {
 	c.fails(cmd.ExitNotFound, "job not found", "job", "delete", ids[0])
 	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget) or --all", "job", "delete")
 	require.Equal(t, "5\n", c.ok("job", "count"))
+}
+
+// TestJobCommands_IDCheckedBeforeAnyRequest runs against a port nothing
+// listens on: an ID that cannot be a job's is a usage error (2), not
+// "unreachable" (4), so no request was sent; `job delete ""` once deleted
+// every job.
+func TestJobCommands_IDCheckedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	down := freeURL(t)
+	for _, args := range [][]string{
+		{"get", ""}, {"delete", ""}, {"why", "nope"}, {"errors", "../budgets"}, {"retry", "0000000000000000000000000x"},
+		{"patch", "", "--now"}, {"get", "ABCDEFGHIJKLMNOPQRSTUVWXY"},
+	} {
+		r := runZizq(t, "", append(append([]string{"job"}, args...), "--url", down)...)
+		requireFails(t, r, cmd.ExitUsage, fmt.Sprintf("invalid ID %q: a job ID is 25 characters of 0-9 and a-z", args[1]))
+	}
+
+	c := newCLI(t)
+	id := strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t"))
+	c.fails(cmd.ExitUsage, `invalid ID ""`, "job", "delete", "")
+	require.Equal(t, "1\n", c.ok("job", "count"), "nothing was deleted")
+	c.ok("job", "get", id)
 }

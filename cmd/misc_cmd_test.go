@@ -195,10 +195,25 @@ func TestCompletion(t *testing.T) {
 	require.Contains(t, complete(""), "budget\tManage budgets: concurrency limits and rate limits")
 	require.Contains(t, strings.Join(complete("job", "enqueue", "--"), "\n"), "--payload-file\t")
 
+	// Job IDs, newest first, described; only the statuses a command takes.
+	id := strings.TrimSpace(c.ok("job", "enqueue", "-q", "emails", "-t", "send", "--in", "1h"))
+	var page api.JobList
+	c.json(&page, "job", "list", "--status", "ready", "--limit", "1")
+	ready := page.Jobs[0].ID
+	for _, sub := range []string{"get", "delete", "why", "errors"} {
+		require.Equal(t, []string{id + "\temails send scheduled", ready + "\temails t ready"}, complete("job", sub, ""), sub)
+	}
+	require.Equal(t, []string{id + "\temails send scheduled", ready + "\temails t ready"}, complete("job", "patch", ""))
+	require.Empty(t, complete("job", "retry", ""), "only dead jobs can be retried")
+	require.Equal(t, []string{id + "\temails send scheduled"}, complete("job", "get", id[:24]), "by prefix")
+	require.Empty(t, complete("job", "get", id, ""), "one ID only")
+
 	// A server that is down completes nothing, quickly.
-	r := runZizq(t, "", "__complete", "--url", freeURL(t), "budget", "get", "")
-	require.Equal(t, cmd.ExitOK, r.code)
-	require.Equal(t, ":4\n", r.out)
+	for _, args := range [][]string{{"budget", "get", ""}, {"job", "get", ""}, {"job", "retry", ""}} {
+		r := runZizq(t, "", append([]string{"__complete", "--url", freeURL(t)}, args...)...)
+		require.Equal(t, cmd.ExitOK, r.code)
+		require.Equal(t, ":4\n", r.out)
+	}
 
 	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		r := runZizq(t, "", "completion", shell)
