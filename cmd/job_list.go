@@ -21,7 +21,7 @@ type JobListOptions struct {
 func newJobListCmd(f *Factory) *cobra.Command {
 	o := &JobListOptions{}
 	c := &cobra.Command{
-		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--limit N] [--all]",
+		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--limit N] [--all]",
 		Short: "List jobs",
 		Long: `List jobs in ID order (oldest first), one page at a time: --limit jobs, 50
 by default, at most 2000. -o json prints the server's page object, whose
@@ -58,7 +58,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 			if f.JSON() {
 				return writeJSON(f.IO.Out, page)
 			}
-			if err := jobTable(f, page.Jobs); err != nil {
+			if err := jobRows(f, page.Jobs); err != nil {
 				return err
 			}
 			if page.Pages.Next != nil && len(page.Jobs) > 0 {
@@ -99,6 +99,17 @@ func listAll(c *cobra.Command, f *Factory, cl *client.Client, q api.JobQuery) er
 		return writeJSON(f.IO.Out, struct {
 			Jobs []api.Job `json:"jobs"`
 		}{jobs})
+	}
+	return jobRows(f, jobs)
+}
+
+// jobRows prints the jobs of a listing; none prints a note on standard
+// error instead of a bare header, as kubectl does, so standard output
+// stays empty.
+func jobRows(f *Factory, jobs []api.Job) error {
+	if len(jobs) == 0 {
+		_, err := fmt.Fprintln(f.IO.Err, "No jobs found.")
+		return err
 	}
 	return jobTable(f, jobs)
 }

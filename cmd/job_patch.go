@@ -38,16 +38,16 @@ var patchFlags = []string{"to-queue", "priority", "at", "in", "now", "retry-limi
 func newJobPatchCmd(f *Factory) *cobra.Command {
 	o := &JobPatchOptions{}
 	c := &cobra.Command{
-		Use:   "patch [ID] [--to-queue Q] [--priority N] [--at TIME | --in D | --now] [--retry-limit N] [--backoff-…] [--…-retention D] [--status S] [--queue Q] [--type T] [--budget KEY] [--all] [--yes]",
+		Use:   "patch [ID] [--to-queue Q] [--priority N] [--at TIME | --in D | --now] [--retry-limit N] [--backoff-…] [--…-retention D] [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--all] [--yes]",
 		Short: "Change a job, or every job a filter selects",
 		Long: `Change the settings of a live job (scheduled, ready or in flight) given by
 ID; only the settings given as flags change. Payload, type and budgets never
 change; an in-flight job takes the new settings without being moved.
 
 Without an ID it changes every live job that the filters select (--status,
---queue, --type, --budget, or --all for every job): it first prints how many
-that is and changes nothing; run it again with --yes to change them.
-Completed and dead jobs are skipped.
+--queue, --type, --budget, --filter, or --all for every job): it first
+prints how many that is and changes nothing; run it again with --yes to
+change them. Completed and dead jobs are skipped.
 
   --to-queue                         move the job to another queue
   --at, --in, --now                  when it becomes ready (--now: at once)
@@ -68,7 +68,7 @@ Completed and dead jobs are skipped.
 			}
 			if len(args) == 1 {
 				if o.filtered(c) || o.All || o.Yes {
-					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --all, --yes) cannot be used together")}
+					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --filter, --all, --yes) cannot be used together")}
 				}
 				if err := checkJobID(args[0]); err != nil {
 					return err

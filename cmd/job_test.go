@@ -209,7 +209,7 @@ func TestJobQueries(t *testing.T) {
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
 	require.Empty(t, r.out)
 	c.fails(cmd.ExitNotFound, "job not found", "job", "delete", ids[0])
-	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget) or --all", "job", "delete")
+	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget, --filter) or --all", "job", "delete")
 	require.Equal(t, "5\n", c.ok("job", "count"))
 }
 

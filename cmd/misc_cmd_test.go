@@ -195,6 +195,9 @@ func TestCompletion(t *testing.T) {
 	require.Contains(t, complete(""), "budget\tManage budgets: concurrency limits and rate limits")
 	require.Contains(t, strings.Join(complete("job", "enqueue", "--"), "\n"), "--payload-file\t")
 
+	require.Contains(t, complete("--url", c.url, ""), "budget\tManage budgets: concurrency limits and rate limits",
+		"command names after a client flag given before them")
+
 	// Job IDs, newest first, described; only the statuses a command takes.
 	id := strings.TrimSpace(c.ok("job", "enqueue", "-q", "emails", "-t", "send", "--in", "1h"))
 	var page api.JobList
@@ -207,6 +210,18 @@ func TestCompletion(t *testing.T) {
 	require.Empty(t, complete("job", "retry", ""), "only dead jobs can be retried")
 	require.Equal(t, []string{id + "\temails send scheduled"}, complete("job", "get", id[:24]), "by prefix")
 	require.Empty(t, complete("job", "get", id, ""), "one ID only")
+
+	// The fixed values of serve's flags (serve takes no --url).
+	for flag, want := range map[string]string{
+		"--log-level":           "debug\ninfo\nwarn\nerror\n:4\n",
+		"--log-format":          "text\njson\n:4\n",
+		"--default-commit-mode": "buffered\nfsync\n:4\n",
+		"--enqueue-commit-mode": "buffered\nfsync\n:4\n",
+	} {
+		r := runZizq(t, "", "__complete", "serve", flag, "")
+		require.Equal(t, cmd.ExitOK, r.code, r.err)
+		require.Equal(t, want, r.out, flag)
+	}
 
 	// A server that is down completes nothing, quickly.
 	for _, args := range [][]string{{"budget", "get", ""}, {"job", "get", ""}, {"job", "retry", ""}} {
