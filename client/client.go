@@ -1,7 +1,8 @@
 // Package client is a typed Go client for the zizq HTTP API. It speaks the
 // server's own wire types (server/api), JSON by default or MessagePack, and
-// returns failures as *Error (the server answered with an error status) or
-// *UnreachableError (it did not answer at all).
+// returns failures as *Error (the server answered with an error status),
+// *UnreachableError (it did not answer at all) or *NotZizqError (something
+// else answered).
 package client
 
 import (
@@ -65,6 +66,11 @@ type Client struct {
 
 // New returns a client of the server at baseURL (e.g. http://127.0.0.1:7890).
 func New(baseURL string, opts Options) (*Client, error) {
+	if !strings.Contains(baseURL, "://") {
+		// "127.0.0.1:7890" does not even parse, and "localhost:7890" parses
+		// with the scheme "localhost": both miss the same thing.
+		return nil, fmt.Errorf("invalid server URL %q: it needs a scheme: try http://%s", baseURL, baseURL)
+	}
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("invalid server URL %q: %w", baseURL, err)
@@ -180,21 +186,22 @@ func (c *Client) do(ctx context.Context, req call, out any) (int, error) {
 	}
 	status := resp.StatusCode()
 	if status < 200 || status > 299 {
-		return status, responseError(status, resp.Header().Get("Content-Type"), resp.Body())
+		return status, c.answerError(status, resp.Header().Get("Content-Type"), resp.Body())
 	}
 	if out != nil && status != http.StatusNoContent {
-		if err := decode(resp.Header().Get("Content-Type"), resp.Body(), out); err != nil {
+		if err := c.decode(status, resp.Header().Get("Content-Type"), resp.Body(), out); err != nil {
 			return status, err
 		}
 	}
 	return status, nil
 }
 
-// decode reads a response body in the format its Content-Type names.
-func decode(contentType string, body []byte, out any) error {
-	f, ok := api.RequestFormat(contentType)
+// decode reads a successful answer's body in the format its Content-Type
+// names; any other content type means it is not a zizq server.
+func (c *Client) decode(status int, contentType string, body []byte, out any) error {
+	f, ok := answerFormat(contentType)
 	if !ok {
-		return fmt.Errorf("decode response: unexpected content type %q", contentType)
+		return &NotZizqError{URL: c.base, Status: status, ContentType: contentType}
 	}
 	if err := api.Unmarshal(f, body, out); err != nil {
 		return fmt.Errorf("decode response: %w", err)

@@ -3,6 +3,8 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -143,16 +145,77 @@ func TestClient_Retries(t *testing.T) {
 func TestClient_NonJSONError(t *testing.T) {
 	t.Parallel()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		w.WriteHeader(http.StatusBadGateway)
-		_, _ = w.Write([]byte("<html>bad gateway</html>"))
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
+		_, _ = w.Write([]byte("431 Request Header Fields Too Large"))
 	}))
 	defer hs.Close()
 	c, err := client.New(hs.URL, client.Options{Retries: -1})
 	require.NoError(t, err)
 	_, err = c.Health(ctxT(t))
-	require.Equal(t, http.StatusBadGateway, client.StatusOf(err))
-	require.Equal(t, "server answered 502 Bad Gateway: <html>bad gateway</html>", err.Error())
+	require.Equal(t, http.StatusRequestHeaderFieldsTooLarge, client.StatusOf(err), "Go's own plain-text answers are the server's")
+	require.Equal(t, "server answered 431 Request Header Fields Too Large: 431 Request Header Fields Too Large", err.Error())
+	require.False(t, client.IsNotZizq(err))
+}
+
+// TestClient_NotZizq points the client at what is not a zizq server: the
+// error names the URL and what answered in one line, never the page.
+func TestClient_NotZizq(t *testing.T) {
+	t.Parallel()
+	page := "<!DOCTYPE html>\n<html>\n<body>\n<h1>Welcome</h1>\n</body>\n</html>\n"
+	for _, tc := range []struct {
+		name        string
+		status      int
+		contentType string
+		want        string
+	}{
+		{"WebPage", http.StatusOK, "text/html; charset=utf-8", ": not a zizq server (got 200 text/html)"},
+		{"ProxyError", http.StatusBadGateway, "text/html", ": not a zizq server (got 502 text/html)"},
+		{"OtherFormat", http.StatusOK, "text/plain", ": not a zizq server (got 200 text/plain)"},
+		{"NoContentType", http.StatusOK, "", ": not a zizq server (got 200 no content type)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header()["Content-Type"] = []string{tc.contentType}
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(page))
+			}))
+			defer hs.Close()
+			c, err := client.New(hs.URL, client.Options{Retries: -1})
+			require.NoError(t, err)
+			_, err = c.Health(ctxT(t))
+			require.True(t, client.IsNotZizq(err), "%v", err)
+			require.Equal(t, hs.URL+tc.want, err.Error())
+			require.False(t, client.IsUnreachable(err))
+			require.Zero(t, client.StatusOf(err), "not a status of the Zizq API")
+			var nz *client.NotZizqError
+			require.ErrorAs(t, err, &nz)
+			require.Equal(t, tc.status, nz.Status)
+		})
+	}
+}
+
+// TestClient_PlainHTTPToTLS asks a TLS port with http://: the error says
+// to use https://.
+func TestClient_PlainHTTPToTLS(t *testing.T) {
+	t.Parallel()
+	hs := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	hs.Config.ErrorLog = log.New(io.Discard, "", 0)
+	defer hs.Close()
+	addr := hs.Listener.Addr().String()
+	c, err := client.New("http://"+addr, client.Options{Retries: -1})
+	require.NoError(t, err)
+	for name, call := range map[string]func() error{
+		"Get":    func() error { _, err := c.Health(ctxT(t)); return err },
+		"Post":   func() error { _, err := c.Enqueue(ctxT(t), job("q", "t", "")); return err },
+		"Take":   func() error { _, err := c.Take(ctxT(t), client.TakeOptions{}); return err },
+		"Backup": func() error { _, err := c.Backup(ctxT(t), io.Discard); return err },
+	} {
+		err := call()
+		require.True(t, client.IsNotZizq(err), "%s: %v", name, err)
+		require.Equal(t, "http://"+addr+" is a TLS port: use https://"+addr, err.Error(), name)
+	}
 }
 
 func TestNew_BadURL(t *testing.T) {
@@ -160,6 +223,11 @@ func TestNew_BadURL(t *testing.T) {
 	for _, u := range []string{"", "localhost:7890", "ftp://x", "http://", "http://h:1/?a=b", "::"} {
 		_, err := client.New(u, client.Options{})
 		require.Error(t, err, u)
+	}
+	// A URL without a scheme gets the same hint, whether it parses or not.
+	for _, u := range []string{"localhost:7890", "127.0.0.1:7890", "zizq.internal"} {
+		_, err := client.New(u, client.Options{})
+		require.EqualError(t, err, `invalid server URL "`+u+`": it needs a scheme: try http://`+u)
 	}
 	c, err := client.New("http://127.0.0.1:7890/", client.Options{})
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return 0, responseError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		return 0, c.answerError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {

@@ -85,10 +85,14 @@ func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, responseError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		return nil, c.answerError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
 	got, ok := api.TakeFormat(resp.Header.Get("Content-Type"))
-	if !ok || got != sf {
+	if !ok {
+		resp.Body.Close()
+		return nil, &NotZizqError{URL: c.base, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	}
+	if got != sf {
 		resp.Body.Close()
 		return nil, fmt.Errorf("take: unexpected content type %q", resp.Header.Get("Content-Type"))
 	}

@@ -197,7 +197,7 @@ func TestBench_Usage(t *testing.T) {
 		{"ZeroWorkers", []string{"--workers", "0"}, "--workers must be at least 1"},
 		{"BadRate", []string{"--rate", "0"}, "--rate must be at least 1"},
 		{"BadURL", []string{"--url", "ftp://x"}, "--url: invalid server URL"},
-		{"Args", []string{"extra"}, "unknown command"},
+		{"Args", []string{"extra"}, `bench takes no arguments, got "extra"`},
 		{"TLSWithoutHTTPS", []string{"--ca-cert", "ca.pem"}, "need an https:// --url"},
 	}
 	for _, tt := range tests {

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/server/budget"
 )
 
 func newBudgetCmd(f *Factory) *cobra.Command {
@@ -40,10 +42,10 @@ type BudgetFlags struct {
 }
 
 func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
-	fs.Int64Var(&b.Allocation, "allocation", 0, "tokens: jobs in flight at once (while_in_flight) or per --duration (time_based)")
+	intRangeFlag(fs, &b.Allocation, "allocation", 1, budget.MaxAllocation, 0, "tokens: jobs in flight at once (while_in_flight) or per --duration (time_based)")
 	fs.StringVar(&b.Strategy, "strategy", "", "how tokens come back: while_in_flight or time_based")
 	durationFlag(fs, &b.Duration, "duration", 0, "period over which --allocation tokens come back (time_based), e.g. 1h or 3600000")
-	fs.Int64Var(&b.Burst, "burst", 0, "most tokens a time_based budget holds at once (default: --allocation)")
+	intRangeFlag(fs, &b.Burst, "burst", 1, budget.MaxAllocation, 0, "most tokens a time_based budget holds at once (default: --allocation)")
 	_ = c.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(
 		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased}, cobra.ShellCompDirectiveNoFileComp))
 }
@@ -55,13 +57,33 @@ func (b *BudgetFlags) checkStrategy() error {
 	return nil
 }
 
-// input builds the body of POST and PUT from the flags given.
+// checkDuration refuses a --duration the server would: it counts whole
+// milliseconds, at least one.
+func (b *BudgetFlags) checkDuration(c *cobra.Command) error {
+	if c.Flags().Changed("duration") && b.Duration < time.Millisecond {
+		return usageError{fmt.Errorf("--duration must be at least 1ms")}
+	}
+	return nil
+}
+
+// input builds the body of POST and PUT from the flags given, refusing
+// what the server would refuse of them.
 func (b *BudgetFlags) input(c *cobra.Command) (api.BudgetInput, error) {
 	if err := requireFlags(c, "allocation", "strategy"); err != nil {
 		return api.BudgetInput{}, err
 	}
 	if err := b.checkStrategy(); err != nil {
 		return api.BudgetInput{}, err
+	}
+	if err := b.checkDuration(c); err != nil {
+		return api.BudgetInput{}, err
+	}
+	fl := c.Flags()
+	switch {
+	case b.Strategy == api.StrategyTimeBased && !fl.Changed("duration"):
+		return api.BudgetInput{}, usageError{fmt.Errorf("--strategy time_based needs --duration: the period over which --allocation tokens come back")}
+	case b.Strategy == api.StrategyWhileInFlight && (fl.Changed("duration") || fl.Changed("burst")):
+		return api.BudgetInput{}, usageError{fmt.Errorf("--duration and --burst are only for --strategy time_based")}
 	}
 	in := api.BudgetInput{Allocation: &b.Allocation, Strategy: &api.StrategyInput{Type: &b.Strategy}}
 	if c.Flags().Changed("duration") {
@@ -111,10 +133,25 @@ func printBudget(f *Factory, b *api.Budget) error {
 // budgetSender is a client call that writes a whole budget (create or put).
 type budgetSender func(c *client.Client, ctx context.Context, key string, in api.BudgetInput) (*api.Budget, error)
 
+// checkBudgetKey refuses, before any request, a KEY argument that the
+// server's rules refuse (an empty key would even name another endpoint).
+func checkBudgetKey(key string) error {
+	if err := api.ValidateBudgetKey(key); err != nil {
+		return usageError{fmt.Errorf("invalid KEY %q: %w", key, err)}
+	}
+	if !utf8.ValidString(key) {
+		return usageError{fmt.Errorf("invalid KEY %q: budget key must be valid UTF-8", key)}
+	}
+	return nil
+}
+
 // writeBudget runs `budget create` and `budget put`: read the flags, send
 // the budget, print what the server answered.
 func writeBudget(f *Factory, b *BudgetFlags, send budgetSender) func(*cobra.Command, []string) error {
 	return func(c *cobra.Command, args []string) error {
+		if err := checkBudgetKey(args[0]); err != nil {
+			return err
+		}
 		in, err := b.input(c)
 		if err != nil {
 			return err

@@ -7,15 +7,23 @@ func newBudgetDeleteCmd(f *Factory) *cobra.Command {
 		Use:   "delete KEY",
 		Short: "Delete a budget",
 		Long: `Delete a budget. A budget that unfinished jobs are bound to cannot be
-deleted (exit code 1): delete those jobs or wait for them to finish.`,
+deleted (exit code 1): delete those jobs or wait for them to finish.
+
+It prints nothing; -o json prints {"deleted":1}, the shape of every delete.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkBudgetKey(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err
 			}
-			return cl.DeleteBudget(c.Context(), args[0])
+			if err := cl.DeleteBudget(c.Context(), args[0]); err != nil {
+				return err
+			}
+			return printDeleted(f, 1)
 		},
 	}
 }

@@ -9,6 +9,9 @@ func newBudgetGetCmd(f *Factory) *cobra.Command {
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkBudgetKey(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err

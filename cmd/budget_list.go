@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/server/api"
 )
@@ -29,6 +31,11 @@ now, jobs in flight, jobs parked in its line, and when the next token is due
 					budgets = []api.Budget{}
 				}
 				return writeJSON(f.IO.Out, api.BudgetList{Budgets: budgets})
+			}
+			if len(budgets) == 0 {
+				// As kubectl does: standard output stays empty.
+				_, err := fmt.Fprintln(f.IO.Err, "No budgets found.")
+				return err
 			}
 			return budgetTable(f, budgets)
 		},

@@ -1,10 +1,15 @@
 package cmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server/api"
 )
+
+// budgetPatchFlags are the flags of `budget patch` that change something.
+var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst"}
 
 func newBudgetPatchCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
@@ -19,7 +24,16 @@ removes the burst, so the budget holds at most --allocation tokens. A
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkBudgetKey(args[0]); err != nil {
+				return err
+			}
+			if !anyChanged(c, budgetPatchFlags...) {
+				return usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(budgetPatchFlags))}
+			}
 			if err := exclusiveFlags(c, "burst", "no-burst"); err != nil {
+				return err
+			}
+			if err := b.checkDuration(c); err != nil {
 				return err
 			}
 			var p client.BudgetPatch

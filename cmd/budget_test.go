@@ -75,17 +75,16 @@ func TestBudgetCommands(t *testing.T) {
 	c.fails(cmd.ExitUsage, "required flag --strategy not set", "budget", "put", "x", "--allocation", "1")
 	c.fails(cmd.ExitUsage, "required flag --allocation not set", "budget", "create", "x", "--strategy", "while_in_flight")
 	c.fails(cmd.ExitUsage, `invalid --strategy "fast"`, "budget", "put", "x", "--allocation", "1", "--strategy", "fast")
-	c.fails(cmd.ExitUsage, "invalid argument", "budget", "put", "x", "--allocation", "many", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitUsage, `--allocation must be 1..2147483647, got "many"`, "budget", "put", "x", "--allocation", "many", "--strategy", "while_in_flight")
 	c.fails(cmd.ExitUsage, `invalid duration "soon"`, "budget", "put", "x", "--allocation", "1", "--strategy", "time_based", "--duration", "soon")
-	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 0", "budget", "get")
-	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 2", "budget", "delete", "a", "b")
+	c.fails(cmd.ExitUsage, "budget get needs KEY", "budget", "get")
+	c.fails(cmd.ExitUsage, "budget delete takes only KEY, got 2 arguments", "budget", "delete", "a", "b")
 	c.fails(cmd.ExitUsage, "--burst and --no-burst cannot be used together", "budget", "patch", "svc:eu", "--burst", "2", "--no-burst")
 	c.fails(cmd.ExitUsage, `unknown command "frobnicate"`, "budget", "frobnicate")
 	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "get", "nope")
 	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "patch", "nope", "--allocation", "3")
 	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "delete", "nope")
-	c.fails(cmd.ExitFailure, "budget key must not contain ','", "budget", "put", "a,b", "--allocation", "1", "--strategy", "while_in_flight")
-	c.fails(cmd.ExitFailure, "allocation must be at least 1", "budget", "put", "x", "--allocation", "0", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitUsage, `--allocation must be 1..2147483647, got "0"`, "budget", "put", "x", "--allocation", "0", "--strategy", "while_in_flight")
 	c.fails(cmd.ExitFailure, "duration_ms is required", "budget", "patch", "workers", "--strategy", "time_based")
 	c.fails(cmd.ExitFailure, "unfinished jobs", "budget", "delete", "workers")
 
@@ -121,4 +120,39 @@ func TestBudgetCommands_Help(t *testing.T) {
 	r = runZizq(t, "", "budget", "patch", "--help")
 	require.Equal(t, cmd.ExitOK, r.code)
 	require.True(t, strings.Contains(r.out, "--no-burst"))
+}
+
+// TestBudgetCommands_CheckedBeforeAnyRequest runs against a port nothing
+// listens on: a mistake the server would refuse is a usage error (2), not
+// "unreachable" (4), so no request was sent.
+func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	down := freeURL(t)
+	for _, tc := range []struct {
+		name, msg string
+		args      []string
+	}{
+		{"TimeBasedWithoutDuration", "--strategy time_based needs --duration", []string{"create", "k", "--allocation", "5", "--strategy", "time_based"}},
+		{"PutTimeBasedWithoutDuration", "--strategy time_based needs --duration", []string{"put", "k", "--allocation", "5", "--strategy", "time_based", "--burst", "2"}},
+		{"DurationOfWhileInFlight", "--duration and --burst are only for --strategy time_based", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--duration", "1h"}},
+		{"BurstOfWhileInFlight", "--duration and --burst are only for --strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--burst", "2"}},
+		{"ZeroDuration", "--duration must be at least 1ms", []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "0"}},
+		{"ZeroBurst", `--burst must be 1..2147483647, got "0"`, []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "1h", "--burst", "0"}},
+		{"PatchNothing", "nothing to change: give at least one of --allocation, --strategy, --duration, --burst, --no-burst", []string{"patch", "k"}},
+		{"PatchZeroDuration", "--duration must be at least 1ms", []string{"patch", "k", "--duration", "0"}},
+		{"EmptyKey", `invalid KEY "": budget key must not be empty`, []string{"create", "", "--allocation", "1", "--strategy", "while_in_flight"}},
+		{"CommaKey", `invalid KEY "a,b": budget key must not contain ','`, []string{"put", "a,b", "--allocation", "1", "--strategy", "while_in_flight"}},
+		{"ReservedKey", `budget key must not contain '*' (reserved)`, []string{"create", "a*", "--allocation", "1", "--strategy", "while_in_flight"}},
+		{"NulKey", "budget key must not contain null bytes", []string{"create", "a\x00b", "--allocation", "1", "--strategy", "while_in_flight"}},
+		{"NotUTF8Key", "budget key must be valid UTF-8", []string{"create", "\xff", "--allocation", "1", "--strategy", "while_in_flight"}},
+		{"GetEmptyKey", `invalid KEY ""`, []string{"get", ""}},
+		{"DeleteEmptyKey", `invalid KEY ""`, []string{"delete", ""}},
+		{"PatchEmptyKey", `invalid KEY ""`, []string{"patch", "", "--allocation", "2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := runZizq(t, "", append([]string{"budget", "--url", down}, tc.args...)...)
+			requireFails(t, r, cmd.ExitUsage, tc.msg)
+		})
+	}
 }

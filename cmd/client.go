@@ -2,13 +2,14 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/api"
 )
 
 // ClientOptions are the global flags of the commands that talk to a
@@ -56,30 +57,13 @@ func (f *Factory) Client() (*client.Client, error) {
 // JSON reports whether -o json was asked for.
 func (f *Factory) JSON() bool { return f.Opts.Output == outputJSON }
 
-// addClientCommands adds the global client flags and the commands that
-// talk to a running server.
+// addClientCommands adds the commands that talk to a running server, each
+// with the client flags: they are not root flags, so that the commands that
+// talk to none (serve, restore, tls, completion) do not take them.
 func addClientCommands(root *cobra.Command, streams IO) {
 	o := &ClientOptions{}
 	f := &Factory{IO: streams, Opts: o}
-	pf := root.PersistentFlags()
-	pf.StringVar(&o.URL, "url", client.DefaultURL, "URL of the zizq server")
-	withEnv(pf, "url", "ZIZQ_URL")
-	pf.StringVarP(&o.Output, "output", "o", outputTable, "output format: table or json")
-	durationFlag(pf, &o.Timeout, "timeout", 30*time.Second, "how long to wait for each answer of the server (0: no limit)")
-	withEnv(pf, "timeout", "ZIZQ_TIMEOUT")
-	addClientTLSFlags(pf, o)
-	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
-
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
-		if err := applyEnv(c); err != nil {
-			return err
-		}
-		if o.Output != outputTable && o.Output != outputJSON {
-			return usageError{fmt.Errorf("invalid --output %q: use table or json", o.Output)}
-		}
-		return nil
-	}
-	root.AddCommand(
+	for _, c := range []*cobra.Command{
 		newBudgetCmd(f),
 		newJobCmd(f),
 		newHealthCmd(f),
@@ -88,24 +72,55 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		newBackupCmd(f),
 		newResetCmd(f),
 		newBenchCmd(f),
-	)
+	} {
+		addClientFlags(c, o)
+		root.AddCommand(c)
+	}
+	acceptClientFlagsFirst(root)
 }
 
-// clientExitCode maps client errors to exit codes: 3 when the server
-// answered 404, 4 when it could not be reached, 1 for its other refusals.
-func clientExitCode(err error) (int, bool) {
-	var ue *client.UnreachableError
-	if errors.As(err, &ue) {
-		return ExitUnreachable, true
-	}
-	var ce *client.Error
-	if errors.As(err, &ce) {
-		if ce.Status == http.StatusNotFound {
-			return ExitNotFound, true
+// acceptClientFlagsFirst lets the root read the client flags too, hidden
+// and for itself alone: `zizq --url URL typo`, and completing after
+// `zizq --url URL`, then meet the command word rather than "unknown flag:
+// --url". The command found parses them again as its own.
+func acceptClientFlagsFirst(root *cobra.Command) {
+	declareClientFlags(root.Flags(), &ClientOptions{})
+	root.Flags().VisitAll(func(fl *pflag.Flag) { fl.Hidden = true })
+	// Cobra completes no command name after a flag local to the root.
+	root.ValidArgsFunction = func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		given := false
+		c.LocalNonPersistentFlags().VisitAll(func(fl *pflag.Flag) { given = given || fl.Changed })
+		if len(args) > 0 || !given {
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		return ExitFailure, true
+		return subcommandNames(c, toComplete), cobra.ShellCompDirectiveNoFileComp
 	}
-	return 0, false
+}
+
+// declareClientFlags declares the client flags on fs.
+func declareClientFlags(fs *pflag.FlagSet, o *ClientOptions) {
+	fs.StringVar(&o.URL, "url", client.DefaultURL, "URL of the zizq server")
+	withEnv(fs, "url", "ZIZQ_URL")
+	fs.StringVarP(&o.Output, "output", "o", outputTable, "output format: table or json")
+	durationFlag(fs, &o.Timeout, "timeout", 30*time.Second, "how long to wait for each answer of the server (0: no limit)")
+	withEnv(fs, "timeout", "ZIZQ_TIMEOUT")
+	addClientTLSFlags(fs, o)
+}
+
+// addClientFlags declares the client flags on c and its subcommands, and
+// checks them before c runs.
+func addClientFlags(c *cobra.Command, o *ClientOptions) {
+	declareClientFlags(c.PersistentFlags(), o)
+	_ = c.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{outputTable, outputJSON}, cobra.ShellCompDirectiveNoFileComp))
+	c.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if err := applyEnv(c); err != nil {
+			return err
+		}
+		if o.Output != outputTable && o.Output != outputJSON {
+			return usageError{fmt.Errorf("invalid --output %q: use table or json", o.Output)}
+		}
+		return nil
+	}
 }
 
 // completionTimeout bounds the server calls made while completing a word:
@@ -150,6 +165,37 @@ func (f *Factory) completeBudgetArg(c *cobra.Command, args []string, toComplete 
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	return f.completeBudgetKeys(c, args, toComplete)
+}
+
+// completionJobs is how many of the newest jobs completion offers: a
+// listing carries payloads, so not every job.
+const completionJobs = 500
+
+// completeJobIDs completes the first argument with the IDs of the
+// server's newest jobs in the statuses given (any when none), each with its
+// queue, type and status as the description.
+func (f *Factory) completeJobIDs(statuses ...string) cobra.CompletionFunc {
+	return func(c *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cl, ctx, cancel, ok := f.completionClient(c)
+		if !ok {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer cancel()
+		page, err := cl.ListJobs(ctx, api.JobQuery{Statuses: statuses, Order: api.OrderDesc, Limit: completionJobs})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		var ids []string
+		for _, j := range page.Jobs {
+			if strings.HasPrefix(j.ID, toComplete) {
+				ids = append(ids, j.ID+"\t"+j.Queue+" "+j.Type+" "+j.Status)
+			}
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
 }
 
 // completeQueues offers the server's queue names.

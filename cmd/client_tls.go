@@ -32,7 +32,13 @@ func (o *ClientOptions) tlsConfig() (*tls.Config, error) {
 	if (o.ClientCert == "") != (o.ClientKey == "") {
 		return nil, usageError{errors.New("--client-cert and --client-key go together: give both or neither")}
 	}
-	return client.TLSConfig(o.CACert, o.ClientCert, o.ClientKey)
+	cfg, err := client.TLSConfig(o.CACert, o.ClientCert, o.ClientKey)
+	if err != nil {
+		// The files the flags name are missing or hold no certificate: a
+		// mistake in the flags, as an unreadable --payload-file is.
+		return nil, usageError{err}
+	}
+	return cfg, nil
 }
 
 // newClient returns a client of the server at --url with the TLS of the

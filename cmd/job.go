@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/zizq/zizq/server/api"
@@ -24,19 +25,26 @@ func newJobCmd(f *Factory) *cobra.Command {
 	)
 }
 
-// JobFilterFlags are the filters of `job list` and `job count`.
+// JobFilterFlags are the filters of `job list`, `job count` and the bulk
+// forms of `job delete` and `job patch`.
 type JobFilterFlags struct {
 	Statuses []string
 	Queues   []string
 	Types    []string
 	Budgets  []string
+	// Filter is a jq expression over the payload (the server's filter).
+	Filter string
 }
+
+// jobFilterFlags are the names of the filter flags.
+var jobFilterFlags = []string{"status", "queue", "type", "budget", "filter"}
 
 func (o *JobFilterFlags) register(fs *pflag.FlagSet, f *Factory, c *cobra.Command) {
 	fs.StringSliceVar(&o.Statuses, "status", nil, "only jobs in these statuses: scheduled, ready, in_flight, completed, dead (repeat or comma-separate)")
 	fs.StringSliceVar(&o.Queues, "queue", nil, "only jobs of these queues")
 	fs.StringSliceVar(&o.Types, "type", nil, "only jobs of these types")
 	fs.StringSliceVar(&o.Budgets, "budget", nil, "only jobs bound to these budgets")
+	fs.StringVar(&o.Filter, "filter", "", `only jobs whose payload the jq expression holds true for, e.g. '.user == "ann"'`)
 	_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
 		[]string{api.StatusScheduled, api.StatusReady, api.StatusInFlight, api.StatusCompleted, api.StatusDead}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
@@ -53,7 +61,33 @@ func (o *JobFilterFlags) query() (api.JobQuery, error) {
 			return api.JobQuery{}, usageError{fmt.Errorf("invalid --status %q: use scheduled, ready, in_flight, completed or dead", s)}
 		}
 	}
-	return api.JobQuery{Statuses: o.Statuses, Queues: o.Queues, Types: o.Types, BudgetKeys: o.Budgets}, nil
+	if o.Filter != "" {
+		if err := checkJQ(o.Filter); err != nil {
+			return api.JobQuery{}, usageError{fmt.Errorf("invalid --filter: %w", err)}
+		}
+	}
+	return api.JobQuery{Statuses: o.Statuses, Queues: o.Queues, Types: o.Types, BudgetKeys: o.Budgets, Filter: o.Filter}, nil
+}
+
+// checkJQ compiles a jq expression as the server does (gojq), so that a
+// mistake is a usage error rather than the server's 400.
+func checkJQ(src string) error {
+	q, err := gojq.Parse(src)
+	if err != nil {
+		return err
+	}
+	_, err = gojq.Compile(q)
+	return err
+}
+
+// checkJobID refuses, before any request, an ID argument that does not
+// have the shape of a job ID: an empty one would even name /jobs itself,
+// and `job delete ""` would delete every job.
+func checkJobID(id string) error {
+	if !api.ValidJobID(id) {
+		return usageError{fmt.Errorf("invalid ID %q: a job ID is %d characters of 0-9 and a-z", id, api.JobIDLen)}
+	}
+	return nil
 }
 
 // parseBinding reads KEY[:COST]. Keys may contain ':', so the text is

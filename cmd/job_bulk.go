@@ -24,12 +24,7 @@ func (o *BulkFlags) register(c *cobra.Command, f *Factory, verb string) {
 
 // filtered reports whether a filter flag was given.
 func (o *BulkFlags) filtered(c *cobra.Command) bool {
-	for _, n := range []string{"status", "queue", "type", "budget"} {
-		if c.Flags().Changed(n) {
-			return true
-		}
-	}
-	return false
+	return anyChanged(c, jobFilterFlags...)
 }
 
 // bulkCount is the answer of a bulk command run without --yes.
@@ -43,7 +38,7 @@ type bulkCount struct {
 // names no status, narrows the count to the statuses the change touches.
 func (o *BulkFlags) guard(c *cobra.Command, f *Factory, verb string, countStatuses []string) (api.JobQuery, bool, error) {
 	if !o.filtered(c) && !o.All {
-		return api.JobQuery{}, false, usageError{fmt.Errorf("give a filter (--status, --queue, --type, --budget) or --all")}
+		return api.JobQuery{}, false, usageError{fmt.Errorf("give a filter (--status, --queue, --type, --budget, --filter) or --all")}
 	}
 	if o.filtered(c) && o.All {
 		return api.JobQuery{}, false, usageError{fmt.Errorf("--all and filters cannot be used together")}

@@ -10,10 +10,11 @@ import (
 func newJobCountCmd(f *Factory) *cobra.Command {
 	o := &JobFilterFlags{}
 	c := &cobra.Command{
-		Use:     "count [--status S] [--queue Q] [--type T] [--budget KEY]",
-		Short:   "Count jobs",
-		Example: `  zizq job count --status ready --queue emails`,
-		Args:    cobra.NoArgs,
+		Use:   "count [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ]",
+		Short: "Count jobs",
+		Example: `  zizq job count --status ready --queue emails
+  zizq job count --filter '.user == "ann"'`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			q, err := o.query()
 			if err != nil {

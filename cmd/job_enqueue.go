@@ -1,14 +1,18 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"math"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -52,7 +56,7 @@ last ':' only when digits follow it.`,
 			}
 			j, err := cl.Enqueue(c.Context(), req)
 			if err != nil {
-				return err
+				return missingBudget(c.Context(), cl, req, err)
 			}
 			if f.JSON() {
 				return writeJSON(f.IO.Out, j)
@@ -66,7 +70,7 @@ last ':' only when digits follow it.`,
 	fs.StringVarP(&o.Type, "type", "t", "", "type of the job (required)")
 	fs.StringVar(&o.Payload, "payload", "", "payload as JSON")
 	fs.StringVar(&o.PayloadFile, "payload-file", "", "read the payload from a file, or - for standard input")
-	fs.Uint16Var(&o.Priority, "priority", api.DefaultPriority, "priority: lower runs first")
+	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, api.DefaultPriority, "priority: lower runs first")
 	fs.StringVar(&o.At, "at", "", "when the job becomes ready: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long, e.g. 30s, 5m, 1d")
 	fs.StringArrayVar(&o.Budgets, "budget", nil, "bind to a budget, KEY or KEY:COST (repeatable)")
@@ -113,6 +117,21 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 		req.Budgets = append(req.Budgets, b)
 	}
 	return req, nil
+}
+
+// missingBudget tells a refused enqueue whose --budget KEY does not exist
+// (the server's 422) as a not-found, as `budget get KEY` is: it asks for
+// the budgets the job names, so the server's message is never parsed.
+func missingBudget(ctx context.Context, cl *client.Client, req api.EnqueueRequest, err error) error {
+	if client.StatusOf(err) != http.StatusUnprocessableEntity {
+		return err
+	}
+	for _, b := range req.Budgets {
+		if _, gerr := cl.GetBudget(ctx, *b.Key, false); client.IsNotFound(gerr) {
+			return notFoundError{err}
+		}
+	}
+	return err
 }
 
 func (o *JobEnqueueOptions) payload(stdin io.Reader) (api.Payload, error) {

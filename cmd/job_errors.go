@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -25,8 +26,12 @@ message cut to one line). --attempt N shows one failure whole, with its
 backtrace. -o json prints {"errors":[…]}, or the one record.`,
 		Example: `  zizq job errors 03hbspbx73m827tya0zdbnrrh
   zizq job errors 03hbspbx73m827tya0zdbnrrh --attempt 3`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeJobIDs(),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkJobID(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err
@@ -70,7 +75,7 @@ backtrace. -o json prints {"errors":[…]}, or the one record.`,
 			return t.flush()
 		},
 	}
-	c.Flags().Uint32Var(&o.Attempt, "attempt", 0, "show this attempt's failure whole, with its backtrace")
+	intRangeFlag(c.Flags(), &o.Attempt, "attempt", 1, math.MaxUint32, 0, "show this attempt's failure whole, with its backtrace")
 	return c
 }
 

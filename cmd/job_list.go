@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
@@ -20,7 +21,7 @@ type JobListOptions struct {
 func newJobListCmd(f *Factory) *cobra.Command {
 	o := &JobListOptions{}
 	c := &cobra.Command{
-		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--limit N] [--all]",
+		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--limit N] [--all]",
 		Short: "List jobs",
 		Long: `List jobs in ID order (oldest first), one page at a time: --limit jobs, 50
 by default, at most 2000. -o json prints the server's page object, whose
@@ -39,8 +40,8 @@ by default, at most 2000. -o json prints the server's page object, whose
 			if o.Order != "" && o.Order != api.OrderAsc && o.Order != api.OrderDesc {
 				return usageError{fmt.Errorf("invalid --order %q: use asc or desc", o.Order)}
 			}
-			if o.Limit < 0 {
-				return usageError{fmt.Errorf("--limit must not be negative")}
+			if !o.All && o.Limit > api.MaxLimit {
+				return usageError{fmt.Errorf("--limit must be 1..%d, got %d (--all lists more)", api.MaxLimit, o.Limit)}
 			}
 			q.Order, q.From, q.Limit = o.Order, o.From, o.Limit
 			cl, err := f.Client()
@@ -57,7 +58,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 			if f.JSON() {
 				return writeJSON(f.IO.Out, page)
 			}
-			if err := jobTable(f, page.Jobs); err != nil {
+			if err := jobRows(f, page.Jobs); err != nil {
 				return err
 			}
 			if page.Pages.Next != nil && len(page.Jobs) > 0 {
@@ -68,7 +69,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 	}
 	fs := c.Flags()
 	o.register(fs, f, c)
-	fs.IntVar(&o.Limit, "limit", 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
+	intRangeFlag(fs, &o.Limit, "limit", 1, math.MaxInt, 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
 	fs.BoolVar(&o.All, "all", false, "follow the pages and print every job")
 	fs.StringVar(&o.Order, "order", "", "asc (oldest first, the default) or desc")
 	fs.StringVar(&o.From, "from", "", "start after this job ID")
@@ -98,6 +99,17 @@ func listAll(c *cobra.Command, f *Factory, cl *client.Client, q api.JobQuery) er
 		return writeJSON(f.IO.Out, struct {
 			Jobs []api.Job `json:"jobs"`
 		}{jobs})
+	}
+	return jobRows(f, jobs)
+}
+
+// jobRows prints the jobs of a listing; none prints a note on standard
+// error instead of a bare header, as kubectl does, so standard output
+// stays empty.
+func jobRows(f *Factory, jobs []api.Job) error {
+	if len(jobs) == 0 {
+		_, err := fmt.Fprintln(f.IO.Err, "No jobs found.")
+		return err
 	}
 	return jobTable(f, jobs)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,16 +38,16 @@ var patchFlags = []string{"to-queue", "priority", "at", "in", "now", "retry-limi
 func newJobPatchCmd(f *Factory) *cobra.Command {
 	o := &JobPatchOptions{}
 	c := &cobra.Command{
-		Use:   "patch [ID] [--to-queue Q] [--priority N] [--at TIME | --in D | --now] [--retry-limit N] [--backoff-…] [--…-retention D] [--status S] [--queue Q] [--type T] [--budget KEY] [--all] [--yes]",
+		Use:   "patch [ID] [--to-queue Q] [--priority N] [--at TIME | --in D | --now] [--retry-limit N] [--backoff-…] [--…-retention D] [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--all] [--yes]",
 		Short: "Change a job, or every job a filter selects",
 		Long: `Change the settings of a live job (scheduled, ready or in flight) given by
 ID; only the settings given as flags change. Payload, type and budgets never
 change; an in-flight job takes the new settings without being moved.
 
 Without an ID it changes every live job that the filters select (--status,
---queue, --type, --budget, or --all for every job): it first prints how many
-that is and changes nothing; run it again with --yes to change them.
-Completed and dead jobs are skipped.
+--queue, --type, --budget, --filter, or --all for every job): it first
+prints how many that is and changes nothing; run it again with --yes to
+change them. Completed and dead jobs are skipped.
 
   --to-queue                         move the job to another queue
   --at, --in, --now                  when it becomes ready (--now: at once)
@@ -58,7 +59,8 @@ Completed and dead jobs are skipped.
 		Example: `  zizq job patch 03hbspbwnw9m04mdludj16jsc --priority 1 --now
   zizq job patch --queue emails --status scheduled --to-queue emails-slow
   zizq job patch --queue emails --status scheduled --to-queue emails-slow --yes`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: f.completeJobIDs(api.StatusScheduled, api.StatusReady, api.StatusInFlight),
 		RunE: func(c *cobra.Command, args []string) error {
 			p, err := o.patch(c, time.Now())
 			if err != nil {
@@ -66,7 +68,10 @@ Completed and dead jobs are skipped.
 			}
 			if len(args) == 1 {
 				if o.filtered(c) || o.All || o.Yes {
-					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --all, --yes) cannot be used together")}
+					return usageError{fmt.Errorf("an ID and filters (--status, --queue, --type, --budget, --filter, --all, --yes) cannot be used together")}
+				}
+				if err := checkJobID(args[0]); err != nil {
+					return err
 				}
 				cl, err := f.Client()
 				if err != nil {
@@ -103,11 +108,11 @@ Completed and dead jobs are skipped.
 	o.BulkFlags.register(c, f, "patch")
 	fs := c.Flags()
 	fs.StringVar(&o.ToQueue, "to-queue", "", "move the job to this queue")
-	fs.Uint16Var(&o.Priority, "priority", 0, "priority: lower runs first")
+	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, 0, "priority: lower runs first")
 	fs.StringVar(&o.At, "at", "", "make the job ready at this time: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long")
 	fs.BoolVar(&o.Now, "now", false, "make a scheduled job ready at once")
-	fs.Uint32Var(&o.RetryLimit, "retry-limit", 0, "failures the job may have before it dies")
+	intRangeFlag(fs, &o.RetryLimit, "retry-limit", 0, math.MaxUint32, 0, "failures the job may have before it dies")
 	fs.BoolVar(&o.DefaultRetryLimit, "default-retry-limit", false, "drop the job's retry limit: the server's default applies")
 	durationFlag(fs, &o.BackoffBase, "backoff-base", 0, "base delay of the job's retries")
 	fs.Float32Var(&o.BackoffExponent, "backoff-exponent", 0, "exponent of the job's retry delay")
@@ -125,11 +130,7 @@ Completed and dead jobs are skipped.
 func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatch, error) {
 	var p client.JobPatch
 	fl := c.Flags()
-	changed := false
-	for _, n := range patchFlags {
-		changed = changed || fl.Changed(n)
-	}
-	if !changed {
+	if !anyChanged(c, patchFlags...) {
 		return p, usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(patchFlags))}
 	}
 	for _, group := range [][]string{{"at", "in", "now"}, {"retry-limit", "default-retry-limit"},
@@ -190,6 +191,16 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatc
 		}
 	}
 	return p, nil
+}
+
+// anyChanged reports whether one of the flags is given.
+func anyChanged(c *cobra.Command, names ...string) bool {
+	for _, n := range names {
+		if c.Flags().Changed(n) {
+			return true
+		}
+	}
+	return false
 }
 
 func joinFlags(names []string) string {

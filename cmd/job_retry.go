@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/server/api"
 )
 
 func newJobRetryCmd(f *Factory) *cobra.Command {
@@ -20,8 +21,12 @@ at its next failure; raise the limit first to give it more tries:
 
 Fails (exit 1) when the job is not dead, or a budget it is bound to was
 deleted; exit 3 when there is no such job.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeJobIDs(api.StatusDead),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkJobID(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err

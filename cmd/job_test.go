@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -82,19 +83,22 @@ func TestJobEnqueue(t *testing.T) {
 		{"payload is not valid JSON", []string{"-q", "q", "-t", "t", "--payload", "{nope"}},
 		{"read --payload-file", []string{"-q", "q", "-t", "t", "--payload-file", filepath.Join(t.TempDir(), "missing")}},
 		{`invalid --budget ":3": budget key must not be empty`, []string{"-q", "q", "-t", "t", "--budget", ":3"}},
-		{"invalid argument", []string{"-q", "q", "-t", "t", "--priority", "70000"}},
+		{`--priority must be 0..65535, got "70000"`, []string{"-q", "q", "-t", "t", "--priority", "70000"}},
+		{`--priority must be 0..65535, got "-5"`, []string{"-q", "q", "-t", "t", "--priority", "-5"}},
 		{"unknown flag: --colour", []string{"-q", "q", "-t", "t", "--colour"}},
-		{"unknown command \"extra\"", []string{"-q", "q", "-t", "t", "extra"}},
+		{`job enqueue takes no arguments, got "extra"`, []string{"-q", "q", "-t", "t", "extra"}},
 	} {
 		c.fails(cmd.ExitUsage, tc.msg, append([]string{"job", "enqueue"}, tc.args...)...)
 	}
 	// The server's refusals.
-	c.fails(cmd.ExitFailure, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
+	// A --budget KEY that does not exist is a not-found, as for budget get.
+	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
+	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain", "--budget", "nope:2")
 	c.fails(cmd.ExitFailure, "job cost 9 exceeds budget 'plain' allocation 5", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:9")
 	c.fails(cmd.ExitFailure, "cost must be at least 1", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:0")
 	c.fails(cmd.ExitFailure, "queue must not contain '*'", "job", "enqueue", "-q", "q*", "-t", "t")
 	// A key ending in ':' keeps it when no digits follow.
-	c.fails(cmd.ExitFailure, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
+	c.fails(cmd.ExitNotFound, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
 }
 
 func TestJobQueries(t *testing.T) {
@@ -166,7 +170,11 @@ func TestJobQueries(t *testing.T) {
 
 	c.fails(cmd.ExitUsage, `invalid --status "done"`, "job", "list", "--status", "done")
 	c.fails(cmd.ExitUsage, `invalid --order "up"`, "job", "list", "--order", "up")
-	c.fails(cmd.ExitFailure, "limit must be between 1 and 2000", "job", "list", "--limit", "5000")
+	// Flag ranges are checked before any request.
+	c.fails(cmd.ExitUsage, "--limit must be 1..2000, got 5000", "job", "list", "--limit", "5000")
+	c.fails(cmd.ExitUsage, `--limit must be at least 1, got "0"`, "job", "list", "--limit", "0")
+	c.fails(cmd.ExitUsage, `--limit must be at least 1, got "many"`, "job", "list", "--limit", "many")
+	require.Len(t, lines(c.ok("job", "list", "--all", "--limit", "5000")), 7, "with --all, --limit caps the total")
 
 	// count
 	require.Equal(t, "6\n", c.ok("job", "count"))
@@ -201,6 +209,28 @@ func TestJobQueries(t *testing.T) {
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
 	require.Empty(t, r.out)
 	c.fails(cmd.ExitNotFound, "job not found", "job", "delete", ids[0])
-	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget) or --all", "job", "delete")
+	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget, --filter) or --all", "job", "delete")
 	require.Equal(t, "5\n", c.ok("job", "count"))
+}
+
+// TestJobCommands_IDCheckedBeforeAnyRequest runs against a port nothing
+// listens on: an ID that cannot be a job's is a usage error (2), not
+// "unreachable" (4), so no request was sent; `job delete ""` once deleted
+// every job.
+func TestJobCommands_IDCheckedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	down := freeURL(t)
+	for _, args := range [][]string{
+		{"get", ""}, {"delete", ""}, {"why", "nope"}, {"errors", "../budgets"}, {"retry", "0000000000000000000000000x"},
+		{"patch", "", "--now"}, {"get", "ABCDEFGHIJKLMNOPQRSTUVWXY"},
+	} {
+		r := runZizq(t, "", append(append([]string{"job"}, args...), "--url", down)...)
+		requireFails(t, r, cmd.ExitUsage, fmt.Sprintf("invalid ID %q: a job ID is 25 characters of 0-9 and a-z", args[1]))
+	}
+
+	c := newCLI(t)
+	id := strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t"))
+	c.fails(cmd.ExitUsage, `invalid ID ""`, "job", "delete", "")
+	require.Equal(t, "1\n", c.ok("job", "count"), "nothing was deleted")
+	c.ok("job", "get", id)
 }

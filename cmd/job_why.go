@@ -16,8 +16,12 @@ func newJobWhyCmd(f *Factory) *cobra.Command {
 		Long: `Explain what a job is waiting for: its schedule, a budget (which ones, how
 many jobs are ahead of it in each budget's line, and when it becomes
 affordable), a worker with room, or nothing.`,
-		Args: cobra.ExactArgs(1),
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: f.completeJobIDs(),
 		RunE: func(c *cobra.Command, args []string) error {
+			if err := checkJobID(args[0]); err != nil {
+				return err
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err

@@ -73,7 +73,7 @@ func TestJobErrorsAndRetry(t *testing.T) {
 	require.Zero(t, j.PurgeAt)
 	c.fails(cmd.ExitFailure, "job "+id+" is not dead: it is ready", "job", "retry", id)
 	c.fails(cmd.ExitNotFound, "job not found", "job", "retry", "0000000000000000000000000")
-	c.fails(cmd.ExitUsage, "accepts 1 arg(s), received 0", "job", "retry")
+	c.fails(cmd.ExitUsage, "job retry needs ID", "job", "retry")
 }
 
 func TestJobPatch(t *testing.T) {

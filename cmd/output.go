@@ -30,6 +30,16 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
+// printDeleted prints, with -o json, what every delete prints: the
+// server's {"deleted":n} object of a bulk delete, so that scripts read one
+// shape. The table output of a single delete is silence.
+func printDeleted(f *Factory, n int64) error {
+	if !f.JSON() {
+		return nil
+	}
+	return writeJSON(f.IO.Out, api.Deleted{Deleted: n})
+}
+
 // table writes aligned columns.
 type table struct{ tw *tabwriter.Writer }
 

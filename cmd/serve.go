@@ -132,6 +132,7 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	for _, e := range envs {
 		withEnv(fs, e.name, e.env)
 	}
+	completeServeFlags(c)
 	return c
 }
 

@@ -97,7 +97,8 @@ func (o *TLSOptions) checkFree(names ...string) error {
 		for _, p := range []string{n + ".pem", n + "-key.pem"} {
 			path := filepath.Join(o.dir(), p)
 			if _, err := os.Stat(path); err == nil {
-				return fmt.Errorf("%s exists: keep it, or overwrite it with --force", path)
+				// A usage error, as `backup FILE` of an existing FILE.
+				return usageError{fmt.Errorf("%s exists: keep it, or overwrite it with --force", path)}
 			}
 		}
 	}

@@ -40,7 +40,7 @@ func TestTLSCommands(t *testing.T) {
 	require.InDelta(t, 365, days, 1)
 
 	// Existing files are kept unless --force.
-	requireFails(t, runZizq(t, "", "tls", "init", "--root-dir", root), cmd.ExitFailure, "ca.pem exists")
+	requireFails(t, runZizq(t, "", "tls", "init", "--root-dir", root), cmd.ExitUsage, "ca.pem exists: keep it, or overwrite it with --force")
 	r = runZizq(t, "", "tls", "init", "--root-dir", root, "--force")
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
 
@@ -129,9 +129,9 @@ func TestServeTLS_EndToEnd(t *testing.T) {
 	// Mistakes in the flags are usage errors.
 	requireFails(t, runZizq(t, "", "--url", url, "--ca-cert", ca, "--client-cert", cert, "health"), cmd.ExitUsage, "--client-cert and --client-key go together")
 	requireFails(t, runZizq(t, "", "--url", "http://127.0.0.1:1", "--ca-cert", ca, "health"), cmd.ExitUsage, "need an https:// --url")
-	requireFails(t, runZizq(t, "", "--url", url, "--ca-cert", filepath.Join(d, "nope.pem"), "health"), cmd.ExitFailure, "read CA certificate")
+	requireFails(t, runZizq(t, "", "--url", url, "--ca-cert", filepath.Join(d, "nope.pem"), "health"), cmd.ExitUsage, "read CA certificate")
 	// zizq top builds its client the same way.
-	requireFails(t, runZizq(t, "", "--url", url, "--ca-cert", filepath.Join(d, "nope.pem"), "top"), cmd.ExitFailure, "read CA certificate")
+	requireFails(t, runZizq(t, "", "--url", url, "--ca-cert", filepath.Join(d, "nope.pem"), "top"), cmd.ExitUsage, "read CA certificate")
 
 	// The same through the environment.
 	t.Setenv("ZIZQ_URL", url)

@@ -14,13 +14,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zizq/zizq/internal/buildinfo"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
 // Version is the Zizq API level this server speaks.
-const Version = "0.7.0"
+var Version = buildinfo.Version
 
 // Config holds the HTTP layer's settings.
 type Config struct {
