@@ -34,6 +34,8 @@ server going away and recovers when it comes back. Honours NO_COLOR.`,
 				URL:     cl.URL(),
 				Refresh: o.Refresh,
 				NoColor: os.Getenv("NO_COLOR") != "",
+				Input:   f.IO.In,
+				Output:  f.IO.Out,
 			})
 		},
 	}

@@ -8,14 +8,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/zizq/zizq/server/api"
 )
 
-// View draws the whole screen: exactly height lines, none wider than width.
-// It reads the clock only through m.now, set by Update.
-func (m Model) View() string {
+// View draws the whole screen, full-screen (the alternate screen).
+func (m Model) View() tea.View {
+	v := tea.NewView(m.screen())
+	v.AltScreen = true
+	return v
+}
+
+// screen is the content of the screen: exactly height lines, none wider
+// than width, plain text under NoColor. It reads the clock only through
+// m.now, set by Update.
+func (m Model) screen() string {
 	if m.quitting {
 		return ""
 	}
@@ -32,7 +41,11 @@ func (m Model) View() string {
 		parts = append(parts, m.detailLines(d)...)
 	}
 	parts = append(parts, m.footer())
-	return frame(strings.Join(parts, "\n"), m.width, m.height)
+	s := strings.Join(parts, "\n")
+	if m.opts.NoColor {
+		s = ansi.Strip(s)
+	}
+	return frame(s, m.width, m.height)
 }
 
 // frame cuts s to w columns and h lines, padding with empty lines.

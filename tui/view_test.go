@@ -3,15 +3,14 @@ package tui
 import (
 	"errors"
 	"flag"
+	"image/color"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
-	"github.com/muesli/termenv"
 	"github.com/stretchr/testify/require"
 )
 
@@ -55,7 +54,7 @@ func TestModel_View_Golden(t *testing.T) {
 				m = run(t, update(t, m, tickMsg{}), m.fetch(true))
 				m = run(t, m, m.fetch(true))
 			}
-			requireGolden(t, tt.name, m.View())
+			requireGolden(t, tt.name, screen(m))
 		})
 	}
 }
@@ -65,7 +64,7 @@ func TestModel_View_Connecting(t *testing.T) {
 	src := newFakeSource()
 	src.setErr(errors.New("dial tcp 127.0.0.1:7890: connect: connection refused"))
 	m := newTestModel(t, src, 80, 24)
-	requireGolden(t, "connecting_80x24", m.View())
+	requireGolden(t, "connecting_80x24", screen(m))
 }
 
 func requireGolden(t *testing.T, name, got string) {
@@ -98,7 +97,7 @@ func TestModel_View_Sizes(t *testing.T) {
 			}
 			for _, s := range sizes {
 				m = update(t, m, tea.WindowSizeMsg{Width: s.w, Height: s.h})
-				lines := strings.Split(m.View(), "\n")
+				lines := strings.Split(screen(m), "\n")
 				require.Len(t, lines, s.h, "tab %d at %dx%d", tb, s.w, s.h)
 				for _, l := range lines {
 					require.LessOrEqual(t, ansi.StringWidth(l), s.w, "tab %d at %dx%d: %q", tb, s.w, s.h, l)
@@ -109,27 +108,73 @@ func TestModel_View_Sizes(t *testing.T) {
 }
 
 // TestModel_View_Colour checks that parked rows stand out by colour when
-// colour is on, and that NoColor output is plain.
+// colour is on, in the colours for the terminal's background, and that
+// NoColor output is plain.
 func TestModel_View_Colour(t *testing.T) {
 	t.Parallel()
 	m := newTestModel(t, newFakeSource(), 80, 24)
-	requireNoEscapes(t, m.View())
+	requireNoEscapes(t, screen(m))
 
-	r := lipgloss.NewRenderer(os.Stdout)
-	r.SetColorProfile(termenv.TrueColor)
-	r.SetHasDarkBackground(true)
-	*m.st = newStyles(r)
-	var parkedLine, calmLine string
-	for _, l := range strings.Split(m.View(), "\n") {
-		switch {
-		case strings.Contains(l, "smtp"):
-			parkedLine = l
-		case strings.Contains(l, "reports"):
-			calmLine = l
+	lines := func(m Model) (parked, calm string) {
+		for _, l := range strings.Split(screen(m), "\n") {
+			switch {
+			case strings.Contains(l, "smtp"):
+				parked = l
+			case strings.Contains(l, "reports"):
+				calm = l
+			}
 		}
+		return parked, calm
 	}
-	require.Contains(t, parkedLine, "\x1b[38;2;", "a budget with parked jobs has a foreground colour")
-	require.NotContains(t, calmLine, "\x1b[", "a budget without parked jobs is plain")
+	m.opts.NoColor = false
+	parked, calm := lines(m)
+	require.Contains(t, parked, "\x1b[38;2;255;175;0m", "a budget with parked jobs has the dark background's warning colour")
+	require.NotContains(t, calm, "\x1b[", "a budget without parked jobs is plain")
+
+	m = update(t, m, tea.BackgroundColorMsg{Color: color.White})
+	parked, _ = lines(m)
+	require.Contains(t, parked, "\x1b[38;2;179;89;0m", "on a light background, the light warning colour")
+}
+
+// TestModel_Init_AsksBackgroundOnce checks that the dashboard asks the
+// terminal for its background colour once, at start, and only when it
+// draws in colour.
+func TestModel_Init_AsksBackgroundOnce(t *testing.T) {
+	t.Parallel()
+	for _, noColor := range []bool{false, true} {
+		opts := testOptions()
+		opts.NoColor = noColor
+		m := New(newFakeSource(), opts)
+		asks := 0
+		for _, msg := range initMessages(m) {
+			if msg == tea.RequestBackgroundColor() {
+				asks++
+			}
+		}
+		want := 1
+		if noColor {
+			want = 0
+		}
+		require.Equal(t, want, asks, "NoColor %v", noColor)
+	}
+}
+
+// initMessages runs the commands of Init and returns their messages.
+func initMessages(m Model) []tea.Msg {
+	cmd := m.Init()
+	if cmd == nil {
+		return nil
+	}
+	msg := cmd()
+	batch, ok := msg.(tea.BatchMsg)
+	if !ok {
+		return []tea.Msg{msg}
+	}
+	var msgs []tea.Msg
+	for _, c := range batch {
+		msgs = append(msgs, c())
+	}
+	return msgs
 }
 
 func TestModel_View_Loading(t *testing.T) {
@@ -137,5 +182,5 @@ func TestModel_View_Loading(t *testing.T) {
 	m := newTestModel(t, newFakeSource(), 80, 24)
 	m = update(t, m, keyMsg("tab"))
 	m = update(t, m, keyMsg("tab")) // the fetch of the in-flight list is not answered yet
-	require.Contains(t, m.View(), "  loading…")
+	require.Contains(t, screen(m), "  loading…")
 }
