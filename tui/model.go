@@ -115,23 +115,23 @@ func New(src Source, opts Options) Model {
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
-		column{title: "STRATEGY"},
-		column{title: "RATE"},
-		column{title: "AVAILABLE"},
-		column{title: "HELD", right: true},
+		column{title: "STRATEGY", drop: 1}, // RATE says it too: "6/1m", "10 max"
+		column{title: "RATE", drop: 4},
+		column{title: "AVAILABLE", drop: 6},
+		column{title: "HELD", right: true, drop: 2},
 		column{title: "PARKED", right: true},
-		column{title: "OLDEST", right: true},
-		column{title: "NEXT", right: true},
+		column{title: "OLDEST", right: true, drop: 3},
+		column{title: "NEXT", right: true, drop: 5},
 		column{title: "IN FLIGHT", right: true, optional: true},
 		column{title: "DISPATCHED", right: true, optional: true},
 	)
 	m.tables[tabQueues] = newTable(keys, st, "no queues with live jobs",
 		column{title: "QUEUE", flex: true, min: 8},
-		column{title: "SCHEDULED", right: true},
-		column{title: "READY", right: true},
+		column{title: "SCHEDULED", right: true, drop: 2},
+		column{title: "READY", right: true, drop: 4},
 		column{title: "PARKED", right: true},
-		column{title: "IN FLIGHT", right: true},
-		column{title: "TOTAL", right: true},
+		column{title: "IN FLIGHT", right: true, drop: 3},
+		column{title: "TOTAL", right: true, drop: 1},
 	)
 	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
 		age := map[tab]string{tabInFlight: "RUNNING", tabReady: "WAITING", tabScheduled: "READY IN"}[t]
@@ -139,12 +139,12 @@ func New(src Source, opts Options) Model {
 		m.tables[t] = newTable(keys, st, empty,
 			// Never shortened: SCRU128 ids differ mostly in their tail.
 			column{title: "ID"},
-			column{title: "QUEUE", flex: true, min: 5},
-			column{title: "TYPE", flex: true, min: 5},
-			column{title: "PRI", right: true},
+			column{title: "QUEUE", flex: true, min: 5, drop: 4},
+			column{title: "TYPE", flex: true, min: 5, drop: 2},
+			column{title: "PRI", right: true, drop: 1},
 			column{title: "ATT", right: true, optional: true},
 			column{title: age, right: true},
-			column{title: "BUDGETS", flex: true, min: 7},
+			column{title: "BUDGETS", flex: true, min: 7, drop: 3},
 		)
 	}
 	m.restyle(true)
@@ -372,7 +372,7 @@ func (m *Model) whyTarget() string {
 // layout hands each component its share of the screen.
 func (m *Model) layout() {
 	m.help.SetWidth(m.width)
-	m.input.SetWidth(max(1, m.width/2))
+	m.input.SetWidth(max(1, m.width/2-4)) // room for the keys beside it
 	body := m.height - m.chromeHeight()
 	for i := range m.tables {
 		m.tables[i].SetSize(m.width, max(2, body))

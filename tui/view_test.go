@@ -3,6 +3,7 @@ package tui
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"image/color"
 	"os"
 	"path/filepath"
@@ -42,6 +43,12 @@ func TestModel_View_Golden(t *testing.T) {
 		{name: "filter_applied_120x40", w: 120, h: 40, keys: []string{"/", "i", "m", "enter", "tab"}},
 		{name: "filter_nomatch_80x24", w: 80, h: 24, keys: []string{"tab", "tab", "tab", "/", "z", "z", "z", "enter"}},
 		{name: "reconnecting_80x24", w: 80, h: 24, fail: true},
+		{name: "budgets_50x12", w: 50, h: 12},
+		{name: "queues_50x12", w: 50, h: 12, keys: []string{"tab"}},
+		{name: "inflight_50x12", w: 50, h: 12, keys: []string{"tab", "tab"}},
+		{name: "ready_parked_50x12", w: 50, h: 12, keys: []string{"tab", "tab", "tab"}},
+		{name: "filter_applied_50x12", w: 50, h: 12, keys: []string{"/", "i", "m", "enter"}},
+		{name: "reconnecting_50x12", w: 50, h: 12, fail: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,4 +190,74 @@ func TestModel_View_Loading(t *testing.T) {
 	m = update(t, m, keyMsg("tab"))
 	m = update(t, m, keyMsg("tab")) // the fetch of the in-flight list is not answered yet
 	require.Contains(t, screen(m), "  loading…")
+}
+
+// TestModel_View_CountsNeverCut checks the line of job counts: narrower
+// screens shorten its labels, then keep only what waits, and a number is
+// cut only as a last resort, with "…".
+func TestModel_View_CountsNeverCut(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		width int
+		want  string
+	}{
+		{120, "jobs  scheduled 3  ready 120  in flight 15  parked 338"},
+		{54, "jobs  scheduled 3  ready 120  in flight 15  parked 338"},
+		{53, "scheduled 3  ready 120  in flight 15  parked 338"},
+		{50, "scheduled 3  ready 120  in flight 15  parked 338"},
+		{47, "sched 3  ready 120  flight 15  parked 338"},
+		{40, "ready 120  parked 338"},
+		{20, "parked 338"},
+		{8, "parked …"},
+	}
+	src := newFakeSource()
+	stats := fixtureStats()
+	stats.Jobs.Parked = 338
+	src.setStats(stats)
+	for _, tt := range tests {
+		m := newTestModel(t, src, tt.width, 24)
+		require.Equal(t, tt.want, strings.Split(screen(m), "\n")[1], "width %d", tt.width)
+	}
+}
+
+// TestModel_View_StatusOutlastsURL checks that a long URL is shortened,
+// with "…", rather than the connection status left out.
+func TestModel_View_StatusOutlastsURL(t *testing.T) {
+	t.Parallel()
+	opts := testOptions()
+	opts.URL = "https://zizq-queue.eu-west-1.internal.example.com:7890"
+	m := New(newFakeSource(), opts)
+	m = update(t, m, tea.WindowSizeMsg{Width: 50, Height: 12})
+	m = run(t, m, m.Init())
+	require.Equal(t, "zizq top  https://zizq-queue.eu-west…  ● connected", strings.Split(screen(m), "\n")[0])
+}
+
+// TestModel_View_HiddenColumnsShown checks, at every width, that the tabs
+// line says how many columns the visible table leaves out.
+func TestModel_View_HiddenColumnsShown(t *testing.T) {
+	t.Parallel()
+	for _, tb := range []tab{tabBudgets, tabQueues, tabInFlight, tabReady, tabScheduled} {
+		m := newTestModel(t, newFakeSource(), 80, 24)
+		for range tb {
+			m = press(t, m, "tab")
+		}
+		for w := 30; w <= 160; w++ {
+			m = update(t, m, tea.WindowSizeMsg{Width: w, Height: 24})
+			tabs := strings.Split(screen(m), "\n")[2]
+			switch n := m.tables[tb].hidden(); n {
+			case 0:
+				require.NotContains(t, tabs, " col", "tab %d at width %d", tb, w)
+			case 1:
+				require.True(t, strings.HasSuffix(tabs, "+1 col"), "tab %d at width %d: %q", tb, w, tabs)
+			default:
+				require.True(t, strings.HasSuffix(tabs, fmt.Sprintf("+%d cols", n)), "tab %d at width %d: %q", tb, w, tabs)
+			}
+		}
+	}
+}
+
+func TestFrame(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "ab\nabcd…\n", frame("ab  \nabcdefgh", 5, 3), "a cut line ends in …; short lines are padded")
+	require.Equal(t, "ab", frame("ab\ncd", 5, 1))
 }
