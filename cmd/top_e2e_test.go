@@ -4,16 +4,21 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -144,4 +149,43 @@ func TestTop_EndToEnd(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "zizq top did not quit on q")
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestTop_NeedsTerminal runs `zizq top` where its standard input or output
+// is not a terminal: it refuses at once with a usage error, before it asks
+// the server anything.
+func TestTop_NeedsTerminal(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(srv.Close)
+	const msg = "zizq top needs a terminal"
+
+	t.Run("InProcess", func(t *testing.T) {
+		requireFails(t, runZizq(t, "", "top", "--url", srv.URL), cmd.ExitUsage, msg)
+	})
+	binary := func(t *testing.T, stdin *os.File) {
+		t.Helper()
+		// A dashboard that did start would wait for keys: kill it.
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		c := exec.CommandContext(ctx, zizqBin, "top", "--url", srv.URL)
+		var stdout, stderr strings.Builder
+		c.Stdin, c.Stdout, c.Stderr = stdin, &stdout, &stderr // nil stdin: /dev/null
+		err := c.Run()
+		var ee *exec.ExitError
+		require.True(t, errors.As(err, &ee), "zizq top ran: %v; stderr: %s", err, stderr.String())
+		requireFails(t, result{code: ee.ExitCode(), out: stdout.String(), err: stderr.String()}, cmd.ExitUsage, msg)
+	}
+	t.Run("BinaryNoTerminal", func(t *testing.T) { binary(t, nil) })
+	t.Run("BinaryOutputPiped", func(t *testing.T) {
+		ptm, pts, err := pty.Open()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ptm.Close(); _ = pts.Close() })
+		binary(t, pts)
+	})
+	require.Zero(t, requests.Load(), "zizq top asked the server before checking for a terminal")
 }

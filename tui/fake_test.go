@@ -7,8 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
-	tea "github.com/charmbracelet/bubbletea"
+	tea "charm.land/bubbletea/v2"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server/api"
 )
@@ -209,18 +210,30 @@ func press(t *testing.T, m Model, keys ...string) Model {
 	return m
 }
 
-// keyMsg turns a key name, as key.Binding spells them, into a key message.
-func keyMsg(k string) tea.KeyMsg {
-	named := map[string]tea.KeyType{
-		"up": tea.KeyUp, "down": tea.KeyDown, "pgup": tea.KeyPgUp, "pgdown": tea.KeyPgDown,
-		"home": tea.KeyHome, "end": tea.KeyEnd, "tab": tea.KeyTab, "shift+tab": tea.KeyShiftTab,
-		"esc": tea.KeyEsc, "enter": tea.KeyEnter, "ctrl+c": tea.KeyCtrlC, "backspace": tea.KeyBackspace,
+// keyMsg turns a key name, as key.Binding spells them, into the key press
+// Bubble Tea reports for it.
+func keyMsg(k string) tea.KeyPressMsg {
+	named := map[string]tea.Key{
+		"up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "pgup": {Code: tea.KeyPgUp}, "pgdown": {Code: tea.KeyPgDown},
+		"home": {Code: tea.KeyHome}, "end": {Code: tea.KeyEnd}, "tab": {Code: tea.KeyTab}, "shift+tab": {Code: tea.KeyTab, Mod: tea.ModShift},
+		"esc": {Code: tea.KeyEscape}, "enter": {Code: tea.KeyEnter}, "ctrl+c": {Code: 'c', Mod: tea.ModCtrl}, "backspace": {Code: tea.KeyBackspace},
 	}
-	if t, ok := named[k]; ok {
-		return tea.KeyMsg{Type: t}
+	if key, ok := named[k]; ok {
+		return tea.KeyPressMsg(key)
 	}
-	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(k)}
+	r := []rune(k)
+	if len(r) != 1 {
+		panic("keyMsg: one key at a time: " + k)
+	}
+	key := tea.Key{Code: r[0], Text: k}
+	if unicode.IsUpper(r[0]) {
+		key.Code, key.ShiftedCode, key.Mod = unicode.ToLower(r[0]), r[0], tea.ModShift
+	}
+	return tea.KeyPressMsg(key)
 }
+
+// screen is what the dashboard shows.
+func screen(m Model) string { return m.View().Content }
 
 func requireNoEscapes(t *testing.T, s string) {
 	t.Helper()

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"time"
 
-	"github.com/charmbracelet/bubbles/cursor"
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -92,21 +91,11 @@ type Model struct {
 // model runs (Init starts the polling loop).
 func New(src Source, opts Options) Model {
 	opts = opts.withDefaults()
-	st := newStyles(newRenderer(opts.NoColor))
+	st := new(styles) // filled by restyle below
 	keys := defaultKeyMap()
-
-	h := help.New()
-	h.Styles = st.help
 
 	in := textinput.New()
 	in.Prompt = "/"
-	in.PromptStyle = st.prompt
-	in.TextStyle = st.input
-	in.PlaceholderStyle = st.dim
-	in.CompletionStyle = st.dim
-	in.Cursor.Style = st.cursor
-	in.Cursor.TextStyle = st.input
-	in.Cursor.SetMode(cursor.CursorStatic)
 	in.CharLimit = 100
 
 	m := Model{
@@ -114,8 +103,8 @@ func New(src Source, opts Options) Model {
 		opts:    opts,
 		ctx:     context.Background(),
 		keys:    keys,
-		st:      &st,
-		help:    h,
+		st:      st,
+		help:    help.New(),
 		input:   in,
 		width:   80,
 		height:  24,
@@ -124,59 +113,82 @@ func New(src Source, opts Options) Model {
 		jobs:    map[string]api.JobList{},
 		jobsSeq: map[string]uint64{},
 	}
-	m.tables[tabBudgets] = newTable(keys, &st, "no budgets",
+	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
-		column{title: "STRATEGY"},
-		column{title: "RATE"},
-		column{title: "AVAILABLE"},
-		column{title: "HELD", right: true},
+		column{title: "STRATEGY", drop: 1}, // RATE says it too: "6/1m", "10 max"
+		column{title: "RATE", drop: 4},
+		column{title: "AVAILABLE", drop: 6},
+		column{title: "HELD", right: true, drop: 2},
 		column{title: "PARKED", right: true},
-		column{title: "OLDEST", right: true},
-		column{title: "NEXT", right: true},
+		column{title: "OLDEST", right: true, drop: 3},
+		column{title: "NEXT", right: true, drop: 5},
 		column{title: "IN FLIGHT", right: true, optional: true},
 		column{title: "DISPATCHED", right: true, optional: true},
 	)
-	m.tables[tabQueues] = newTable(keys, &st, "no queues with live jobs",
+	m.tables[tabQueues] = newTable(keys, st, "no queues with live jobs",
 		column{title: "QUEUE", flex: true, min: 8},
-		column{title: "SCHEDULED", right: true},
-		column{title: "READY", right: true},
+		column{title: "SCHEDULED", right: true, drop: 2},
+		column{title: "READY", right: true, drop: 4},
 		column{title: "PARKED", right: true},
-		column{title: "IN FLIGHT", right: true},
-		column{title: "TOTAL", right: true},
+		column{title: "IN FLIGHT", right: true, drop: 3},
+		column{title: "TOTAL", right: true, drop: 1},
 	)
 	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
 		age := map[tab]string{tabInFlight: "RUNNING", tabReady: "WAITING", tabScheduled: "READY IN"}[t]
 		empty := map[tab]string{tabInFlight: "no jobs in flight", tabReady: "no ready jobs", tabScheduled: "no scheduled jobs"}[t]
-		m.tables[t] = newTable(keys, &st, empty,
+		m.tables[t] = newTable(keys, st, empty,
 			// Never shortened: SCRU128 ids differ mostly in their tail.
 			column{title: "ID"},
-			column{title: "QUEUE", flex: true, min: 5},
-			column{title: "TYPE", flex: true, min: 5},
-			column{title: "PRI", right: true},
+			column{title: "QUEUE", flex: true, min: 5, drop: 4},
+			column{title: "TYPE", flex: true, min: 5, drop: 2},
+			column{title: "PRI", right: true, drop: 1},
 			column{title: "ATT", right: true, optional: true},
 			column{title: age, right: true},
-			column{title: "BUDGETS", flex: true, min: 7},
+			column{title: "BUDGETS", flex: true, min: 7, drop: 3},
 		)
 	}
+	m.restyle(true)
 	m.layout()
 	return m
+}
+
+// restyle switches every style to the colours for a dark or a light
+// background. The tables share m.st; help and input keep copies.
+func (m *Model) restyle(dark bool) {
+	*m.st = newStyles(dark)
+	m.help.Styles = m.st.help
+	m.input.SetStyles(m.st.input)
 }
 
 // Run shows the dashboard full-screen until the user quits or ctx ends.
 func Run(ctx context.Context, src Source, opts Options) error {
 	m := New(src, opts)
 	m.ctx = ctx
-	p := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx))
-	_, err := p.Run()
+	popts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if opts.Input != nil {
+		popts = append(popts, tea.WithInput(opts.Input))
+	}
+	if opts.Output != nil {
+		popts = append(popts, tea.WithOutput(opts.Output))
+	}
+	_, err := tea.NewProgram(m, popts...).Run()
 	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
 		return nil
 	}
 	return err
 }
 
-// Init starts the polling loop with an immediate fetch.
+// Init starts the polling loop with an immediate fetch, and asks the
+// terminal for its background colour. Nothing waits for that answer: the
+// dashboard draws in dark colours at once and switches if the terminal
+// says it is light (a terminal that never answers stays dark). With
+// NoColor, colours do not matter and the terminal is not asked.
 func (m Model) Init() tea.Cmd {
-	return m.fetch(true)
+	var askBackground tea.Cmd
+	if !m.opts.NoColor {
+		askBackground = tea.RequestBackgroundColor
+	}
+	return tea.Batch(m.fetch(true), askBackground)
 }
 
 // Update applies one message to the dashboard.
@@ -195,8 +207,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.now = m.opts.Now()
 			m.setWhy(msg.id, msg.seq, msg.why, msg.err)
 		}
-	case tea.KeyMsg:
+	case tea.BackgroundColorMsg:
+		m.restyle(msg.IsDark())
+	case tea.KeyPressMsg:
 		cmd = m.keyPress(msg)
+	case tea.PasteMsg:
+		// A paste stays whole: it goes to the filter, never to the keys.
+		if m.filtering {
+			cmd = m.editFilter(msg)
+		}
 	default:
 		if m.filtering {
 			m.input, cmd = m.input.Update(msg)
@@ -251,21 +270,12 @@ func (m *Model) setWhy(id string, seq uint64, why api.Why, err error) {
 	m.whyID, m.whySeq, m.why, m.whyErr = id, seq, why, err
 }
 
-// keyPress handles one key message. Keys typed faster than the terminal is
-// read arrive as one message of several runes ("/sm"); they are handled one
-// by one, as if typed slowly. A paste stays whole.
-func (m *Model) keyPress(msg tea.KeyMsg) tea.Cmd {
-	if msg.Type == tea.KeyRunes && len(msg.Runes) > 1 && !msg.Paste {
-		var cmds []tea.Cmd
-		for _, r := range msg.Runes {
-			one := msg
-			one.Runes = []rune{r}
-			cmds = append(cmds, m.keyPress(one))
-			if m.quitting {
-				break
-			}
-		}
-		return tea.Batch(cmds...)
+// keyPress handles one key press. Bubble Tea decodes keys typed faster
+// than the terminal is read into one message each; once the dashboard
+// quits, the keys still queued behind the quitting one are ignored.
+func (m *Model) keyPress(msg tea.KeyPressMsg) tea.Cmd {
+	if m.quitting {
+		return nil
 	}
 	if m.filtering {
 		return m.filterKey(msg)
@@ -274,7 +284,7 @@ func (m *Model) keyPress(msg tea.KeyMsg) tea.Cmd {
 }
 
 // key handles a key outside the filter input.
-func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
+func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.Quit):
 		m.quitting = true
@@ -305,7 +315,7 @@ func (m *Model) key(msg tea.KeyMsg) tea.Cmd {
 }
 
 // filterKey handles a key while the filter is being typed.
-func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
+func (m *Model) filterKey(msg tea.KeyPressMsg) tea.Cmd {
 	switch {
 	case key.Matches(msg, m.keys.ForceQuit):
 		m.quitting = true
@@ -320,6 +330,11 @@ func (m *Model) filterKey(msg tea.KeyMsg) tea.Cmd {
 		m.setFilter("")
 		return m.fetchWhy()
 	}
+	return m.editFilter(msg)
+}
+
+// editFilter hands msg to the filter input and applies what it typed.
+func (m *Model) editFilter(msg tea.Msg) tea.Cmd {
 	var cmd tea.Cmd
 	m.input, cmd = m.input.Update(msg)
 	m.filter = m.input.Value()
@@ -356,8 +371,8 @@ func (m *Model) whyTarget() string {
 
 // layout hands each component its share of the screen.
 func (m *Model) layout() {
-	m.help.Width = m.width
-	m.input.Width = max(1, m.width/2)
+	m.help.SetWidth(m.width)
+	m.input.SetWidth(max(1, m.width/2-4)) // room for the keys beside it
 	body := m.height - m.chromeHeight()
 	for i := range m.tables {
 		m.tables[i].SetSize(m.width, max(2, body))

@@ -9,6 +9,7 @@ package tui
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/zizq/zizq/server/api"
@@ -39,6 +40,10 @@ type Options struct {
 	Now func() time.Time
 	// NoColor renders without any colour or text attributes (NO_COLOR).
 	NoColor bool
+	// Input and Output are the terminal; nil means standard input and
+	// standard output.
+	Input  io.Reader
+	Output io.Writer
 }
 
 func (o Options) withDefaults() Options {

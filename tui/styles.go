@@ -1,16 +1,16 @@
 package tui
 
 import (
-	"io"
-	"os"
+	"image/color"
 
-	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/lipgloss"
-	"github.com/muesli/termenv"
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/textinput"
+	"charm.land/lipgloss/v2"
 )
 
-// styles is every style of the dashboard, in one place, all made by one
-// renderer so that NO_COLOR (an Ascii profile) strips them all.
+// styles is every style of the dashboard, in one place. Styles render full
+// colour; Bubble Tea brings them down to what the terminal can show, and
+// View strips them all under NoColor.
 type styles struct {
 	title     lipgloss.Style
 	dim       lipgloss.Style
@@ -25,59 +25,46 @@ type styles struct {
 	parkedSel lipgloss.Style
 	rule      lipgloss.Style
 	label     lipgloss.Style
-	prompt    lipgloss.Style
-	input     lipgloss.Style
-	cursor    lipgloss.Style
 	help      help.Styles
+	input     textinput.Styles
 }
+
+// palette is one colour for a light background and one for a dark one.
+type palette struct{ light, dark string }
 
 var (
-	colorAccent = lipgloss.AdaptiveColor{Light: "#5A3FC0", Dark: "#9F8CFF"}
-	colorOK     = lipgloss.AdaptiveColor{Light: "#1F7A1F", Dark: "#5FD75F"}
-	colorWarn   = lipgloss.AdaptiveColor{Light: "#B35900", Dark: "#FFAF00"}
-	colorBad    = lipgloss.AdaptiveColor{Light: "#C00000", Dark: "#FF5F5F"}
-	colorDim    = lipgloss.AdaptiveColor{Light: "#8A8A8A", Dark: "#767676"}
-	colorSelBg  = lipgloss.AdaptiveColor{Light: "#D7D7FF", Dark: "#3A3A5F"}
+	colorAccent = palette{light: "#5A3FC0", dark: "#9F8CFF"}
+	colorOK     = palette{light: "#1F7A1F", dark: "#5FD75F"}
+	colorWarn   = palette{light: "#B35900", dark: "#FFAF00"}
+	colorBad    = palette{light: "#C00000", dark: "#FF5F5F"}
+	colorDim    = palette{light: "#8A8A8A", dark: "#767676"}
+	colorSelBg  = palette{light: "#D7D7FF", dark: "#3A3A5F"}
 )
 
-// newRenderer returns the renderer for the terminal on stdout, or one that
-// renders plain text when noColor is set. The terminal's own renderer also
-// honours the NO_COLOR environment variable.
-func newRenderer(noColor bool) *lipgloss.Renderer {
-	if noColor {
-		r := lipgloss.NewRenderer(io.Discard)
-		r.SetColorProfile(termenv.Ascii)
-		return r
-	}
-	r := lipgloss.NewRenderer(os.Stdout)
-	// Ask the terminal now, before Bubble Tea owns its input: a background
-	// colour query answered while the program reads keys would arrive as
-	// keys.
-	r.ColorProfile()
-	r.HasDarkBackground()
-	return r
-}
-
-func newStyles(r *lipgloss.Renderer) styles {
-	s := r.NewStyle
-	dim := s().Foreground(colorDim)
+// newStyles returns the styles for a terminal with a dark background, or a
+// light one. The dashboard starts dark and asks the terminal once (see
+// Model.Init): a terminal that never answers keeps the dark colours.
+func newStyles(dark bool) styles {
+	pick := lipgloss.LightDark(dark)
+	c := func(p palette) color.Color { return pick(lipgloss.Color(p.light), lipgloss.Color(p.dark)) }
+	s := lipgloss.NewStyle
+	dim := s().Foreground(c(colorDim))
+	prompt := s().Bold(true).Foreground(c(colorAccent))
+	input := textinput.StyleState{Text: s(), Placeholder: dim, Suggestion: dim, Prompt: prompt}
 	return styles{
-		title:     s().Bold(true).Foreground(colorAccent),
+		title:     s().Bold(true).Foreground(c(colorAccent)),
 		dim:       dim,
-		ok:        s().Foreground(colorOK),
-		warn:      s().Foreground(colorWarn),
-		bad:       s().Bold(true).Foreground(colorBad),
+		ok:        s().Foreground(c(colorOK)),
+		warn:      s().Foreground(c(colorWarn)),
+		bad:       s().Bold(true).Foreground(c(colorBad)),
 		tab:       dim,
-		tabActive: s().Bold(true).Foreground(colorAccent),
+		tabActive: s().Bold(true).Foreground(c(colorAccent)),
 		colHeader: s().Bold(true).Underline(true),
-		selected:  s().Background(colorSelBg).Bold(true),
-		parked:    s().Foreground(colorWarn),
-		parkedSel: s().Foreground(colorWarn).Background(colorSelBg).Bold(true),
+		selected:  s().Background(c(colorSelBg)).Bold(true),
+		parked:    s().Foreground(c(colorWarn)),
+		parkedSel: s().Foreground(c(colorWarn)).Background(c(colorSelBg)).Bold(true),
 		rule:      dim,
 		label:     dim,
-		prompt:    s().Bold(true).Foreground(colorAccent),
-		input:     s(),
-		cursor:    s().Reverse(true),
 		help: help.Styles{
 			Ellipsis:       dim,
 			ShortKey:       s().Bold(true),
@@ -87,5 +74,9 @@ func newStyles(r *lipgloss.Renderer) styles {
 			FullDesc:       dim,
 			FullSeparator:  dim,
 		},
+		// A steady block cursor drawn in reverse video, as the text
+		// input draws it; it never blinks, so that nothing redraws the
+		// screen between polls.
+		input: textinput.Styles{Focused: input, Blurred: input, Cursor: textinput.CursorStyle{Blink: false}},
 	}
 }

@@ -3,18 +3,22 @@ package tui
 import (
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
-// column describes one column of a table.
+// column describes one column of a table. A table too wide for the screen
+// first hides its optional columns, then shrinks its flexible ones, then
+// hides columns by their drop rank. A number is never cut: only flexible
+// (text) columns shrink, and they end in "…".
 type column struct {
 	title    string
 	right    bool // right-aligned (numbers)
 	flex     bool // may shrink down to min to fit the width
 	min      int
-	optional bool // dropped, last first, when the table does not fit
+	optional bool // hidden, last first, before flexible columns shrink
+	drop     int  // once shrunk columns do not fit, hidden lowest first; 0 never
 }
 
 // tone picks the colour of a whole row.
@@ -88,7 +92,7 @@ func (t table) Init() tea.Cmd { return nil }
 
 // Update moves the cursor on navigation keys.
 func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
-	km, ok := msg.(tea.KeyMsg)
+	km, ok := msg.(tea.KeyPressMsg)
 	if !ok {
 		return t, nil
 	}
@@ -156,24 +160,44 @@ func (t table) layout() (shown []int, widths []int, gap int) {
 			return shown, widths, 1
 		case dropOptional(t.cols, &shown):
 			continue
+		case shrink(t.cols, shown, widths, avail-gaps):
+			return shown, widths, 1
+		case dropRanked(t.cols, &shown):
+			continue
 		}
-		// Shrink the widest flexible column, one cell at a time.
-		for total+gaps > avail {
-			widest := -1
-			for j, i := range shown {
-				c := t.cols[i]
-				if c.flex && widths[j] > c.min && (widest < 0 || widths[j] > widths[widest]) {
-					widest = j
-				}
-			}
-			if widest < 0 {
-				break
-			}
-			widths[widest]--
-			total--
-		}
+		// Nothing left to hide: the frame cuts the lines, with "…".
 		return shown, widths, 1
 	}
+}
+
+// hidden is the number of columns the current width leaves out.
+func (t table) hidden() int {
+	shown, _, _ := t.layout()
+	return len(t.cols) - len(shown)
+}
+
+// shrink narrows the widest flexible column, one cell at a time, until the
+// widths add up to at most avail. It reports whether they do.
+func shrink(cols []column, shown, widths []int, avail int) bool {
+	total := 0
+	for _, w := range widths {
+		total += w
+	}
+	for total > avail {
+		widest := -1
+		for j, i := range shown {
+			c := cols[i]
+			if c.flex && widths[j] > c.min && (widest < 0 || widths[j] > widths[widest]) {
+				widest = j
+			}
+		}
+		if widest < 0 {
+			return false
+		}
+		widths[widest]--
+		total--
+	}
+	return true
 }
 
 // dropOptional removes the last optional column from shown.
@@ -186,6 +210,22 @@ func dropOptional(cols []column, shown *[]int) bool {
 		}
 	}
 	return false
+}
+
+// dropRanked removes the shown column of lowest drop rank.
+func dropRanked(cols []column, shown *[]int) bool {
+	s := *shown
+	pick := -1
+	for j, i := range s {
+		if d := cols[i].drop; d > 0 && (pick < 0 || d < cols[s[pick]].drop) {
+			pick = j
+		}
+	}
+	if pick < 0 {
+		return false
+	}
+	*shown = append(s[:pick:pick], s[pick+1:]...)
+	return true
 }
 
 // View draws the header and the visible rows, padded to the table's height.

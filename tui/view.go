@@ -8,14 +8,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/lipgloss"
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/zizq/zizq/server/api"
 )
 
-// View draws the whole screen: exactly height lines, none wider than width.
-// It reads the clock only through m.now, set by Update.
-func (m Model) View() string {
+// View draws the whole screen, full-screen (the alternate screen).
+func (m Model) View() tea.View {
+	v := tea.NewView(m.screen())
+	v.AltScreen = true
+	return v
+}
+
+// screen is the content of the screen: exactly height lines, none wider
+// than width, plain text under NoColor. It reads the clock only through
+// m.now, set by Update.
+func (m Model) screen() string {
 	if m.quitting {
 		return ""
 	}
@@ -32,10 +41,15 @@ func (m Model) View() string {
 		parts = append(parts, m.detailLines(d)...)
 	}
 	parts = append(parts, m.footer())
-	return frame(strings.Join(parts, "\n"), m.width, m.height)
+	s := strings.Join(parts, "\n")
+	if m.opts.NoColor {
+		s = ansi.Strip(s)
+	}
+	return frame(s, m.width, m.height)
 }
 
-// frame cuts s to w columns and h lines, padding with empty lines.
+// frame cuts s to w columns and h lines, padding with empty lines. A line
+// it cuts ends in "…", so that no number is ever cut silently.
 func frame(s string, w, h int) string {
 	lines := strings.Split(s, "\n")
 	if len(lines) > h {
@@ -43,7 +57,7 @@ func frame(s string, w, h int) string {
 	}
 	for i, l := range lines {
 		if ansi.StringWidth(l) > w {
-			l = ansi.Truncate(l, w, "")
+			l = ansi.Truncate(l, w, "…")
 		}
 		lines[i] = strings.TrimRight(l, " ")
 	}
@@ -90,7 +104,12 @@ func (m *Model) headerLines() []string {
 	if url == "" {
 		url = "-"
 	}
-	top := []string{st.title.Render("zizq top"), url, status}
+	title := st.title.Render("zizq top")
+	// The connection status outlasts the URL on a narrow screen.
+	if room := m.width - lipgloss.Width(title) - lipgloss.Width(status) - 4; ansi.StringWidth(url) > room {
+		url = ansi.Truncate(url, max(1, room), "…")
+	}
+	top := []string{title, url, status}
 	if m.haveStats {
 		top = append(top,
 			"v"+strings.TrimPrefix(m.stats.Version, "v"),
@@ -99,24 +118,7 @@ func (m *Model) headerLines() []string {
 			top = append(top, "rss "+fmtBytes(m.stats.RSSBytes))
 		}
 	}
-
-	totals := st.label.Render("jobs") + "  "
-	if m.haveStats {
-		j := m.stats.Jobs
-		parked := "parked " + strconv.FormatInt(j.Parked, 10)
-		if j.Parked > 0 {
-			parked = st.warn.Render(parked)
-		}
-		totals += strings.Join([]string{
-			"scheduled " + strconv.FormatInt(j.Scheduled, 10),
-			"ready " + strconv.FormatInt(j.Ready, 10),
-			"in flight " + strconv.FormatInt(j.InFlight, 10),
-			parked,
-		}, "  ")
-	} else {
-		totals += st.dim.Render("waiting for the server")
-	}
-	lines := []string{joinFit(top, "  ", m.width), totals}
+	lines := []string{joinFit(top, "  ", m.width), m.totalsLine()}
 
 	if m.conn == connReconnecting {
 		age := "no data yet"
@@ -129,6 +131,41 @@ func (m *Model) headerLines() []string {
 		lines = append(lines, wrapped[:min(2, len(wrapped))]...)
 	}
 	return lines
+}
+
+// totalsLine counts the server's jobs by status. Narrower screens get
+// shorter labels, then only the counts of what waits; a number is cut
+// (with "…") only when even "parked N" does not fit.
+func (m *Model) totalsLine() string {
+	st := m.st
+	if !m.haveStats {
+		return st.label.Render("jobs") + "  " + st.dim.Render("waiting for the server")
+	}
+	j := m.stats.Jobs
+	n := func(v int64) string { return strconv.FormatInt(v, 10) }
+	parked := "parked " + n(j.Parked)
+	if j.Parked > 0 {
+		parked = st.warn.Render(parked)
+	}
+	long := strings.Join([]string{"scheduled " + n(j.Scheduled), "ready " + n(j.Ready), "in flight " + n(j.InFlight), parked}, "  ")
+	short := strings.Join([]string{"sched " + n(j.Scheduled), "ready " + n(j.Ready), "flight " + n(j.InFlight), parked}, "  ")
+	return firstFit(m.width,
+		st.label.Render("jobs")+"  "+long,
+		long,
+		short,
+		"ready "+n(j.Ready)+"  "+parked,
+		parked)
+}
+
+// firstFit returns the first of lines no wider than w, or else the last
+// (which frame cuts, with "…").
+func firstFit(w int, lines ...string) string {
+	for _, l := range lines {
+		if lipgloss.Width(l) <= w {
+			return l
+		}
+	}
+	return lines[len(lines)-1]
 }
 
 // joinFit joins parts with sep, leaving out the parts from the first one
@@ -185,42 +222,89 @@ func (m *Model) unfiltered(t tab) int {
 	}
 }
 
+// tabShortNames name the tabs on narrow screens.
+var tabShortNames = [numTabs]string{"Budgets", "Queues", "Flight", "Ready", "Sched"}
+
+// tabsLine names the tabs, the visible one in brackets, and says on the
+// right what the visible table leaves out. Narrower screens get short
+// names, then counts on the visible tab only, then that tab alone; then
+// "first N of M" goes, before the count of hidden columns or the filter.
 func (m *Model) tabsLine() string {
-	var b strings.Builder
-	for t := range numTabs {
-		label := tabNames[t]
-		if m.haveStats {
-			label += " " + strconv.FormatInt(m.tabCount(t), 10)
-		}
-		if t == m.tab {
-			b.WriteString(m.st.tabActive.Render("[" + label + "]"))
-		} else {
-			b.WriteString(m.st.tab.Render(" " + label + " "))
+	rows, cols := m.tableInfo()
+	infos := []string{rows + cols}
+	if rows != "" && cols != "" {
+		infos[0] = rows + " · " + cols
+		if m.filter == "" {
+			infos = append(infos, cols)
 		}
 	}
-	left := b.String()
+	variants := []string{
+		m.tabs(tabNames, true),
+		m.tabs(tabShortNames, true),
+		m.tabs(tabShortNames, false),
+		m.tabLabel(m.tab, tabNames, true),
+	}
+	for _, info := range infos {
+		for _, left := range variants {
+			gap := m.width - lipgloss.Width(left) - lipgloss.Width(info)
+			switch {
+			case info == "" && gap >= 0:
+				return left
+			case info != "" && gap >= 2:
+				return left + strings.Repeat(" ", gap) + m.st.dim.Render(info)
+			}
+		}
+	}
+	return variants[len(variants)-1] + "  " + m.st.dim.Render(infos[len(infos)-1])
+}
 
-	var info string
+// tabs draws every tab; counts on all of them, or on the visible one only.
+func (m *Model) tabs(names [numTabs]string, allCounts bool) string {
+	var b strings.Builder
+	for t := range numTabs {
+		b.WriteString(m.tabLabel(t, names, allCounts || t == m.tab))
+	}
+	return b.String()
+}
+
+func (m *Model) tabLabel(t tab, names [numTabs]string, count bool) string {
+	label := names[t]
+	if count && m.haveStats {
+		label += " " + strconv.FormatInt(m.tabCount(t), 10)
+	}
+	if t == m.tab {
+		return m.st.tabActive.Render("[" + label + "]")
+	}
+	return m.st.tab.Render(" " + label + " ")
+}
+
+// tableInfo says what the visible table does not show: the rows the
+// filter hides or the server did not send, and the columns too wide for
+// the screen ("+2 cols"). Either is "" when there are none.
+func (m *Model) tableInfo() (rows, cols string) {
 	shown := len(m.tables[m.tab].rows)
 	switch {
 	case m.filter != "":
-		info = fmt.Sprintf("/%s: %d of %d", m.filter, shown, m.unfiltered(m.tab))
+		rows = fmt.Sprintf("/%s: %d of %d", m.filter, shown, m.unfiltered(m.tab))
 	case m.tab.status() != "" && m.haveStats && int64(shown) < m.tabCount(m.tab) && shown > 0:
-		info = fmt.Sprintf("first %d of %d", shown, m.tabCount(m.tab))
+		rows = fmt.Sprintf("first %d of %d", shown, m.tabCount(m.tab))
 	}
-	if info == "" {
-		return left
+	switch n := m.tables[m.tab].hidden(); {
+	case n == 1:
+		cols = "+1 col"
+	case n > 1:
+		cols = fmt.Sprintf("+%d cols", n)
 	}
-	gap := m.width - lipgloss.Width(left) - lipgloss.Width(info)
-	if gap < 2 {
-		return left + "  " + m.st.dim.Render(info)
-	}
-	return left + strings.Repeat(" ", gap) + m.st.dim.Render(info)
+	return rows, cols
 }
 
 func (m *Model) footer() string {
 	if m.filtering {
-		return m.input.View() + "  " + m.help.ShortHelpView(filterKeys{m.keys}.ShortHelp())
+		// The keys get what the input leaves, and drop whole hints.
+		in := m.input.View() + "  "
+		h := m.help
+		h.SetWidth(max(0, m.width-lipgloss.Width(in)))
+		return in + h.ShortHelpView(filterKeys{m.keys}.ShortHelp())
 	}
 	return m.help.View(m.keys)
 }
