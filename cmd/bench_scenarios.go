@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server/api"
 )
 
@@ -312,6 +313,26 @@ func rateOf(arrivals []time.Duration) float64 {
 
 func round4(v float64) float64 { return math.Round(v*10000) / 10000 }
 
+// checkParked connects an idle worker of queue (jobs of a queue no worker
+// serves wait for one, in no line) and checks that at least n jobs park.
+func checkParked(ctx context.Context, t *benchTarget, queue string, n int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := t.cl.Take(ctx, client.TakeOptions{Queues: []string{queue}, Prefetch: 1})
+	if err != nil {
+		return fmt.Errorf("take: %w", err)
+	}
+	defer stream.Close()
+	st, err := t.cl.Stats(ctx)
+	if err != nil {
+		return fmt.Errorf("stats: %w", err)
+	}
+	if st.Jobs.Parked < int64(n) {
+		return fmt.Errorf("only %d of %d jobs are parked", st.Jobs.Parked, n)
+	}
+	return nil
+}
+
 // manyBudgets compares unbudgeted end-to-end throughput with the same load
 // bound to --budgets generous budgets, and with --parked jobs parked on
 // --budgets exhausted budgets in the same queue.
@@ -383,12 +404,8 @@ func (b *bench) manyBudgets(ctx context.Context, t *benchTarget) (manyReport, be
 	if mem, err = b.memory(ctx, t, rss0, b.o.Parked); err != nil {
 		return rep, mem, err
 	}
-	st, err := t.cl.Stats(ctx)
-	if err != nil {
-		return rep, mem, fmt.Errorf("stats: %w", err)
-	}
-	if st.Jobs.Parked < int64(b.o.Parked) {
-		return rep, mem, fmt.Errorf("only %d of %d jobs are parked", st.Jobs.Parked, b.o.Parked)
+	if err := checkParked(ctx, t, q, b.o.Parked); err != nil {
+		return rep, mem, err
 	}
 	if rep.WithParkedJobsPerS, rep.ParkedDelivered, err = run(fmt.Sprintf("many budgets: %d parked", b.o.Parked), q, nil); err != nil {
 		return rep, mem, err

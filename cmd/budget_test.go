@@ -52,16 +52,18 @@ func TestBudgetCommands(t *testing.T) {
 	require.NotNil(t, b.State)
 	require.Equal(t, int64(9), b.State.Capacity)
 
-	// A parked job shows in the live figures.
+	// A parked job shows in the live figures: a worker holds two jobs, the
+	// third (cost 2) waits in the line of the spent budget.
 	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers")
 	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers")
 	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "workers:2")
+	c.worker("q", 2, 2)
 	out = c.ok("budget", "list")
 	require.Equal(t, [][]string{
 		{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN", "FLIGHT", "PARKED", "NEXT", "TOKEN"},
 		{"daily", "time_based", "7", "7/1d", "-", "7", "0", "0", "-"},
 		{"svc:eu", "time_based", "20000", "20000/1h", "9", "?", "0", "0", "-"},
-		{"workers", "while_in_flight", "2", "-", "-", "2", "0", "1", "-"},
+		{"workers", "while_in_flight", "2", "-", "-", "0", "2", "1", "-"},
 	}, cells(out, "svc:eu"))
 	var list api.BudgetList
 	c.json(&list, "budget", "list")

@@ -9,9 +9,32 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/servertest"
 )
+
+// worker connects a worker of queue that takes n jobs and holds them,
+// never acking, until the test ends: its queue is served, so jobs its
+// budgets cannot pay are parked.
+func (c *cli) worker(queue string, prefetch, n int) []api.Job {
+	c.t.Helper()
+	cl, err := client.New(c.url, client.Options{})
+	require.NoError(c.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	c.t.Cleanup(cancel)
+	stream, err := cl.Take(ctx, client.TakeOptions{Queues: []string{queue}, Prefetch: prefetch})
+	require.NoError(c.t, err)
+	c.t.Cleanup(func() { _ = stream.Close() })
+	var held []api.Job
+	for range n {
+		j, err := stream.Next()
+		require.NoError(c.t, err)
+		held = append(held, j)
+	}
+	return held
+}
 
 // serveInProcess runs a real server on 127.0.0.1:0 over a fresh data
 // directory until the test ends, and returns its URL.

@@ -189,14 +189,16 @@ func TestJobQueries(t *testing.T) {
 	out = c.ok("job", "why", scheduled)
 	require.Contains(t, out, "Job "+scheduled+" is scheduled: it becomes ready at ")
 	require.Regexp(t, `\(in (59m\d+s|1h)\)\.\n$`, out)
-	out = c.ok("job", "why", ids[0])
-	require.Equal(t, "Job "+ids[0]+" is ready and its budgets can pay: it waits for a worker of its queue with room.\n", out)
+	out = c.ok("job", "why", ids[4])
+	require.Equal(t, "Job "+ids[4]+" is ready and its budgets can pay: it waits for a worker (no worker serves queue other).\n", out)
+	// A worker of "other" holds ids[3]: "one" is spent and ids[4] parks.
+	require.Equal(t, ids[3], c.worker("other", 1, 1)[0].ID)
 	out = c.ok("job", "why", ids[4])
 	require.Equal(t, []string{
 		"Job " + ids[4] + " is ready but parked: a budget cannot pay for it yet.",
 		"",
 		"BUDGET  COST  AVAILABLE  AHEAD  AFFORDABLE",
-		"one     1     1          0      when running jobs finish",
+		"one     1     0          0      when running jobs finish",
 	}, lines(out))
 	var why api.Why
 	c.json(&why, "job", "why", ids[4])

@@ -45,7 +45,11 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 		_, err := fmt.Fprintf(out, "Job %s is scheduled: it becomes ready at %s (%s).\n", w.ID, formatTime(w.ReadyAt), formatUntil(int64(w.ReadyAt), now))
 		return err
 	case api.WaitingWorker:
-		_, err := fmt.Fprintf(out, "Job %s is ready and its budgets can pay: it waits for a worker of its queue with room.\n", w.ID)
+		reason := w.Reason
+		if reason == "" {
+			reason = "every worker of its queue is busy"
+		}
+		_, err := fmt.Fprintf(out, "Job %s is ready and its budgets can pay: it waits for a worker (%s).\n", w.ID, reason)
 		return err
 	case api.WaitingFinished:
 		_, err := fmt.Fprintf(out, "Job %s is %s: it waits for nothing.\n", w.ID, w.Status)
@@ -60,13 +64,26 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 		return err
 	}
 	fmt.Fprintf(out, "Job %s is ready but parked: %s cannot pay for it yet.\n\n", w.ID, plural(len(w.Budgets), "a budget", "its budgets"))
-	t := newTable(out, "BUDGET", "COST", "AVAILABLE", "AHEAD", "AFFORDABLE")
+	reserved := false
+	for _, b := range w.Budgets {
+		reserved = reserved || b.ReservedBy != ""
+	}
+	cols := []string{"BUDGET", "COST", "AVAILABLE", "AHEAD", "AFFORDABLE"}
+	if reserved {
+		// A budget that could pay but holds its tokens for its line's head.
+		cols = append(cols, "RESERVED BY")
+	}
+	t := newTable(out, cols...)
 	for _, b := range w.Budgets {
 		when := "when running jobs finish"
 		if b.AffordableAt != nil {
 			when = formatUntil(*b.AffordableAt, now)
 		}
-		t.row(b.Key, strconv.FormatInt(b.Cost, 10), formatTokens(b.Available), strconv.FormatInt(b.Ahead, 10), when)
+		row := []string{b.Key, strconv.FormatInt(b.Cost, 10), formatTokens(b.Available), strconv.FormatInt(b.Ahead, 10), when}
+		if reserved {
+			row = append(row, or(b.ReservedBy, "-"))
+		}
+		t.row(row...)
 	}
 	return t.flush()
 }
@@ -76,4 +93,12 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// or returns s, or def when s is empty.
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }

@@ -95,9 +95,9 @@ func showsParked(key, n string) func(string) bool {
 }
 
 // TestTop_EndToEnd runs `zizq top` in a real terminal against a real server
-// with parked jobs: a while_in_flight budget of 2 and 7 bound jobs park 5
-// (2 are claimed, waiting for a worker); a worker takes 2 without acking
-// (still 5 parked); two acks let 2 more go (3 parked).
+// with parked jobs: a while_in_flight budget of 2 and 7 bound jobs, and no
+// worker: nothing is parked (the jobs wait for a worker); a worker takes 2
+// without acking (5 parked); two acks let 2 more go (3 parked).
 func TestTop_EndToEnd(t *testing.T) {
 	tm := newTmux(t)
 	p := startServer(t, "--root-dir", t.TempDir())
@@ -110,7 +110,9 @@ func TestTop_EndToEnd(t *testing.T) {
 
 	cmdline := fmt.Sprintf("env NO_COLOR=1 LANG=C.UTF-8 TERM=xterm-256color %s top --url %s --refresh 200ms", zizqBin, p.url)
 	tm.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30", cmdline)
-	tm.waitFor("5 parked on slow", 15*time.Second, showsParked("slow", "5"))
+	tm.waitFor("nothing parked with no worker", 15*time.Second, func(s string) bool {
+		return showsParked("slow", "0")(s) && strings.Contains(s, "ready 7")
+	})
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -131,7 +133,7 @@ func TestTop_EndToEnd(t *testing.T) {
 		return api.Job{}
 	}
 	held := []api.Job{next(), next()}
-	tm.waitFor("still 5 parked while 2 run", 15*time.Second, func(s string) bool {
+	tm.waitFor("5 parked while 2 run", 15*time.Second, func(s string) bool {
 		return showsParked("slow", "5")(s) && strings.Contains(s, "in flight 2")
 	})
 

@@ -190,17 +190,20 @@ func TestBindings_Dispatch(t *testing.T) {
 	require.Equal(t, int64(1), tb.budState(t, "slow").Parked)
 
 	// Binding a ready job (no worker for its queue yet) to the exhausted
-	// budget parks it; the worker that connects does not get it.
+	// budget leaves it waiting for a worker; the worker that connects does
+	// not get it: it parks.
 	ready := tb.budJob(t, "later", "")
 	require.Equal(t, "worker", tb.budWhy(t, ready.ID).WaitingFor)
 	tb.budBindJob(t, "POST", "/jobs/"+ready.ID+"/budgets/slow", nil)
+	require.Equal(t, "worker", tb.budWhy(t, ready.ID).WaitingFor)
+	require.Equal(t, int64(1), tb.budState(t, "slow").Parked)
+	tl := tb.take(t, "prefetch=0&queue=later")
+	tl.none(t, 200*time.Millisecond)
 	w := tb.budWhy(t, ready.ID)
 	require.Equal(t, "budget", w.WaitingFor)
 	require.Equal(t, "slow", w.Budgets[0].Key)
 	require.Equal(t, int64(2), tb.budState(t, "slow").Parked)
 	require.Equal(t, int64(2), tb.budStats(t).Jobs.Parked)
-	tl := tb.take(t, "prefetch=0&queue=later")
-	tl.none(t, 200*time.Millisecond)
 	// Unbound again, it goes to the connected worker at once.
 	tb.budBindJob(t, "DELETE", "/jobs/"+ready.ID+"/budgets", nil)
 	require.Equal(t, ready.ID, tl.next(t, budArrives).ID)
@@ -403,9 +406,10 @@ func TestBindings_Restart(t *testing.T) {
 		require.Equal(t, want[i], got.Budgets, "job %d", i)
 	}
 	// The restored bindings are live: "a" (allocation 1) lets one through.
-	require.Equal(t, api.JobCounts{Ready: 2, Parked: 1}, tb.budStats(t).Jobs)
+	require.Equal(t, api.JobCounts{Ready: 3}, tb.budStats(t).Jobs, "no worker, nothing parked")
 	ts := tb.take(t, "prefetch=0")
 	require.Equal(t, jobs[0].ID, ts.next(t, budArrives).ID)
 	require.Equal(t, jobs[2].ID, ts.next(t, budArrives).ID)
 	ts.none(t, 200*time.Millisecond)
+	require.Equal(t, api.JobCounts{Parked: 1, InFlight: 2}, tb.budStats(t).Jobs)
 }

@@ -1024,34 +1024,35 @@ func TestBudgets_Why(t *testing.T) {
 	tb.budPut(t, "wif", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
 	tb.budPut(t, "rate", `{"allocation":1,"strategy":{"type":"time_based","duration_ms":3600000}}`)
 
-	// No worker yet: an affordable job waits for a worker.
+	// No worker yet: a job waits for one, in no line.
 	first := tb.budJob(t, "q", `[{"key":"wif"}]`)
 	w := tb.budWhy(t, first.ID)
-	require.Equal(t, api.Why{ID: first.ID, Status: "ready", WaitingFor: "worker", Budgets: []api.WhyBudget{}, ReadyAt: first.ReadyAt}, w)
-	// …and the next one in the same budget is parked behind it.
+	require.Equal(t, api.Why{ID: first.ID, Status: "ready", WaitingFor: "worker", Reason: "no worker serves queue q", Budgets: []api.WhyBudget{}, ReadyAt: first.ReadyAt}, w)
+	// A worker holds it: the next one in the same budget is parked…
+	ts := tb.take(t, "prefetch=1&queue=q")
+	require.Equal(t, first.ID, ts.next(t, 5*time.Second).ID)
+	w = tb.budWhy(t, first.ID)
+	require.Equal(t, "in_flight", w.Status)
+	require.Equal(t, "nothing", w.WaitingFor)
 	second := tb.budJob(t, "q", `[{"key":"wif"}]`)
 	third := tb.budJob(t, "q", `[{"key":"wif"},{"key":"rate"}]`)
 	w = tb.budWhy(t, second.ID)
 	require.Equal(t, "ready", w.Status, "parked jobs keep the ready status")
 	require.Equal(t, "budget", w.WaitingFor)
-	require.Equal(t, []api.WhyBudget{{Key: "wif", Cost: 1, Available: 1, Ahead: 0, AffordableAt: nil}}, w.Budgets)
+	require.Equal(t, []api.WhyBudget{{Key: "wif", Cost: 1, Available: 0, Ahead: 0, AffordableAt: nil}}, w.Budgets)
+	// …and the one behind it waits in wif's line only, though rate could
+	// pay it (a job a while_in_flight budget refuses is in no time_based
+	// line).
 	w = tb.budWhy(t, third.ID)
 	require.Equal(t, "budget", w.WaitingFor)
-	require.Equal(t, "wif", w.Budgets[0].Key)
-	require.Equal(t, int64(1), w.Budgets[0].Ahead)
+	require.Equal(t, []api.WhyBudget{{Key: "wif", Cost: 1, Available: 0, Ahead: 1, AffordableAt: nil}}, w.Budgets)
 
 	far := budMs() + 3600_000
 	sched := tb.enqueue(t, fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"ready_at":%d,"budgets":[{"key":"wif"}]}`, far))
 	w = tb.budWhy(t, sched.ID)
 	require.Equal(t, api.Why{ID: sched.ID, Status: "scheduled", WaitingFor: "schedule", Budgets: []api.WhyBudget{}, ReadyAt: uint64(far)}, w)
 
-	ts := tb.take(t, "prefetch=0")
-	got := ts.next(t, 5*time.Second)
-	require.Equal(t, first.ID, got.ID)
-	w = tb.budWhy(t, first.ID)
-	require.Equal(t, "in_flight", w.Status)
-	require.Equal(t, "nothing", w.WaitingFor)
-
+	ts = tb.take(t, "prefetch=0&queue=other")
 	// Completed and retained: finished.
 	kept := tb.enqueue(t, `{"type":"t","queue":"other","payload":{},"retention":{"completed_ms":600000}}`)
 	require.Equal(t, kept.ID, ts.next(t, 5*time.Second).ID)
@@ -1075,15 +1076,15 @@ func TestBudgets_Stats(t *testing.T) {
 	tb.enqueue(t, fmt.Sprintf(`{"type":"t","queue":"b","payload":{},"ready_at":%d}`, budMs()+3600_000))
 
 	s := tb.budStats(t)
-	require.Equal(t, api.JobCounts{Scheduled: 1, Ready: 5, Parked: 3, InFlight: 0}, s.Jobs)
+	require.Equal(t, api.JobCounts{Scheduled: 1, Ready: 8}, s.Jobs, "with no worker nothing is parked")
 	require.Equal(t, []api.QueueStats{
-		{Name: "a", Ready: 2, Parked: 3},
+		{Name: "a", Ready: 5},
 		{Name: "b", Scheduled: 1, Ready: 3},
 	}, s.Queues)
 	require.Len(t, s.Budgets, 1)
 	require.Equal(t, "wif", s.Budgets[0].Key)
 	require.NotNil(t, s.Budgets[0].State)
-	require.Equal(t, int64(3), s.Budgets[0].State.Parked)
+	require.Zero(t, s.Budgets[0].State.Parked)
 	require.Equal(t, server.Version, s.Version)
 
 	ts := tb.take(t, "prefetch=0&queue=a")

@@ -549,19 +549,16 @@ func TestBudgetsRealtime_LiveState(t *testing.T) {
 	tb.budPut(t, "wif", `{"allocation":3,"strategy":{"type":"while_in_flight"}}`)
 	jobs := tb.budJobs(t, 10, "q", `[{"key":"wif"}]`)
 
-	// No worker: the three affordable jobs wait for one (they earmark their
-	// cost), the other seven are parked.
+	// No worker: all ten wait for one, in no line, reserving nothing.
 	s := tb.budStats(t)
-	require.Equal(t, api.JobCounts{Ready: 3, Parked: 7}, s.Jobs)
+	require.Equal(t, api.JobCounts{Ready: 10}, s.Jobs)
 	st := tb.budState(t, "wif")
-	require.Equal(t, int64(7), st.Parked)
+	require.Zero(t, st.Parked)
 	require.Zero(t, st.Held)
 	require.Zero(t, st.InFlight)
-	require.Equal(t, "worker", tb.budWhy(t, jobs[0].ID).WaitingFor)
 	w := tb.budWhy(t, jobs[9].ID)
-	require.Equal(t, "budget", w.WaitingFor)
-	require.Equal(t, int64(6), w.Budgets[0].Ahead)
-	require.Nil(t, w.Budgets[0].AffordableAt, "a while_in_flight line waits on releases")
+	require.Equal(t, "worker", w.WaitingFor)
+	require.Equal(t, "no worker serves queue q", w.Reason)
 
 	// A worker that holds without acking.
 	ts := tb.take(t, "prefetch=0")
@@ -577,6 +574,10 @@ func TestBudgetsRealtime_LiveState(t *testing.T) {
 	require.Zero(t, st.Available)
 	require.Equal(t, api.JobCounts{Parked: 7, InFlight: 3}, tb.budStats(t).Jobs)
 	require.Equal(t, []string{jobs[0].ID, jobs[1].ID, jobs[2].ID}, []string{held[0].ID, held[1].ID, held[2].ID})
+	w = tb.budWhy(t, jobs[9].ID)
+	require.Equal(t, "budget", w.WaitingFor)
+	require.Equal(t, int64(6), w.Budgets[0].Ahead)
+	require.Nil(t, w.Budgets[0].AffordableAt, "a while_in_flight line waits on releases")
 
 	// Ack one: the worker gets one more, one fewer is parked.
 	require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+held[0].ID+"/success", nil).status)
@@ -788,7 +789,9 @@ func TestBudgetsRealtime_Reservation(t *testing.T) {
 		head := tb.budJob(t, "a", `[{"key":"u","cost":2}]`) // nobody serves "a"
 		other := tb.budJob(t, "b", `[{"key":"u"}]`)
 		require.Equal(t, other.ID, tbq.next(t, budArrives).ID)
-		require.Equal(t, "budget", tb.budWhy(t, head.ID).WaitingFor)
+		w := tb.budWhy(t, head.ID)
+		require.Equal(t, "worker", w.WaitingFor, "a job of an unserved queue waits for a worker, in no line")
+		require.Equal(t, "no worker serves queue a", w.Reason)
 
 		// Once "a" is served the head reserves: releases go to it. (A take
 		// stream answers its headers just before its taker is registered:
@@ -807,28 +810,27 @@ func TestBudgetsRealtime_Reservation(t *testing.T) {
 		require.Equal(t, late.ID, tbq.next(t, budArrives).ID)
 	})
 
-	t.Run("WaitingForWorkerEarmarks", func(t *testing.T) {
+	t.Run("WaitingForWorkerReservesNothing", func(t *testing.T) {
 		t.Parallel()
 		tb := setup(t)
 		tb.budPut(t, "c", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
 		ta := tb.take(t, "prefetch=1&queue=a")
 		busy := tb.budJob(t, "a", "")
 		require.Equal(t, busy.ID, ta.next(t, budArrives).ID)
-		// Affordable, but its worker is full: it earmarks the token…
+		// Affordable, but its worker is full: it waits for a worker and
+		// reserves nothing (it never waited in a line)…
 		j1 := tb.budJob(t, "a", `[{"key":"c"}]`)
 		require.Equal(t, "worker", tb.budWhy(t, j1.ID).WaitingFor)
-		// …so a job of another queue, whose worker has room, parks.
+		// …so a job of another queue, whose worker has room, takes the token.
 		tbq := tb.take(t, "prefetch=0&queue=b")
 		j2 := tb.budJob(t, "b", `[{"key":"c"}]`)
-		tbq.none(t, 200*time.Millisecond)
-		require.Equal(t, "budget", tb.budWhy(t, j2.ID).WaitingFor)
-		require.Equal(t, api.JobCounts{Ready: 1, Parked: 1, InFlight: 1}, tb.budStats(t).Jobs)
+		require.Equal(t, j2.ID, tbq.next(t, budArrives).ID)
+		require.Equal(t, api.JobCounts{Parked: 1, InFlight: 2}, tb.budStats(t).Jobs, "j1 now waits in c's line")
 
 		require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+busy.ID+"/success", nil).status)
+		ta.none(t, 200*time.Millisecond)
+		require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+j2.ID+"/success", nil).status)
 		require.Equal(t, j1.ID, ta.next(t, budArrives).ID)
-		tbq.none(t, 200*time.Millisecond)
-		require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+j1.ID+"/success", nil).status)
-		require.Equal(t, j2.ID, tbq.next(t, budArrives).ID)
 	})
 }
 
@@ -999,10 +1001,9 @@ func TestBudgetsRealtime_RandomWorkload(t *testing.T) {
 	}
 }
 
-// TestBudgetsRealtime_UnservedParkedJobBecomesReady: a job parked on a
-// budget while no taker serves its queue should leave the line once the
-// budget can pay it (ENGINE.md invariant 1: a parked job is in the lines of
-// the budgets that refuse it, and nowhere else), and then wait for a worker.
+// TestBudgetsRealtime_UnservedParkedJobBecomesReady: a job of a queue no
+// taker serves is in no line (ENGINE.md, "Served queues only"): it waits
+// for a worker whether or not its budget could pay it.
 func TestBudgetsRealtime_UnservedParkedJobBecomesReady(t *testing.T) {
 	t.Parallel()
 
@@ -1012,7 +1013,8 @@ func TestBudgetsRealtime_UnservedParkedJobBecomesReady(t *testing.T) {
 	holder := tb.budJob(t, "b", `[{"key":"k"}]`)
 	require.Equal(t, holder.ID, tsb.next(t, budArrives).ID)
 	j := tb.budJob(t, "a", `[{"key":"k"}]`) // nobody serves "a"
-	require.Equal(t, "budget", tb.budWhy(t, j.ID).WaitingFor)
+	require.Equal(t, "worker", tb.budWhy(t, j.ID).WaitingFor)
+	require.Equal(t, api.JobCounts{Ready: 1, InFlight: 1}, tb.budStats(t).Jobs, "nothing is parked")
 	require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+holder.ID+"/success", nil).status)
 	require.Equal(t, "worker", tb.budWhy(t, j.ID).WaitingFor)
 	require.Equal(t, api.JobCounts{Ready: 1}, tb.budStats(t).Jobs)

@@ -73,8 +73,8 @@ func newMetrics(s *Server) *metrics {
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600},
 	})
 	m.parked = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "zizq_budget_parked_seconds",
-		Help:    "Time dispatched jobs spent parked (waiting in a budget's line), by each budget the job is bound to.",
+		Name:    "zizq_budget_wait_seconds",
+		Help:    "Time dispatched jobs bound to a budget waited between becoming ready and dispatch (parked, or waiting for a worker), by each budget the job is bound to.",
 		Buckets: []float64{.01, .1, .5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600},
 	}, []string{"budget"})
 	m.commitGroups = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -107,14 +107,14 @@ func newMetrics(s *Server) *metrics {
 
 // onDispatch is the engine's OnDispatch hook: it runs under the engine lock,
 // so it only counts and observes.
-func (m *metrics) onDispatch(j store.Job, at time.Time, parkedAt int64) {
+func (m *metrics) onDispatch(j store.Job, at time.Time, waitingSince int64) {
 	m.dispatched.Inc()
 	ms := at.UnixMilli()
 	m.dispatchWait.Observe(float64(max(0, ms-j.ReadyAt)) / 1000)
-	if parkedAt == 0 {
+	if waitingSince == 0 {
 		return
 	}
-	secs := float64(max(0, ms-parkedAt)) / 1000
+	secs := float64(max(0, ms-waitingSince)) / 1000
 	for _, b := range j.Budgets {
 		if _, ok := m.parkedKeys.Load(b.Key); !ok {
 			m.parkedKeys.Store(b.Key, struct{}{})
@@ -156,8 +156,8 @@ var (
 	descBudgetCapacity = prometheus.NewDesc("zizq_budget_capacity_tokens", "Most tokens a budget holds: its allocation, or its burst (time_based).", []string{"budget"}, nil)
 	descBudgetHeld     = prometheus.NewDesc("zizq_budget_held_tokens", "Tokens held by in-flight jobs (while_in_flight budgets).", []string{"budget"}, nil)
 	descBudgetInFlight = prometheus.NewDesc("zizq_budget_in_flight_jobs", "In-flight jobs bound to a budget.", []string{"budget"}, nil)
-	descBudgetParked   = prometheus.NewDesc("zizq_budget_parked_jobs", "Jobs waiting in a budget's line.", []string{"budget"}, nil)
-	descBudgetOldest   = prometheus.NewDesc("zizq_budget_oldest_parked_seconds", "How long the oldest job in a budget's line has waited (0 when none).", []string{"budget"}, nil)
+	descBudgetParked   = prometheus.NewDesc("zizq_budget_parked_jobs", "Jobs of served queues waiting in a budget's line that it cannot pay now.", []string{"budget"}, nil)
+	descBudgetOldest   = prometheus.NewDesc("zizq_budget_oldest_parked_seconds", "How long the first job of a budget's line has waited since it became ready (0 when none).", []string{"budget"}, nil)
 	descBudgetDispatch = prometheus.NewDesc("zizq_budget_dispatched_total", "Jobs dispatched against a budget since the server started (or the budget was created).", []string{"budget"}, nil)
 )
 

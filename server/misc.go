@@ -87,9 +87,9 @@ func residentBytes() int64 {
 func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if why, ok := s.engine.Why(id); ok {
-		out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
+		out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
 		for _, b := range why.Budgets {
-			out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt})
+			out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy})
 		}
 		s.respond(w, r, http.StatusOK, out)
 		return

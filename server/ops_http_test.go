@@ -75,7 +75,7 @@ func TestMetrics_Exposition(t *testing.T) {
 	require.Positive(t, metricValue(t, text, "zizq_store_commit_duration_seconds_count"))
 	require.Contains(t, text, "go_goroutines")
 
-	// The ack lets the parked job go: its parked time is observed.
+	// The ack lets the parked job go: its wait is observed.
 	ackJob(t, tb, first.ID)
 	require.Equal(t, second.ID, ts.next(t, 5*time.Second).ID)
 	ackJob(t, tb, second.ID)
@@ -91,7 +91,7 @@ func TestMetrics_Exposition(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(t, text, `zizq_job_failures_total{outcome="retry"}`))
 	require.Equal(t, 1.0, metricValue(t, text, `zizq_job_failures_total{outcome="dead"}`))
 	require.Equal(t, 4.0, metricValue(t, text, "zizq_dispatch_latency_seconds_count"))
-	require.Equal(t, 1.0, metricValue(t, text, `zizq_budget_parked_seconds_count{budget="api"}`))
+	require.Equal(t, 2.0, metricValue(t, text, `zizq_budget_wait_seconds_count{budget="api"}`), "both jobs bound to api")
 	require.Equal(t, 0.0, metricValue(t, text, `zizq_budget_parked_jobs{budget="api"}`))
 
 	// A deleted budget's series go (its parked-time histogram at the

@@ -240,9 +240,9 @@ func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.
 	if a == nil {
 		return b
 	}
-	return func(j store.Job, at time.Time, parkedAt int64) {
-		a(j, at, parkedAt)
-		b(j, at, parkedAt)
+	return func(j store.Job, at time.Time, waitingSince int64) {
+		a(j, at, waitingSince)
+		b(j, at, waitingSince)
 	}
 }
 

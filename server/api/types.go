@@ -180,20 +180,27 @@ type BudgetState struct {
 
 // Why explains what a job waits for (GET /jobs/{id}/why).
 type Why struct {
-	ID         string      `json:"id"`
-	Status     string      `json:"status"`
-	WaitingFor string      `json:"waiting_for"`
-	Budgets    []WhyBudget `json:"budgets"`
-	ReadyAt    uint64      `json:"ready_at"`
+	ID         string `json:"id"`
+	Status     string `json:"status"`
+	WaitingFor string `json:"waiting_for"`
+	// Reason says in words what a job waiting for a worker waits for: no
+	// worker serves its queue, or every worker of it is busy (omitted
+	// otherwise).
+	Reason  string      `json:"reason,omitempty" msgpack:"reason,omitempty"`
+	Budgets []WhyBudget `json:"budgets"`
+	ReadyAt uint64      `json:"ready_at"`
 }
 
-// WhyBudget is one budget that refuses a parked job.
+// WhyBudget is one budget in whose line a parked job waits.
 type WhyBudget struct {
 	Key          string  `json:"key"`
 	Cost         int64   `json:"cost"`
 	Available    float64 `json:"available"`
 	Ahead        int64   `json:"ahead"`
 	AffordableAt *int64  `json:"affordable_at"`
+	// ReservedBy names the head of the budget's line whose reservation
+	// alone holds the job back: the budget could pay it otherwise.
+	ReservedBy string `json:"reserved_by,omitempty" msgpack:"reserved_by,omitempty"`
 }
 
 // Why.WaitingFor values.

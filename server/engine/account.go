@@ -1,31 +1,33 @@
 package engine
 
 import (
-	"time"
+	"fmt"
 
-	"github.com/google/btree"
 	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
 )
 
-// account is the live side of one budget: its token pool, its line of
-// waiting jobs in (priority, id) order, and the jobs bound to it.
+// account is the live side of one budget: its token pool, its head (the one
+// job it reserves for) and the groups of served queues whose jobs it binds.
+// Its line is not stored: a job is in it when the budget cannot pay it (or
+// it is the head), which the pool, the head and the groups answer.
 type account struct {
-	cfg        store.Budget
-	pool       budget.Pool
-	line       *btree.BTreeG[*job] // parked jobs this budget refuses
-	lineQueues map[*queue]int      // line members per queue
-	bound      map[*job]struct{}
-	// Claims: an affordable job that waits for a worker earmarks its cost,
-	// so later jobs cannot take its tokens (its reservation). claimServed
-	// counts only jobs whose queue a connected taker serves: claims of jobs
-	// nobody can run never hold back jobs that can run.
-	claimAll    int64
-	claimServed int64
-	inFlight    int64
-	dispatched  int64
-	dl          *deadline
-	dirty       bool
+	cfg      store.Budget
+	pool     budget.Pool
+	head     *job
+	headCost int64
+	served   map[*group]struct{}
+	// costs counts the unfinished jobs bound to the budget by cost, for the
+	// checks of a change of allocation or burst and of a delete.
+	costs      map[int64]int64
+	bound      int64
+	inFlight   int64
+	dispatched int64
+	dl         *deadline
+
+	changedMark bool // its groups' candidates need recomputing
+	headMark    bool // its head needs checking or choosing
+	dlMark      bool // its refill deadline needs recomputing
 }
 
 func newPool(cfg store.Budget, ns int64) budget.Pool {
@@ -37,14 +39,24 @@ func newPool(cfg store.Budget, ns int64) budget.Pool {
 
 func (e *Engine) addAccount(cfg store.Budget) *account {
 	a := &account{
-		cfg:        cfg,
-		pool:       newPool(cfg, e.now().UnixNano()),
-		line:       btree.NewG(16, before),
-		lineQueues: make(map[*queue]int),
-		bound:      make(map[*job]struct{}),
+		cfg:    cfg,
+		pool:   newPool(cfg, e.vnow),
+		served: map[*group]struct{}{},
+		costs:  map[int64]int64{},
 	}
 	e.accounts[cfg.Key] = a
 	return a
+}
+
+func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
+
+// bind counts an unfinished job bound to the budget at cost.
+func (a *account) bind(cost int64, delta int64) {
+	a.bound += delta
+	a.costs[cost] += delta
+	if a.costs[cost] == 0 {
+		delete(a.costs, cost)
+	}
 }
 
 // maxCost is the largest cost a job bound to the budget may have.
@@ -55,239 +67,173 @@ func maxCost(cfg store.Budget) int64 {
 	return cfg.Allocation
 }
 
-// reservedAgainst reports whether an earlier job in the account's line, whose
-// queue a connected taker serves, reserves the budget against j.
-func (e *Engine) reservedAgainst(a *account, j *job) bool {
-	reserved := false
-	a.line.Ascend(func(h *job) bool {
-		if h == j || !before(h, j) {
-			return false
-		}
-		if e.served(h.q) {
-			reserved = true
-			return false
-		}
-		return true
-	})
-	return reserved
+// pays reports whether the pool can pay cost now.
+func (e *Engine) pays(a *account, cost int64) bool { return a.pool.CanPay(cost, e.vnow) }
+
+// payBound is the prefix of group g that budget a pays now, for the jobs of
+// g, which cost cost here: none when the tokens fall short of cost; all
+// when there is no head or the tokens cover the head's reservation too;
+// otherwise the jobs before the head (and the head itself when it is in g:
+// a head is never held back by its own reservation).
+func (e *Engine) payBound(a *account, cost int64, g *group) bound {
+	if !e.pays(a, cost) {
+		return admitNone
+	}
+	if a.head == nil || e.pays(a, cost+a.headCost) {
+		return admitAll
+	}
+	return bound{kind: boundAt, k: a.head.k, incl: a.head.g == g}
 }
 
-// claims returns what the budget has earmarked for waiting jobs, as seen by
-// job j (excluding j's own claim).
-func (e *Engine) claims(a *account, j *job, cost int64) int64 {
-	c := a.claimAll
-	if e.served(j.q) {
-		c = a.claimServed
+// wifBound is the prefix of g that every while_in_flight budget of g pays:
+// a job that one of them refuses waits in that budget's line only, not in
+// the lines of its time_based budgets (ENGINE.md's first exception).
+func (e *Engine) wifBound(g *group) bound {
+	b := admitAll
+	for _, s := range g.sig {
+		if !s.a.timeBased() {
+			b = b.tighter(e.payBound(s.a, s.cost, g))
+		}
 	}
-	if j.state == stReady {
-		c -= cost
-	}
-	return c
+	return b
 }
 
-// canPay reports whether the budget can pay j now: enough tokens beyond the
-// claims of waiting jobs, and no earlier parked job reserving it.
-func (e *Engine) canPay(a *account, j *job, cost int64, ns int64) bool {
-	return a.pool.CanPay(cost+e.claims(a, j, cost), ns) && !e.reservedAgainst(a, j)
-}
-
-// payable reports whether every bound budget can pay the job now. Each
-// budget that cannot takes the job into its line (at its (priority, id)
-// place), so the job waits in the line of every budget that refuses it.
-func (e *Engine) payable(j *job, now time.Time) bool {
-	ns := now.UnixNano()
-	ok := true
-	for i := range j.binds {
-		b := &j.binds[i]
-		if e.canPay(b.a, j, b.cost, ns) {
-			continue
-		}
-		ok = false
-		if !b.inLine {
-			b.inLine = true
-			b.a.line.ReplaceOrInsert(j)
-			b.a.lineQueues[j.q]++
-			e.markAccount(b.a)
-		}
+// changed records that a budget's pool, head or groups changed: its groups'
+// candidates, its head, its refill deadline and (for a while_in_flight
+// budget) the heads of the time_based budgets sharing a group with it must
+// be looked at again.
+func (e *Engine) changed(a *account) {
+	if !a.changedMark {
+		a.changedMark = true
+		e.changedAccounts = append(e.changedAccounts, a)
 	}
-	return ok
-}
-
-// unline takes a job out of every line it is in; those budgets' heads may
-// have changed, so they are looked at again.
-func (e *Engine) unline(j *job) {
-	for i := range j.binds {
-		b := &j.binds[i]
-		if !b.inLine {
-			continue
-		}
-		b.a.line.Delete(j)
-		b.a.lineQueues[j.q]--
-		if b.a.lineQueues[j.q] == 0 {
-			delete(b.a.lineQueues, j.q)
-		}
-		b.inLine = false
-		e.markAccount(b.a)
-	}
-}
-
-// walk is "budget gains tokens": serve the line from its head while every
-// budget can pay. A job that can pay goes to a taker with room, or else to
-// its ready set, claiming its costs while it waits for a worker. The walk
-// stops at the first job of a served queue that cannot go: it heads the
-// line and reserves the budget from then on. Jobs of queues no taker serves
-// reserve nothing, but they too leave the line when the budget can pay
-// them, in their own (priority, id) order, so parked counts stay true with
-// no worker connected.
-func (e *Engine) walk(a *account) {
-	now := e.now()
-	// The first job of a served queue and the first of an unserved queue
-	// that could not move: the refill deadline wakes whichever can go first.
-	var stopServed, stopUnserved *job
-	servedLeft := e.servedInLine(a)
-	var after *job
-	for {
-		if stopUnserved != nil && servedLeft == 0 {
-			break // only unserved jobs remain, and they keep their places
-		}
-		h := e.nextInLine(a, after)
-		if h == nil {
-			break
-		}
-		after = h
-		served := e.served(h.q)
-		if served {
-			servedLeft--
-		}
-		if !served && stopUnserved != nil {
-			continue // keeps its place behind an earlier unserved job
-		}
-		if !e.payable(h, now) {
-			if served {
-				stopServed = h
-				break
-			}
-			stopUnserved = h
-			continue
-		}
-		if t := e.roomyTaker(h.q); served && t != nil {
-			e.deliver(h, t, now)
-		} else {
-			e.toReady(h)
-		}
-	}
-	e.setRefill(a, now, stopServed, stopUnserved)
-}
-
-// servedInLine counts the line members whose queue a taker serves.
-func (e *Engine) servedInLine(a *account) int {
-	n := 0
-	for q, c := range a.lineQueues {
-		if e.served(q) {
-			n += c
-		}
-	}
-	return n
-}
-
-// nextInLine returns the first line member after `after` (nil: the head).
-func (e *Engine) nextInLine(a *account, after *job) *job {
-	var found *job
-	visit := func(h *job) bool {
-		if h == after {
-			return true
-		}
-		found = h
-		return false
-	}
-	if after == nil {
-		a.line.Ascend(visit)
-	} else {
-		a.line.AscendGreaterOrEqual(after, visit)
-	}
-	return found
-}
-
-// bindOf returns the job's binding to the account.
-func (j *job) bindOf(a *account) *bind {
-	for i := range j.binds {
-		if j.binds[i].a == a {
-			return &j.binds[i]
-		}
-	}
-	return nil
-}
-
-// setRefill keeps one deadline per time_based budget: the moment the job
-// the walk stopped at becomes affordable here. None when nothing waits on
-// this budget's tokens.
-func (e *Engine) setRefill(a *account, now time.Time, stoppers ...*job) {
-	var at int64
-	ok := false
-	for _, h := range stoppers {
-		if t, yes := e.refillAt(a, h, now); yes && (!ok || t < at) {
-			at, ok = t, true
-		}
-	}
-	if a.dl != nil && (!ok || a.dl.at != at) {
-		e.deadlines.remove(a.dl)
-		a.dl = nil
-	}
-	if ok && a.dl == nil {
-		a.dl = &deadline{at: at, kind: dlRefill, account: a}
-		e.deadlines.push(a.dl)
-	}
-}
-
-func (e *Engine) refillAt(a *account, h *job, now time.Time) (int64, bool) {
-	if a.pool.Kind() != budget.TimeBased || h == nil || h.bindOf(a) == nil {
-		return 0, false
-	}
-	ns := now.UnixNano()
-	cost := h.bindOf(a).cost
-	need := cost + e.claims(a, h, cost)
-	if a.pool.CanPay(need, ns) {
-		return 0, false // it waits on another budget, or on a reservation
-	}
-	return a.pool.AffordableAt(need, ns) // none while claims exceed capacity: a dispatch wakes it
-}
-
-// changeServed applies a change to which queues are served (a taker comes
-// or goes), moving the claims of the affected ready jobs between "served"
-// and "unserved", then looks at every line again: who reserves has changed.
-func (e *Engine) changeServed(queues []*queue, change func()) {
-	affected := queues
-	if affected == nil {
-		for _, q := range e.queues {
-			affected = append(affected, q)
-		}
-	}
-	shift := func(sign int64) {
-		for _, q := range affected {
-			if !e.served(q) {
-				continue
-			}
-			for _, j := range q.ready.items {
-				for _, b := range j.binds {
-					b.a.claimServed += sign * b.cost
+	e.checkHead(a)
+	e.deadlineDirty(a)
+	if !a.timeBased() {
+		for g := range a.served {
+			for _, s := range g.sig {
+				if s.a.timeBased() {
+					e.checkHead(s.a)
 				}
 			}
 		}
 	}
-	shift(-1)
-	change()
-	shift(+1)
-	e.markLinesDirty()
 }
 
-// markLinesDirty looks at every budget with a line again; used when the set
-// of served queues changes, which changes who reserves.
-func (e *Engine) markLinesDirty() {
-	for _, a := range e.accounts {
-		if a.line.Len() > 0 {
-			e.markAccount(a)
+func (e *Engine) checkHead(a *account) {
+	if !a.headMark {
+		a.headMark = true
+		e.headChecks = append(e.headChecks, a)
+	}
+}
+
+func (e *Engine) deadlineDirty(a *account) {
+	if !a.dlMark && a.timeBased() {
+		a.dlMark = true
+		e.deadlineChecks = append(e.deadlineChecks, a)
+	}
+}
+
+func (e *Engine) setHead(a *account, j *job) {
+	a.head = j
+	a.headCost = j.g.costOf(a)
+	j.q.heads[a] = struct{}{}
+	e.changed(a)
+}
+
+func (e *Engine) clearHead(a *account) {
+	delete(a.head.q.heads, a)
+	a.head = nil
+	a.headCost = 0
+	e.changed(a)
+}
+
+// refreshHeads checks every marked budget's head and chooses one for each
+// budget that has none while its line is not empty. A time_based head that
+// a while_in_flight budget refuses gives its headship up.
+func (e *Engine) refreshHeads() {
+	for len(e.headChecks) > 0 {
+		a := e.headChecks[len(e.headChecks)-1]
+		e.headChecks = e.headChecks[:len(e.headChecks)-1]
+		a.headMark = false
+		if e.accounts[a.cfg.Key] != a {
+			continue
+		}
+		if h := a.head; h != nil && a.timeBased() && !e.wifBound(h.g).admits(h.k) {
+			e.clearHead(a)
+		}
+		if a.head == nil {
+			if j := e.chooseHead(a); j != nil {
+				e.setHead(a, j)
+			}
 		}
 	}
+}
+
+// chooseHead returns the earliest job in the budget's line when it has no
+// head: with no reservation, a budget refuses a whole group or none of it.
+func (e *Engine) chooseHead(a *account) *job {
+	var best *job
+	for g := range a.served {
+		e.work++
+		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
+			continue
+		}
+		m := g.set.min()
+		if a.timeBased() && !e.wifBound(g).admits(m.k) {
+			continue
+		}
+		if best == nil || m.k.less(best.k) {
+			best = m
+		}
+	}
+	return best
+}
+
+// refillAt returns the first moment at which the time_based budget pays a
+// job of a served queue that it refuses now, if any: the jobs before the
+// head need their cost, the head its own, the jobs after it their cost
+// beyond the head's reservation.
+func (e *Engine) refillAt(a *account) (int64, bool) {
+	var at int64
+	found := false
+	consider := func(need int64) {
+		if e.pays(a, need) {
+			return
+		}
+		if t, ok := a.pool.AffordableAt(need, e.vnow); ok && (!found || t < at) {
+			at, found = t, true
+		}
+	}
+	for g := range a.served {
+		e.work++
+		if g.set.len() == 0 {
+			continue
+		}
+		c := g.costOf(a)
+		h := a.head
+		switch {
+		case h == nil:
+			consider(c)
+		default:
+			if g.set.min().k.less(h.k) || h.g == g {
+				consider(c)
+			}
+			if h.k.less(g.set.max().k) {
+				consider(c + a.headCost)
+			}
+		}
+	}
+	return at, found
+}
+
+// String helps debugging and test failure messages.
+func (a *account) String() string {
+	head := "-"
+	if a.head != nil {
+		head = a.head.ID
+	}
+	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, len(a.served), a.bound)
 }
 
 func kindOf(cfg store.Budget) budget.Kind {

@@ -24,7 +24,9 @@ type RebindResult struct {
 func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindResult, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ms := nowMs(e.now())
+	e.enterOp()
+	defer e.finishOp()
+	ms := e.nowMs()
 	type plan struct {
 		j    *job
 		next []BindingSpec
@@ -83,7 +85,6 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
 	}
-	e.settle()
 	return res, w, nil
 }
 
@@ -99,16 +100,14 @@ func (j *job) bindingSpecs() []BindingSpec {
 // line it may dispatch at once; bound to an exhausted budget it parks.
 func (e *Engine) rebind(j *job, next []BindingSpec) {
 	e.detach(j)
-	for _, b := range j.binds {
-		delete(b.a.bound, j)
-	}
+	e.unbind(j)
 	j.binds = j.binds[:0:0]
 	j.Budgets = nil
 	for _, b := range next {
 		a := e.accounts[b.Key]
 		j.binds = append(j.binds, bind{a: a, cost: b.Cost})
 		j.Budgets = append(j.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
-		a.bound[j] = struct{}{}
+		a.bind(b.Cost, +1)
 	}
 	e.admit(j)
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"sort"
 
 	"github.com/zizq/zizq/store"
@@ -40,7 +39,9 @@ type BudgetState struct {
 func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Budget, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ms := nowMs(e.now())
+	e.enterOp()
+	defer e.finishOp()
+	ms := e.nowMs()
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, ms, ms
 	a := e.accounts[key]
 	if a == nil {
@@ -65,6 +66,8 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (store.Budget, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
 	a := e.accounts[key]
 	if a == nil {
 		return store.Budget{}, nil, errorf(NotFound, "budget '%s' not found", key)
@@ -73,7 +76,7 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	if err := change(&cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
-	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, nowMs(e.now())
+	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, e.nowMs()
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -82,7 +85,6 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 
 func (e *Engine) commitBudget(cfg store.Budget) (store.Budget, Waiter, error) {
 	w := e.journal.Append(store.PutBudget(cfg))
-	e.settle()
 	return cfg, w, nil
 }
 
@@ -93,9 +95,13 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 	if err := a.checkBound(cfg); err != nil {
 		return err
 	}
-	a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.now().UnixNano())
+	if kindOf(cfg) != a.pool.Kind() {
+		// Its while_in_flight budgets' groups judge time_based heads.
+		e.changed(a)
+	}
+	a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
 	a.cfg = cfg
-	e.markAccount(a)
+	e.changed(a)
 	return nil
 }
 
@@ -111,9 +117,9 @@ func (a *account) checkBound(cfg store.Budget) error {
 
 func (a *account) checkLimit(key, verb, noun string, limit int64) error {
 	var n, most int64
-	for j := range a.bound {
-		if c := j.bindOf(a).cost; c > limit {
-			n++
+	for c, count := range a.costs {
+		if c > limit {
+			n += count
 			most = max(most, c)
 		}
 	}
@@ -135,11 +141,13 @@ func plural(n int64, word string) string {
 func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
 	a := e.accounts[key]
 	if a == nil {
 		return nil, errorf(NotFound, "budget '%s' not found", key)
 	}
-	if n := int64(len(a.bound)); n > 0 {
+	if n := a.bound; n > 0 {
 		return nil, errorf(Conflict, "budget '%s' is referenced by %d unfinished %s. Delete them or wait for them to finish before deleting it.", key, n, plural(n, "job"))
 	}
 	if a.dl != nil {
@@ -147,7 +155,6 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 	}
 	delete(e.accounts, key)
 	w := e.journal.Append(store.DeleteBudget(key))
-	e.settle()
 	return w, nil
 }
 
@@ -155,6 +162,7 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.catchUp()
 	a := e.accounts[key]
 	if a == nil {
 		return BudgetView{}, errorf(NotFound, "budget '%s' not found", key)
@@ -166,6 +174,7 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 func (e *Engine) Budgets(state bool) []BudgetView {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.catchUp()
 	return e.budgetViews(state)
 }
 
@@ -183,38 +192,37 @@ func (e *Engine) view(a *account, state bool) BudgetView {
 	if !state {
 		return v
 	}
-	now := e.now()
 	st := &BudgetState{
-		Available:  round3(a.pool.Available(now.UnixNano())),
+		Available:  round3(a.pool.Available(e.vnow)),
 		Capacity:   a.pool.Capacity(),
 		InFlight:   a.inFlight,
 		Held:       a.pool.Held(),
-		Parked:     int64(a.line.Len()),
 		Dispatched: a.dispatched,
 	}
 	var oldest int64 = -1
-	a.line.Ascend(func(j *job) bool {
-		if oldest < 0 || j.parkedAt < oldest {
-			oldest = j.parkedAt
+	for g := range a.served {
+		n, front := e.refusedIn(a, g)
+		st.Parked += int64(n)
+		if front != nil && (oldest < 0 || front.since < oldest) {
+			oldest = front.since
 		}
-		return true
-	})
+	}
 	if oldest >= 0 {
-		age := max(0, nowMs(now)-oldest)
+		age := max(0, e.nowMs()-oldest)
 		st.OldestParkedMs = &age
 	}
 	if a.dl != nil {
-		at := a.dl.at / 1e6
-		if a.dl.at%1e6 != 0 {
-			at++
-		}
+		at := ceilMs(a.dl.at)
 		st.NextTokenAt = &at
 	}
 	v.State = st
 	return v
 }
 
-// String helps debugging and test failure messages.
-func (a *account) String() string {
-	return fmt.Sprintf("%s(line=%d claims=%d/%d bound=%d)", a.cfg.Key, a.line.Len(), a.claimServed, a.claimAll, len(a.bound))
+func ceilMs(ns int64) int64 {
+	ms := ns / 1e6
+	if ns%1e6 != 0 {
+		ms++
+	}
+	return ms
 }

@@ -1,11 +1,47 @@
 // Package engine is zizq's in-memory dispatch engine. It holds every live job
-// (scheduled, ready, parked or in flight), the budgets and the connected
-// takers, and decides which job goes to which worker and when. It is plain Go
-// with an injected clock: no HTTP, no SQL. Every state change is appended to
-// the store's journal while the engine lock is held, so the store sees changes
-// in the order the engine made them.
+// (scheduled, waiting or in flight), the budgets and the connected takers,
+// and decides which job goes to which worker and when, by the dispatch rule
+// of ENGINE.md. It is plain Go with an injected clock: no HTTP, no SQL. Every
+// state change is appended to the store's journal while the engine lock is
+// held, so the store sees changes in the order the engine made them.
 //
-// Lock order: Engine.mu is the only lock; nothing blocks while holding it.
+// # The dispatch rule, as built
+//
+// One total order, (priority, id), decides everything. A waiting job of a
+// queue that some connected taker serves is affordable when each of its
+// budgets pays it: the budget's tokens, less the cost of the budget's head
+// when that head comes earlier, cover the job's cost. A budget's line is
+// the waiting jobs of served queues that it cannot pay, and its head; a job
+// refused by a while_in_flight budget waits in that line only, not in the
+// lines of its time_based budgets. Each budget has at most one head, the
+// earliest job of its line when the budget had none, and the head keeps its
+// place until it is dispatched, leaves (deleted, moved, rebound), its queue
+// loses its last taker, or (time_based) a while_in_flight budget refuses it,
+// or it is affordable and waits for a worker behind an earlier affordable
+// job of its own queue. A taker with room, the one that has had room
+// longest first, receives the earliest affordable job of its queues.
+//
+// After every operation the engine settles: it looks at heads (checking and
+// choosing), then makes one decision, and repeats until no taker can receive
+// anything; then affordable heads that wait behind an earlier affordable job
+// of their queue give their reservation up (all at once), and it settles
+// again if that changed anything.
+//
+// Lines are not stored. Waiting jobs sit in groups, one per queue and
+// binding signature (see group), and a budget pays a prefix of each group,
+// so every decision reads the first member of a few groups, whatever the
+// length of the lines: jobs of unserved queues are in groups their budgets
+// do not see, and cost nothing.
+//
+// # Time
+//
+// Deadlines (scheduled jobs, refill moments of time_based budgets, purges)
+// share one heap and one timer. A deadline is handled as of its own time,
+// before any later operation, so a timer that fires late delays a dispatch
+// but never lowers a budget's rate: the pool is debited at the deadline.
+//
+// Lock order: Engine.mu, then the store writer's lock (inside Journal.Append);
+// nothing blocks while holding Engine.mu.
 package engine
 
 import (
@@ -47,10 +83,9 @@ type Config struct {
 	// Random returns a number in [0,1) for backoff jitter (nil = math/rand).
 	Random func() float64
 	// OnDispatch, when set, is called (under the engine lock, so it must be
-	// quick) for every job handed to a taker, with the exact dispatch time
-	// and, if the job waited in a budget's line (parked) since it became
-	// ready, when it began to (ms; 0 when it did not).
-	OnDispatch func(j store.Job, at time.Time, parkedAt int64)
+	// quick) for every job handed to a taker, with the dispatch time and,
+	// for a job bound to budgets, when it began to wait (ms; 0 otherwise).
+	OnDispatch func(j store.Job, at time.Time, waitingSince int64)
 }
 
 // DefaultConfig returns Zizq's defaults.
@@ -99,10 +134,13 @@ type Engine struct {
 	journal Journal
 	ids     *jobid.Generator
 	started time.Time
+	// vnow is the engine's time (unix ns): the clock's at each operation,
+	// a deadline's own while the deadline is handled. It never goes back.
+	vnow int64
 
 	jobs      map[string]*job
 	queues    map[string]*queue
-	global    jobHeap // every ready job, for takers of all queues
+	hot       queueHeap // queues with an affordable job, by their earliest
 	deadlines deadlineHeap
 	timer     clock.Timer
 	timerAt   int64
@@ -111,14 +149,26 @@ type Engine struct {
 	accounts map[string]*account
 
 	takers    map[*Taker]struct{}
-	roomyAll  map[*Taker]struct{} // takers of all queues with room
-	servedAll int                 // connected takers of all queues
+	roomyAll  takerList // takers of every queue with room, in room order
+	servedAll int       // connected takers of every queue
 	inFlight  int
+	conns     uint64
+	roomSeq   uint64
 
-	dirtyAccounts []*account
-	dirtyTakers   []*Taker
+	// Work lists of the current operation.
+	changedAccounts []*account
+	headChecks      []*account
+	deadlineChecks  []*account
+	dirtyGroups     []*group
+	gainedRoom      []*Taker
+	touched         []*queue
+	sigBuf          []byte
 
 	counts [numStates]int64
+	// work counts the group and budget entries decisions looked at (for
+	// tests that prove unserved backlogs cost nothing).
+	work      uint64
+	decisions uint64
 }
 
 // New returns an empty engine. Load the store's state with Restore before
@@ -130,18 +180,18 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 	if cfg.Random == nil {
 		cfg.Random = rand.Float64
 	}
+	now := clk.Now()
 	return &Engine{
 		cfg:      cfg,
 		clock:    clk,
 		journal:  journal,
 		ids:      ids,
-		started:  clk.Now(),
-		jobs:     make(map[string]*job),
-		queues:   make(map[string]*queue),
-		global:   jobHeap{slot: slotGlobal},
-		accounts: make(map[string]*account),
-		takers:   make(map[*Taker]struct{}),
-		roomyAll: make(map[*Taker]struct{}),
+		started:  now,
+		vnow:     now.UnixNano(),
+		jobs:     map[string]*job{},
+		queues:   map[string]*queue{},
+		accounts: map[string]*account{},
+		takers:   map[*Taker]struct{}{},
 	}
 }
 
@@ -157,6 +207,7 @@ type Purge struct {
 func (e *Engine) Restore(budgets []store.Budget, jobs []store.Job, purges []Purge) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
 	for _, b := range budgets {
 		e.addAccount(b)
 	}
@@ -175,58 +226,62 @@ func (e *Engine) Restore(budgets []store.Budget, jobs []store.Job, purges []Purg
 	for _, p := range purges {
 		e.deadlines.push(&deadline{at: p.At * int64(time.Millisecond), kind: dlPurge, purgeID: p.ID})
 	}
-	e.settle()
+	e.finishOp()
 	return nil
 }
 
-func (e *Engine) now() time.Time { return e.clock.Now() }
+func (e *Engine) nowMs() int64 { return e.vnow / int64(time.Millisecond) }
 
-func nowMs(t time.Time) int64 { return t.UnixMilli() }
+// enterOp begins an operation: deadlines that have come are handled first,
+// each as of its own time, then the engine's time is the clock's.
+func (e *Engine) enterOp() {
+	now := e.clock.Now().UnixNano()
+	e.fireDue(now)
+	e.vnow = max(e.vnow, now)
+}
 
-// settle runs the work that state changes left behind: budgets whose lines
-// may now move and takers that may now receive jobs. Every public method
-// that changes state ends with it, then the timer is set to the earliest
-// deadline.
-func (e *Engine) settle() {
-	for {
-		if n := len(e.dirtyAccounts); n > 0 {
-			a := e.dirtyAccounts[n-1]
-			e.dirtyAccounts = e.dirtyAccounts[:n-1]
-			a.dirty = false
-			if e.accounts[a.cfg.Key] == a {
-				e.walk(a)
-			}
-			continue
-		}
-		if n := len(e.dirtyTakers); n > 0 {
-			t := e.dirtyTakers[n-1]
-			e.dirtyTakers = e.dirtyTakers[:n-1]
-			t.dirty = false
-			e.pull(t)
-			continue
-		}
-		if d := e.deadlines.min(); d != nil && d.at <= e.now().UnixNano() {
-			e.fireDue() // already due (e.g. a retry_at in the past): no timer round trip
-			continue
-		}
-		break
-	}
+// finishOp settles after an operation's changes, handles deadlines that are
+// already due (a retry_at in the past) and points the timer at the next.
+func (e *Engine) finishOp() {
+	e.settle()
+	e.fireDue(e.vnow)
 	e.armTimer()
 }
 
-func (e *Engine) markAccount(a *account) {
-	if !a.dirty {
-		a.dirty = true
-		e.dirtyAccounts = append(e.dirtyAccounts, a)
+// fireDue handles every deadline due by until, in time order, settling
+// after those of each instant.
+func (e *Engine) fireDue(until int64) {
+	for {
+		d := e.deadlines.min()
+		if d == nil || d.at > until {
+			return
+		}
+		e.vnow = max(e.vnow, d.at)
+		for d := e.deadlines.min(); d != nil && d.at <= e.vnow; d = e.deadlines.min() {
+			e.deadlines.remove(d)
+			e.handle(d)
+		}
+		e.settle()
 	}
 }
 
-func (e *Engine) markTaker(t *Taker) {
-	if !t.dirty && !t.closed {
-		t.dirty = true
-		e.dirtyTakers = append(e.dirtyTakers, t)
+func (e *Engine) handle(d *deadline) {
+	switch d.kind {
+	case dlPromote:
+		j := d.job
+		j.dl = nil
+		e.setState(j, stNew)
+		e.journal.Append(store.SetStatus(j.ID, store.Ready, 0))
+		e.join(j, nowMs(d.at))
+	case dlRefill:
+		d.account.dl = nil
+		e.changed(d.account)
+	case dlPurge:
+		e.journal.Append(store.DeleteJob(d.purgeID))
 	}
 }
+
+func nowMs(ns int64) int64 { return ns / int64(time.Millisecond) }
 
 // armTimer points the one timer at the earliest deadline.
 func (e *Engine) armTimer() {
@@ -247,11 +302,8 @@ func (e *Engine) armTimer() {
 	e.timerGen++
 	gen := e.timerGen
 	e.timerAt = top.at
-	d := time.Duration(top.at - e.now().UnixNano())
-	if d < 0 {
-		d = 0
-	}
-	e.timer = e.clock.AfterFunc(d, func() { e.onTimer(gen) })
+	d := time.Duration(top.at - e.clock.Now().UnixNano())
+	e.timer = e.clock.AfterFunc(max(d, 0), func() { e.onTimer(gen) })
 }
 
 func (e *Engine) onTimer(gen uint64) {
@@ -260,33 +312,104 @@ func (e *Engine) onTimer(gen uint64) {
 	if gen == e.timerGen {
 		e.timer = nil
 	}
-	e.fireDue()
-	e.settle()
+	e.enterOp()
+	e.finishOp()
 }
 
-// fireDue handles every deadline that has come, each computed from its own
-// schedule, so a late timer releases everything that is due at once.
-func (e *Engine) fireDue() {
-	now := e.now()
-	ns := now.UnixNano()
+// settle makes every decision the current state allows (see the package
+// documentation), then recomputes the refill deadlines that changed.
+func (e *Engine) settle() {
+	e.seatGained()
 	for {
-		d := e.deadlines.min()
-		if d == nil || d.at > ns {
-			return
+		e.refreshHeads()
+		e.refreshCandidates()
+		if e.dispatchOne() {
+			e.decisions++
+			continue
 		}
-		e.deadlines.remove(d)
-		switch d.kind {
-		case dlPromote:
-			j := d.job
-			j.dl = nil
-			j.Status = store.Ready
-			e.journal.Append(store.SetStatus(j.ID, store.Ready, 0))
-			e.offer(j)
-		case dlRefill:
-			d.account.dl = nil
-			e.markAccount(d.account)
-		case dlPurge:
-			e.journal.Append(store.DeleteJob(d.purgeID))
+		if e.releaseIdleReservations() {
+			continue
+		}
+		break
+	}
+	e.refreshDeadlines()
+}
+
+// refreshCandidates recomputes the candidates of the groups whose budgets
+// or members changed.
+func (e *Engine) refreshCandidates() {
+	for _, a := range e.changedAccounts {
+		a.changedMark = false
+		for g := range a.served {
+			e.markGroup(g)
 		}
 	}
+	e.changedAccounts = e.changedAccounts[:0]
+	for len(e.dirtyGroups) > 0 {
+		g := e.dirtyGroups[len(e.dirtyGroups)-1]
+		e.dirtyGroups = e.dirtyGroups[:len(e.dirtyGroups)-1]
+		if g.dirty {
+			e.recompute(g)
+		}
+	}
+}
+
+// releaseIdleReservations applies the third exception: an affordable head
+// that waits for a worker behind an earlier affordable job of its queue
+// gives its reservation up. Every such head is found first and all give up
+// at once; it reports whether any did.
+func (e *Engine) releaseIdleReservations() bool {
+	var release []*account
+	for _, q := range e.touchedQueues() {
+		best := q.best()
+		for a := range q.heads {
+			h := a.head
+			if h != best && e.affordBound(h.g).admits(h.k) {
+				release = append(release, a)
+			}
+		}
+	}
+	for _, a := range release {
+		e.clearHead(a)
+	}
+	return len(release) > 0
+}
+
+// touchedQueues returns the queues with a group recomputed since the last
+// call, clearing the marks: only there can a head's standing have changed.
+func (e *Engine) touchedQueues() []*queue {
+	out := e.touched
+	for _, q := range out {
+		q.touched = false
+	}
+	e.touched = e.touched[:0:0]
+	return out
+}
+
+// refreshDeadlines recomputes the refill deadline of every time_based
+// budget whose line or pool changed.
+func (e *Engine) refreshDeadlines() {
+	for _, a := range e.deadlineChecks {
+		a.dlMark = false
+		if e.accounts[a.cfg.Key] != a {
+			continue
+		}
+		at, ok := e.refillAt(a)
+		if a.dl != nil && (!ok || a.dl.at != at) {
+			e.deadlines.remove(a.dl)
+			a.dl = nil
+		}
+		if ok && a.dl == nil {
+			a.dl = &deadline{at: at, kind: dlRefill, account: a}
+			e.deadlines.push(a.dl)
+		}
+	}
+	e.deadlineChecks = e.deadlineChecks[:0]
+}
+
+// catchUp brings the engine to the clock's time before a read: deadlines
+// that have come are handled, so what is read agrees with the decisions.
+func (e *Engine) catchUp() {
+	e.enterOp()
+	e.finishOp()
 }

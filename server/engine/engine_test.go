@@ -301,10 +301,10 @@ func TestEngine_ParkedDoNotBlockOthers(t *testing.T) {
 	b2 := tb.enqueue(t, spec{priority: 1, binds: bindings("b", 1)})
 	c1 := tb.enqueue(t, spec{priority: 2, binds: bindings("c", 1)})
 	free := tb.enqueue(t, spec{priority: 3})
-	st := tb.e.Stats()
-	require.Equal(t, Counts{Ready: 3, Parked: 1}, st.Jobs, "b2 parks at once, with no worker connected")
+	require.Equal(t, Counts{Ready: 4}, tb.e.Stats().Jobs, "with no worker connected nothing is parked")
 	tk := tb.e.NewTaker(nil, 0)
 	require.Equal(t, []string{b1, c1, free}, drainIDs(tk))
+	require.Equal(t, Counts{Parked: 1, InFlight: 3}, tb.e.Stats().Jobs, "b2 waits in b's line")
 	tb.ack(t, b1)
 	require.Equal(t, []string{b2}, drainIDs(tk))
 }

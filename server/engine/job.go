@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
 
@@ -12,58 +13,40 @@ type jobState uint8
 const (
 	stNew       jobState = iota // not yet placed (not counted)
 	stScheduled                 // waits for its ready_at in the deadline heap
-	stReady                     // in its queue's ready set (maybe still reserving its lines)
-	stParked                    // in the lines of the budgets that refuse it, nowhere else
+	stWaiting                   // in its group: ready, or parked in lines
 	stInFlight                  // in one taker's in-flight set
 	numStates
 )
 
 // job is the engine's record of one live job. The embedded store.Job is what
-// is journalled and rendered; Status there is the wire status (a parked job
-// is Ready).
+// is journalled and rendered; Status there is the wire status (a waiting
+// job is Ready, parked or not).
 type job struct {
 	store.Job
-	q        *queue
-	state    jobState
-	hidx     [2]int
-	dl       *deadline
-	binds    []bind
-	parkedAt int64 // ms; when it last started waiting in a line
-	taker    *Taker
+	k     key
+	q     *queue
+	g     *group // while waiting
+	state jobState
+	binds []bind
+	dl    *deadline
+	taker *Taker
+	since int64 // ms: when it last began to wait
 }
 
 // bind is one resolved budget binding of a job.
 type bind struct {
-	a      *account
-	cost   int64
-	inLine bool
+	a    *account
+	cost int64
 }
-
-// queue holds the ready jobs of one queue and the takers that serve it.
-type queue struct {
-	name   string
-	ready  jobHeap
-	roomy  map[*Taker]struct{}
-	served int
-	counts [numStates]int64
-}
-
-func (e *Engine) queue(name string) *queue {
-	q := e.queues[name]
-	if q == nil {
-		q = &queue{name: name, ready: jobHeap{slot: slotQueue}, roomy: make(map[*Taker]struct{})}
-		e.queues[name] = q
-	}
-	return q
-}
-
-// served reports whether some connected taker serves the queue.
-func (e *Engine) served(q *queue) bool { return e.servedAll > 0 || q.served > 0 }
 
 // newJob makes the engine record for a stored job and binds it to its
 // budgets, which must exist.
 func (e *Engine) newJob(sj store.Job) (*job, error) {
-	j := &job{Job: sj, q: e.queue(sj.Queue), hidx: [2]int{-1, -1}}
+	id, ok := jobid.Parse(sj.ID)
+	if !ok {
+		return nil, errorf(Unprocessable, "invalid job ID %q", sj.ID)
+	}
+	j := &job{Job: sj, k: key{prio: sj.Priority, id: id}, q: e.queue(sj.Queue)}
 	for _, b := range sj.Budgets {
 		a := e.accounts[b.Key]
 		if a == nil {
@@ -73,26 +56,33 @@ func (e *Engine) newJob(sj store.Job) (*job, error) {
 	}
 	e.jobs[j.ID] = j
 	for _, b := range j.binds {
-		b.a.bound[j] = struct{}{}
+		b.a.bind(b.cost, +1)
 	}
 	return j, nil
 }
 
 // admit places a new or re-placed job by its status: scheduled jobs wait
-// for their time, others are offered at once.
+// for their time, others wait for dispatch at once.
 func (e *Engine) admit(j *job) {
 	if j.Status == store.Scheduled {
 		e.schedule(j)
 		return
 	}
-	j.Status = store.Ready
-	e.offer(j)
+	e.join(j, e.nowMs())
 }
 
+// schedule makes a job wait for its ready_at; one already due waits for
+// dispatch at once.
 func (e *Engine) schedule(j *job) {
+	at := j.ReadyAt * int64(time.Millisecond)
+	if at <= e.vnow {
+		e.setState(j, stNew)
+		e.join(j, e.nowMs())
+		return
+	}
 	e.setState(j, stScheduled)
 	j.Status = store.Scheduled
-	j.dl = &deadline{at: j.ReadyAt * int64(time.Millisecond), kind: dlPromote, job: j}
+	j.dl = &deadline{at: at, kind: dlPromote, job: j}
 	e.deadlines.push(j.dl)
 }
 
@@ -106,101 +96,34 @@ func (e *Engine) setState(j *job, s jobState) {
 	j.q.counts[old]--
 	e.counts[s]++
 	j.q.counts[s]++
-	if old == stReady || s == stReady {
-		e.moveClaims(j, old == stReady)
-	}
 	j.state = s
 }
 
-// offer handles a job that has just become ready: parked if a budget
-// refuses it, else straight to a taker with room, else into its ready set.
-func (e *Engine) offer(j *job) {
-	now := e.now()
-	if !e.payable(j, now) {
-		e.park(j, now)
-		return
-	}
-	if t := e.roomyTaker(j.q); t != nil {
-		e.deliver(j, t, now)
-		return
-	}
-	e.toReady(j)
-}
-
-// moveClaims adds (or, when leaving the ready set, removes) a job's claims.
-// A released claim may let a parked job go, so its budgets are looked at.
-func (e *Engine) moveClaims(j *job, leaving bool) {
-	served := e.served(j.q)
-	for _, b := range j.binds {
-		c := b.cost
-		if leaving {
-			c = -c
-			e.markAccount(b.a)
-		}
-		b.a.claimAll += c
-		if served {
-			b.a.claimServed += c
-		}
-	}
-}
-
-// toReady puts an affordable job in its ready set: it leaves its lines and
-// claims its costs until a taker receives it.
-func (e *Engine) toReady(j *job) {
-	if j.state == stReady {
-		return
-	}
-	e.unline(j)
-	e.setState(j, stReady)
-	j.Status = store.Ready
-	j.q.ready.push(j)
-	e.global.push(j)
-}
-
-func (e *Engine) removeReady(j *job) {
-	j.q.ready.remove(j)
-	e.global.remove(j)
-}
-
-// park leaves the job only in the lines of the budgets that refused it.
-func (e *Engine) park(j *job, now time.Time) {
-	e.removeReady(j)
-	if j.state != stParked {
-		j.parkedAt = nowMs(now)
-	}
-	e.setState(j, stParked)
-	j.Status = store.Ready
-}
-
 // deliver debits every budget and hands the job to the taker.
-func (e *Engine) deliver(j *job, t *Taker, now time.Time) {
-	ns := now.UnixNano()
+func (e *Engine) deliver(j *job, t *Taker) {
 	for _, b := range j.binds {
-		b.a.pool.Debit(b.cost, ns)
+		b.a.pool.Debit(b.cost, e.vnow)
 		b.a.dispatched++
 		b.a.inFlight++
-		if b.a.line.Len() > 0 {
-			// An earlier job may debit a budget whose line head was last
-			// refused elsewhere: the head now waits on these tokens, so
-			// the budget's refill deadline must be looked at again.
-			e.markAccount(b.a)
-		}
+		e.changed(b.a)
 	}
-	e.unline(j)
-	e.removeReady(j)
+	waited := int64(0)
+	if len(j.binds) > 0 {
+		waited = j.since
+	}
+	e.leave(j)
 	e.setState(j, stInFlight)
 	j.Status = store.InFlight
-	j.DequeuedAt = nowMs(now)
+	j.DequeuedAt = e.nowMs()
 	j.taker = t
 	t.inFlight[j] = struct{}{}
 	e.inFlight++
 	e.journal.Append(store.SetStatus(j.ID, store.InFlight, j.DequeuedAt))
 	t.out = append(t.out, j.Job)
 	if e.cfg.OnDispatch != nil {
-		e.cfg.OnDispatch(j.Job, now, j.parkedAt)
+		e.cfg.OnDispatch(j.Job, time.Unix(0, e.vnow), waited)
 	}
-	j.parkedAt = 0 // parked time is counted once per dispatch
-	e.updateRoom(t)
+	e.setRoomy(t, t.hasRoom()) // to the back of the room order, or out of it
 	t.wake()
 }
 
@@ -208,23 +131,16 @@ func (e *Engine) deliver(j *job, t *Taker, now time.Time) {
 // and its taker regains a slot. It runs exactly once per dispatch, whatever
 // ended it.
 func (e *Engine) release(j *job) {
-	wasFull := e.globalFull()
 	for _, b := range j.binds {
 		b.a.pool.Release(b.cost)
 		b.a.inFlight--
-		e.markAccount(b.a)
+		e.changed(b.a)
 	}
 	t := j.taker
 	delete(t.inFlight, j)
 	j.taker = nil
 	e.inFlight--
-	e.updateRoom(t)
-	e.markTaker(t)
-	if wasFull && !e.globalFull() {
-		for other := range e.takers {
-			e.markTaker(other)
-		}
-	}
+	e.gainRoom(t)
 }
 
 // detach takes a live job out of every structure, leaving it stNew.
@@ -233,22 +149,25 @@ func (e *Engine) detach(j *job) {
 	case stScheduled:
 		e.deadlines.remove(j.dl)
 		j.dl = nil
-	case stReady:
-		e.removeReady(j)
+	case stWaiting:
+		e.leave(j)
 	case stInFlight:
 		e.release(j)
 	}
-	e.unline(j)
 	e.setState(j, stNew)
 }
 
 // forget removes a live job from the engine entirely.
 func (e *Engine) forget(j *job) {
 	e.detach(j)
-	for _, b := range j.binds {
-		delete(b.a.bound, j)
-	}
+	e.unbind(j)
 	delete(e.jobs, j.ID)
+}
+
+func (e *Engine) unbind(j *job) {
+	for _, b := range j.binds {
+		b.a.bind(b.cost, -1)
+	}
 }
 
 // snapshot returns the job as the wire sees it.

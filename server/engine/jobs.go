@@ -37,8 +37,8 @@ type NewJob struct {
 func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	now := e.now()
-	ms := nowMs(now)
+	e.enterOp()
+	ms := e.nowMs()
 	created, err := e.checkBindings(specs, ms)
 	if err != nil {
 		return nil, nil, err
@@ -74,7 +74,7 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 		ops = append(ops, store.InsertJob(sj))
 	}
 	w := e.journal.Append(ops...)
-	e.settle()
+	e.finishOp()
 	return out, w, nil
 }
 
@@ -84,12 +84,13 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 func (e *Engine) Admit(ids []string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
 	for _, id := range ids {
 		if j := e.jobs[id]; j != nil && j.state == stNew {
 			e.admit(j)
 		}
 	}
-	e.settle()
+	e.finishOp()
 }
 
 // checkBindings validates the bindings of a whole request against the
@@ -154,7 +155,8 @@ func checkCost(cost int64, cfg store.Budget) *Error {
 func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ms := nowMs(e.now())
+	e.enterOp()
+	ms := e.nowMs()
 	var missing []string
 	ops := make([]store.Op, 0, len(ids))
 	for _, id := range ids {
@@ -170,7 +172,7 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
 	}
-	e.settle()
+	e.finishOp()
 	return missing, w
 }
 
@@ -215,11 +217,13 @@ type Failure struct {
 func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
 	j := e.jobs[id]
 	if j == nil || j.state != stInFlight {
 		return store.Job{}, nil, errorf(NotFound, "job not found in in-flight set")
 	}
-	ms := nowMs(e.now())
+	ms := e.nowMs()
 	e.detach(j)
 	j.Attempts++
 	j.FailedAt = ms
@@ -245,7 +249,6 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	}
 	out := j.snapshot()
 	w := e.journal.Append(op, store.AddError(rec))
-	e.settle()
 	return out, w, nil
 }
 
@@ -286,6 +289,7 @@ func (e *Engine) backoffMs(j *job) int64 {
 func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
 	live := make([]bool, len(ids))
 	ops := make([]store.Op, len(ids))
 	for i, id := range ids {
@@ -296,7 +300,7 @@ func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 		ops[i] = store.DeleteJob(id)
 	}
 	w := e.journal.Append(ops...)
-	e.settle()
+	e.finishOp()
 	return live, w
 }
 
@@ -307,11 +311,13 @@ func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
 	j := e.jobs[id]
 	if j == nil {
 		return store.Job{}, nil, errorf(NotFound, "job not found")
 	}
-	ms := nowMs(e.now())
+	ms := e.nowMs()
 	next := j.Job
 	if err := change(ms, &next); err != nil {
 		return store.Job{}, nil, err
@@ -321,10 +327,12 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 		next.Status, next.DequeuedAt = j.Status, j.DequeuedAt
 		e.moveQueue(j, next.Queue)
 		j.Job = next
+		j.k.prio = next.Priority
 	} else {
 		e.detach(j)
 		e.moveQueue(j, next.Queue)
 		j.Job = next
+		j.k.prio = next.Priority
 		j.Status = store.Ready
 		if j.ReadyAt > ms {
 			j.Status = store.Scheduled
@@ -332,11 +340,12 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 		e.admit(j)
 	}
 	w := e.journal.Append(store.PutJob(j.Job))
-	e.settle()
 	return j.snapshot(), w, nil
 }
 
-// moveQueue re-homes a detached (or in-flight) job's counters to another queue.
+// moveQueue re-homes a detached (or in-flight) job's counters to another
+// queue. An in-flight job keeps its taker; its new queue applies once it
+// waits again.
 func (e *Engine) moveQueue(j *job, name string) {
 	if j.q.name == name {
 		return
@@ -350,6 +359,7 @@ func (e *Engine) moveQueue(j *job, name string) {
 func (e *Engine) Reset() Waiter {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
 	for _, j := range e.jobs {
 		e.forget(j)
 	}
@@ -365,7 +375,7 @@ func (e *Engine) Reset() Waiter {
 		}
 	}
 	w := e.journal.Append(store.DeleteEverything())
-	e.settle()
+	e.finishOp()
 	return w
 }
 

@@ -13,6 +13,8 @@ import (
 func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
 	if j := e.jobs[sj.ID]; j != nil {
 		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, j.Status)
 	}
@@ -30,7 +32,7 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	if sj.PurgeAt != 0 && !e.cancelPurge(sj.ID) {
 		return store.Job{}, nil, errorf(NotFound, "job not found")
 	}
-	ms := nowMs(e.now())
+	ms := e.nowMs()
 	sj.Status = store.Ready
 	sj.ReadyAt = ms
 	sj.PurgeAt = 0
@@ -42,7 +44,6 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	w := e.journal.Append(store.PutJob(j.Job))
 	out := j.snapshot() // as readmitted, like Enqueue: it may be dispatched at once
 	e.admit(j)
-	e.settle()
 	return out, w, nil
 }
 

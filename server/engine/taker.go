@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"container/list"
 	"sort"
 
 	"github.com/zizq/zizq/store"
@@ -10,14 +11,31 @@ import (
 // it holds in flight and the frames waiting to be written to it.
 type Taker struct {
 	e        *Engine
+	conn     uint64   // connection order
 	queues   []*queue // nil: every queue
 	prefetch int      // 0: unlimited
 	inFlight map[*job]struct{}
 	out      []store.Job
 	notify   chan struct{}
-	roomy    bool
-	dirty    bool
-	closed   bool
+	// Room order: a taker with room sits in the room lists (one per queue
+	// it serves, or the list of takers of every queue) at roomSeq; the
+	// earliest gets the next job it can take. A taker that receives a job
+	// and still has room goes to the back, so takers share jobs in turn.
+	roomSeq uint64
+	elems   []*list.Element
+	roomy   bool
+	gained  bool // gained room during the current operation
+	closed  bool
+}
+
+// takerList is a room list: takers with room, earliest roomSeq first.
+type takerList struct{ l list.List }
+
+func (tl *takerList) front() *Taker {
+	if el := tl.l.Front(); el != nil {
+		return el.Value.(*Taker)
+	}
+	return nil
 }
 
 // NewTaker connects a taker serving the named queues (none: all queues)
@@ -25,25 +43,40 @@ type Taker struct {
 func (e *Engine) NewTaker(queues []string, prefetch int) *Taker {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	t := &Taker{e: e, prefetch: prefetch, inFlight: make(map[*job]struct{}), notify: make(chan struct{}, 1)}
+	e.enterOp()
+	e.conns++
+	t := &Taker{e: e, conn: e.conns, prefetch: prefetch, inFlight: map[*job]struct{}{}, notify: make(chan struct{}, 1)}
 	for _, name := range dedupe(queues) {
 		t.queues = append(t.queues, e.queue(name))
 	}
 	e.takers[t] = struct{}{}
-	e.changeServed(t.queues, func() { t.serve(+1) })
-	e.updateRoom(t)
-	e.markTaker(t)
-	e.settle()
+	e.serve(t, +1)
+	e.gainRoom(t)
+	e.finishOp()
 	return t
 }
 
-// serve counts the taker in (+1) or out (-1) of its queues' served counts.
-func (t *Taker) serve(delta int) {
+// serve counts the taker in (+1) or out (-1) of its queues; a queue that
+// gains its first or loses its last taker changes what is in the lines.
+func (e *Engine) serve(t *Taker, delta int) {
 	if t.queues == nil {
-		t.e.servedAll += delta
+		was := e.servedAll > 0
+		e.servedAll += delta
+		if now := e.servedAll > 0; now != was {
+			for _, q := range e.queues {
+				if q.served == 0 {
+					e.serveChanged(q, now)
+				}
+			}
+		}
+		return
 	}
 	for _, q := range t.queues {
+		was := e.served(q)
 		q.served += delta
+		if now := e.served(q); now != was {
+			e.serveChanged(q, now)
+		}
 	}
 }
 
@@ -75,14 +108,12 @@ func (t *Taker) Drain(buf []store.Job) []store.Job {
 	e := t.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.enterOp()
 	buf = append(buf, t.out...)
 	clear(t.out)
 	t.out = t.out[:0]
-	if !t.closed {
-		e.updateRoom(t)
-		e.markTaker(t)
-		e.settle()
-	}
+	e.gainRoom(t)
+	e.finishOp()
 	return buf
 }
 
@@ -93,8 +124,8 @@ func (t *Taker) InFlight() int {
 	return len(t.inFlight)
 }
 
-// Close disconnects the taker: every job it still holds goes back to ready
-// (attempts, ready_at and dequeued_at unchanged).
+// Close disconnects the taker: every job it still holds goes back to
+// waiting (attempts, ready_at and dequeued_at unchanged).
 func (t *Taker) Close() {
 	e := t.e
 	e.mu.Lock()
@@ -102,24 +133,24 @@ func (t *Taker) Close() {
 	if t.closed {
 		return
 	}
+	e.enterOp()
 	t.closed = true
-	t.setRoomy(false)
+	e.setRoomy(t, false)
 	delete(e.takers, t)
-	e.changeServed(t.queues, func() { t.serve(-1) })
+	e.serve(t, -1)
 	held := make([]*job, 0, len(t.inFlight))
 	for j := range t.inFlight {
 		held = append(held, j)
 	}
-	sort.Slice(held, func(a, b int) bool { return before(held[a], held[b]) })
+	sort.Slice(held, func(a, b int) bool { return held[a].k.less(held[b].k) })
 	for _, j := range held {
 		e.release(j)
 		e.setState(j, stNew)
-		j.Status = store.Ready
 		e.journal.Append(store.SetStatus(j.ID, store.Ready, 0))
-		e.offer(j)
+		e.join(j, e.nowMs())
 	}
 	t.out = nil
-	e.settle()
+	e.finishOp()
 }
 
 func (t *Taker) hasRoom() bool {
@@ -129,78 +160,99 @@ func (t *Taker) hasRoom() bool {
 	return t.prefetch == 0 || len(t.inFlight) < t.prefetch
 }
 
-// updateRoom keeps the taker in the roomy sets of its queues exactly while
-// it has room of its own (the global limit is checked separately).
-func (e *Engine) updateRoom(t *Taker) { t.setRoomy(t.hasRoom()) }
+// gainRoom notes that a taker may have room now; takers that gain room in
+// one operation join the room lists at its end, in connection order.
+func (e *Engine) gainRoom(t *Taker) {
+	if !t.roomy && !t.gained && t.hasRoom() {
+		t.gained = true
+		e.gainedRoom = append(e.gainedRoom, t)
+	}
+}
 
-func (t *Taker) setRoomy(roomy bool) {
-	if t.roomy == roomy {
+// seatGained puts the takers that gained room into the room lists.
+func (e *Engine) seatGained() {
+	if len(e.gainedRoom) == 0 {
 		return
 	}
-	t.roomy = roomy
+	sort.Slice(e.gainedRoom, func(a, b int) bool { return e.gainedRoom[a].conn < e.gainedRoom[b].conn })
+	for _, t := range e.gainedRoom {
+		t.gained = false
+		if !t.roomy && t.hasRoom() {
+			e.setRoomy(t, true)
+		}
+	}
+	e.gainedRoom = e.gainedRoom[:0]
+}
+
+// setRoomy puts a taker at the back of its room lists, or takes it out.
+func (e *Engine) setRoomy(t *Taker, roomy bool) {
+	if t.roomy {
+		for i, el := range t.elems {
+			e.roomList(t, i).l.Remove(el)
+		}
+		t.elems = t.elems[:0]
+		t.roomy = false
+	}
+	if !roomy {
+		return
+	}
+	t.roomy = true
+	e.roomSeq++
+	t.roomSeq = e.roomSeq
 	if t.queues == nil {
-		if roomy {
-			t.e.roomyAll[t] = struct{}{}
-		} else {
-			delete(t.e.roomyAll, t)
-		}
+		t.elems = append(t.elems, e.roomyAll.l.PushBack(t))
 		return
 	}
-	for _, q := range t.queues {
-		if roomy {
-			q.roomy[t] = struct{}{}
-		} else {
-			delete(q.roomy, t)
-		}
+	for i := range t.queues {
+		t.elems = append(t.elems, e.roomList(t, i).l.PushBack(t))
 	}
+}
+
+func (e *Engine) roomList(t *Taker, i int) *takerList {
+	if t.queues == nil {
+		return &e.roomyAll
+	}
+	return &t.queues[i].roomy
 }
 
 func (e *Engine) globalFull() bool {
 	return e.cfg.GlobalInFlightLimit > 0 && e.inFlight >= e.cfg.GlobalInFlightLimit
 }
 
-// roomyTaker returns a connected taker of the queue with room, or nil.
-func (e *Engine) roomyTaker(q *queue) *Taker {
-	if e.globalFull() {
-		return nil
-	}
-	for t := range q.roomy {
-		return t
-	}
-	for t := range e.roomyAll {
-		return t
-	}
-	return nil
-}
-
-// bestReady returns the first ready job, in (priority, id) order, among the
-// taker's queues.
-func (e *Engine) bestReady(t *Taker) *job {
+// bestFor returns the earliest affordable job among the taker's queues.
+func (e *Engine) bestFor(t *Taker) *job {
 	if t.queues == nil {
-		return e.global.min()
+		if q := e.hot.min(); q != nil {
+			return q.best()
+		}
+		return nil
 	}
 	var best *job
 	for _, q := range t.queues {
-		if j := q.ready.min(); j != nil && (best == nil || before(j, best)) {
+		if j := q.best(); j != nil && (best == nil || j.k.less(best.k)) {
 			best = j
 		}
 	}
 	return best
 }
 
-// pull fills a taker with room from its queues' ready sets. A candidate a
-// budget refuses parks and the next one is tried: no head-of-line blocking.
-func (e *Engine) pull(t *Taker) {
-	now := e.now()
-	for t.hasRoom() && !e.globalFull() {
-		j := e.bestReady(t)
-		if j == nil {
-			return
-		}
-		if !e.payable(j, now) {
-			e.park(j, now)
-			continue
-		}
-		e.deliver(j, t, now)
+// dispatchOne makes one decision of the dispatch rule: the taker that has
+// waited longest with room, among those with an affordable job, receives
+// the earliest affordable job of its queues. It reports whether it did.
+func (e *Engine) dispatchOne() bool {
+	if e.globalFull() || len(e.hot.items) == 0 {
+		return false
 	}
+	winner := e.roomyAll.front()
+	for _, q := range e.hot.items {
+		e.work++
+		if t := q.roomy.front(); t != nil && (winner == nil || t.roomSeq < winner.roomSeq) {
+			winner = t
+		}
+	}
+	if winner == nil {
+		return false
+	}
+	e.deliver(e.bestFor(winner), winner)
+	return true
 }

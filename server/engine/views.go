@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
 )
 
@@ -14,11 +13,14 @@ type Counts struct {
 	Scheduled, Ready, Parked, InFlight int64
 }
 
-func countsOf(c *[numStates]int64) Counts {
-	return Counts{Scheduled: c[stScheduled], Ready: c[stReady], Parked: c[stParked], InFlight: c[stInFlight]}
-}
-
 func (c Counts) total() int64 { return c.Scheduled + c.Ready + c.Parked + c.InFlight }
+
+func (c *Counts) add(o Counts) {
+	c.Scheduled += o.Scheduled
+	c.Ready += o.Ready
+	c.Parked += o.Parked
+	c.InFlight += o.InFlight
+}
 
 // QueueCounts are the live counts of one queue.
 type QueueCounts struct {
@@ -38,9 +40,12 @@ type Stats struct {
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	s := Stats{Started: e.started, Jobs: countsOf(&e.counts), Budgets: e.budgetViews(true)}
+	e.catchUp()
+	s := Stats{Started: e.started, Budgets: e.budgetViews(true)}
 	for name, q := range e.queues {
-		if c := countsOf(&q.counts); c.total() > 0 {
+		c := e.queueCounts(q)
+		s.Jobs.add(c)
+		if c.total() > 0 {
 			s.Queues = append(s.Queues, QueueCounts{Name: name, Counts: c})
 		}
 	}
@@ -48,89 +53,200 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
+// queueCounts splits a queue's waiting jobs into ready and parked: a
+// waiting job of a served queue is parked unless every budget pays it.
+func (e *Engine) queueCounts(q *queue) Counts {
+	c := Counts{Scheduled: q.counts[stScheduled], InFlight: q.counts[stInFlight], Ready: q.counts[stWaiting]}
+	if !e.served(q) {
+		return c
+	}
+	for _, g := range q.groups {
+		if len(g.sig) == 0 {
+			continue
+		}
+		parked := int64(g.set.len() - e.affordBound(g).count(g.set))
+		c.Parked += parked
+		c.Ready -= parked
+	}
+	return c
+}
+
+// lineBounds returns the prefixes that say which members of g wait in a's
+// line: those that a does not pay (beyond pb) and, for a time_based budget,
+// that no while_in_flight budget refuses (within wb).
+func (e *Engine) lineBounds(a *account, g *group) (pb, wb bound) {
+	pb = e.payBound(a, g.costOf(a), g)
+	wb = admitAll
+	if a.timeBased() {
+		wb = e.wifBound(g)
+	}
+	return pb, wb
+}
+
+// refusedIn counts the members of g that wait in a's line and a cannot pay
+// (the parked jobs of a in g), and returns the first of them.
+func (e *Engine) refusedIn(a *account, g *group) (int, *job) {
+	pb, wb := e.lineBounds(a, g)
+	from, to := pb.count(g.set), wb.count(g.set)
+	if from >= to {
+		return 0, nil
+	}
+	return to - from, g.set.at(from)
+}
+
+// inLine reports whether a waiting job waits in a's line.
+func (e *Engine) inLine(a *account, j *job) bool {
+	if a.head == j {
+		return true
+	}
+	pb, wb := e.lineBounds(a, j.g)
+	return !pb.admits(j.k) && wb.admits(j.k)
+}
+
+// affordable reports whether every budget pays a waiting job now.
+func (e *Engine) affordable(j *job) bool {
+	return e.served(j.q) && e.affordBound(j.g).admits(j.k)
+}
+
+// ahead counts the jobs of a's line before j, and what they cost a.
+func (e *Engine) ahead(a *account, j *job) (n, cost int64) {
+	before := bound{kind: boundAt, k: j.k}
+	for g := range a.served {
+		pb, wb := e.lineBounds(a, g)
+		c := g.costOf(a)
+		if k := wb.tighter(before).count(g.set) - pb.tighter(before).count(g.set); k > 0 {
+			n += int64(k)
+			cost += int64(k) * c
+		}
+		if h := a.head; h != nil && h.g == g && h.k.less(j.k) && (pb.admits(h.k) || !wb.admits(h.k)) {
+			n++
+			cost += a.headCost
+		}
+	}
+	return n, cost
+}
+
 // Why says what a live job waits for.
 type Why struct {
 	Job        store.Job
 	WaitingFor string // schedule, budget, worker or nothing
-	Budgets    []WhyBudget
+	// Reason says it in words when the budgets do not: no worker serves the
+	// queue, or every worker of it is busy.
+	Reason  string
+	Budgets []WhyBudget
 }
 
-// WhyBudget is one budget that refuses a parked job.
+// WhyBudget is one budget in whose line a parked job waits.
 type WhyBudget struct {
-	Key          string
-	Cost         int64
-	Available    float64
-	Ahead        int64
-	AffordableAt *int64 // ms; nil when it waits on releases
+	Key       string
+	Cost      int64
+	Available float64
+	Ahead     int64
+	// AffordableAt is when the budget will have paid the jobs ahead and
+	// this one, at its rate, if nothing else takes its tokens (ms; nil for
+	// while_in_flight budgets, which wait on releases).
+	AffordableAt *int64
+	// ReservedBy names the head whose reservation alone holds the job back.
+	ReservedBy string
 }
 
 // Why explains a live job's state; false if the job is not live.
 func (e *Engine) Why(id string) (Why, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.catchUp()
 	j := e.jobs[id]
 	if j == nil {
 		return Why{}, false
 	}
-	w := Why{Job: j.snapshot()}
-	switch j.state {
-	case stScheduled:
+	w := Why{Job: j.snapshot(), WaitingFor: "nothing"}
+	switch {
+	case j.state == stScheduled:
 		w.WaitingFor = "schedule"
-	case stParked:
-		w.WaitingFor = "budget"
-		w.Budgets = e.refusals(j)
-	case stReady:
-		w.WaitingFor = "worker"
-		if e.roomyTaker(j.q) != nil {
-			w.WaitingFor = "nothing"
+	case j.state != stWaiting:
+	case !e.served(j.q):
+		w.WaitingFor, w.Reason = "worker", "no worker serves queue "+j.q.name
+	case e.affordable(j):
+		w.WaitingFor, w.Reason = "worker", "every worker of queue "+j.q.name+" is busy"
+		if e.globalFull() {
+			w.Reason = "the global in-flight limit is reached"
 		}
 	default:
-		w.WaitingFor = "nothing"
+		w.WaitingFor = "budget"
+		w.Budgets = e.refusals(j)
 	}
 	return w, true
 }
 
 // refusals describes each line a parked job waits in.
 func (e *Engine) refusals(j *job) []WhyBudget {
-	now := e.now()
-	ns := now.UnixNano()
 	var out []WhyBudget
 	for _, b := range j.binds {
-		if !b.inLine {
+		if !e.inLine(b.a, j) {
 			continue
 		}
-		var ahead, costAhead int64
-		b.a.line.Ascend(func(h *job) bool {
-			if !before(h, j) {
-				return false
-			}
-			ahead++
-			costAhead += h.bindOf(b.a).cost
-			return true
-		})
-		wb := WhyBudget{Key: b.a.cfg.Key, Cost: b.cost, Available: round3(b.a.pool.Available(ns)), Ahead: ahead}
-		if b.a.pool.Kind() == budget.TimeBased {
-			wb.AffordableAt = affordableAt(b.a, costAhead+b.cost, now)
+		n, cost := e.ahead(b.a, j)
+		wb := WhyBudget{Key: b.a.cfg.Key, Cost: b.cost, Available: round3(b.a.pool.Available(e.vnow)), Ahead: n}
+		if h := b.a.head; h != nil && h != j && h.k.less(j.k) && e.pays(b.a, b.cost) {
+			wb.ReservedBy = h.ID
+		}
+		if b.a.timeBased() {
+			at := e.affordableAt(b.a, cost+b.cost)
+			wb.AffordableAt = &at
 		}
 		out = append(out, wb)
 	}
 	return out
 }
 
-// affordableAt estimates when a time_based budget will have accrued need
-// tokens, if nobody else takes any.
-func affordableAt(a *account, need int64, now time.Time) *int64 {
-	ns := now.UnixNano()
+// affordableAt predicts when a time_based budget will have accrued need
+// tokens if nobody else takes any (ms, saturating).
+func (e *Engine) affordableAt(a *account, need int64) int64 {
 	if need <= a.pool.Capacity() {
-		if at, ok := a.pool.AffordableAt(need, ns); ok {
-			ms := int64(math.Ceil(float64(at) / 1e6))
-			return &ms
+		if at, ok := a.pool.AffordableAt(need, e.vnow); ok {
+			return ceilMs(at)
 		}
 	}
-	deficit := float64(need) - a.pool.Available(ns)
-	rate := float64(a.cfg.Allocation) / float64(a.cfg.DurationMs) // tokens per ms
-	ms := nowMs(now) + int64(math.Ceil(deficit/rate))
-	return &ms
+	deficit := float64(need) - a.pool.Available(e.vnow)
+	ms := math.Ceil(deficit * float64(a.cfg.DurationMs) / float64(a.cfg.Allocation))
+	at := float64(e.nowMs()) + ms
+	if at >= math.MaxInt64 || math.IsNaN(at) {
+		return math.MaxInt64
+	}
+	return int64(at)
+}
+
+// Parked returns the IDs of the parked jobs (waiting jobs of served queues
+// that some budget refuses), in dispatch order within each group.
+func (e *Engine) Parked() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catchUp()
+	var out []string
+	for _, q := range e.queues {
+		if !e.served(q) {
+			continue
+		}
+		for _, g := range q.groups {
+			if len(g.sig) == 0 {
+				continue
+			}
+			n := e.affordBound(g).count(g.set)
+			for i := n; i < g.set.len(); i++ {
+				out = append(out, g.set.at(i).ID)
+			}
+		}
+	}
+	return out
+}
+
+// Work returns how many group and budget entries the engine's decisions
+// have looked at, and how many decisions it made: the work per decision
+// must not grow with the jobs waiting for a queue no taker serves.
+func (e *Engine) Work() (entries, decisions uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.work, e.decisions
 }
 
 func round3(f float64) float64 { return math.Round(f*1000) / 1000 }

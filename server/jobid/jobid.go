@@ -123,3 +123,29 @@ func decode(s string) (hi, lo uint64, ok bool) {
 	}
 	return hi, lo, true
 }
+
+// ID is a job ID as its 128-bit value. IDs compare as their strings do:
+// Less is the string order of the 25-digit base-36 form.
+type ID struct{ Hi, Lo uint64 }
+
+// Parse reads an ID string; false if it is not 25 lowercase base-36 digits
+// that fit in 128 bits.
+func Parse(s string) (ID, bool) {
+	hi, lo, ok := decode(s)
+	return ID{hi, lo}, ok
+}
+
+// String returns the 25-digit base-36 form.
+func (id ID) String() string { return encode(id.Hi, id.Lo) }
+
+// Less reports whether id sorts before other.
+func (id ID) Less(other ID) bool {
+	if id.Hi != other.Hi {
+		return id.Hi < other.Hi
+	}
+	return id.Lo < other.Lo
+}
+
+// Millis returns the ID's timestamp: when it was generated, in ms since
+// the Unix epoch.
+func (id ID) Millis() int64 { return int64(id.Hi >> 16) }

@@ -1,0 +1,715 @@
+package engine
+
+import (
+	"fmt"
+	"math/big"
+	"sort"
+	"strings"
+)
+
+// refModel is the reference model of ENGINE.md's dispatch rule: a
+// deliberately simple, slow implementation that recomputes every answer
+// from the rule's definitions on every question, with its own exact
+// rational token arithmetic. It shares no code with the engine; the
+// property test drives both with the same operations and requires the same
+// decisions, in the same order, and the same live state.
+//
+// The rule as this model reads it:
+//   - Order: (priority, id).
+//   - A queue is served while a connected taker serves it. Only waiting
+//     jobs of served queues are in lines or can be dispatched.
+//   - res(B, J) is the cost of B's head when that head comes before J.
+//     B pays J when B's pool can pay J's cost plus res(B, J).
+//   - J is affordable when its queue is served and every budget pays it.
+//   - J is in B's line when J is B's head, or B does not pay J, unless B is
+//     time_based and a while_in_flight budget of J does not pay J (then J
+//     waits in that budget's line only: the first exception).
+//   - Heads: a budget with no head takes the earliest job of its line. A
+//     head stays until it is dispatched or leaves (deleted, moved,
+//     rebound), its queue loses its last taker, it is a time_based head
+//     that a while_in_flight budget does not pay, or it is affordable while
+//     an earlier job of its queue is affordable too (the third exception,
+//     applied once no decision is left, to every such head at once).
+//   - Decisions: the taker with room that has had room longest (a taker
+//     that receives a job and keeps room goes to the back; takers that gain
+//     room in one operation line up in connection order) among those with
+//     an affordable job receives the earliest affordable job of its
+//     queues, while the global in-flight count is below the limit.
+//   - Time: a time_based pool drips allocation tokens per duration up to
+//     its capacity (burst, else allocation). The model settles at every
+//     operation and at every moment some waiting job of a served queue
+//     that a time_based budget does not pay becomes payable by it, or a
+//     scheduled job's ready_at comes; those are handled in time order, each
+//     as of its own time.
+type refModel struct {
+	now      int64 // ns
+	limit    int
+	conns    int
+	jobs     map[string]*refJob
+	budgets  map[string]*refBudget
+	takers   []*refTaker // connection order
+	room     []*refTaker // room order
+	gained   []*refTaker
+	inFlight int
+	log      []refDispatch
+}
+
+type refState int
+
+const (
+	refScheduled refState = iota
+	refWaiting
+	refInFlight
+)
+
+type refJob struct {
+	id      string
+	prio    uint16
+	queue   string
+	binds   []refBind
+	state   refState
+	readyAt int64 // ns
+	taker   *refTaker
+}
+
+type refBind struct {
+	key  string
+	cost int64
+}
+
+type refBudget struct {
+	key        string
+	timeBased  bool
+	alloc, dur int64 // dur in ms
+	burst      int64
+	held       int64
+	level      *big.Rat // time_based: tokens at time at
+	at         int64
+	head       *refJob
+}
+
+type refTaker struct {
+	conn     int
+	queues   map[string]bool // nil: all
+	prefetch int
+	held     map[*refJob]bool
+	closed   bool
+}
+
+type refDispatch struct {
+	id   string
+	conn int
+	at   int64
+}
+
+func newRefModel(now int64, limit int) *refModel {
+	return &refModel{now: now, limit: limit, jobs: map[string]*refJob{}, budgets: map[string]*refBudget{}}
+}
+
+// ---- tokens ---------------------------------------------------------------
+
+func (b *refBudget) capacity() int64 {
+	if b.timeBased && b.burst > 0 {
+		return b.burst
+	}
+	return b.alloc
+}
+
+// rate is tokens per ns.
+func (b *refBudget) rate() *big.Rat { return big.NewRat(b.alloc, b.dur*1_000_000) }
+
+func (b *refBudget) levelAt(t int64) *big.Rat {
+	lv := new(big.Rat).Mul(b.rate(), big.NewRat(t-b.at, 1))
+	lv.Add(lv, b.level)
+	if c := big.NewRat(b.capacity(), 1); lv.Cmp(c) > 0 {
+		return c
+	}
+	return lv
+}
+
+func (b *refBudget) canPay(cost, t int64) bool {
+	if !b.timeBased {
+		return cost <= b.alloc-b.held
+	}
+	return cost <= b.capacity() && b.levelAt(t).Cmp(big.NewRat(cost, 1)) >= 0
+}
+
+func (b *refBudget) debit(cost, t int64) {
+	b.held += cost
+	if b.timeBased {
+		b.level = new(big.Rat).Sub(b.levelAt(t), big.NewRat(cost, 1))
+		b.at = t
+	}
+}
+
+// affordableAt is the first ns at or after t at which the pool holds need.
+func (b *refBudget) affordableAt(need, t int64) (int64, bool) {
+	if !b.timeBased || need > b.capacity() {
+		return 0, false
+	}
+	lack := new(big.Rat).Sub(big.NewRat(need, 1), b.levelAt(t))
+	if lack.Sign() <= 0 {
+		return t, true
+	}
+	wait := new(big.Rat).Quo(lack, b.rate())
+	q := new(big.Int).Quo(wait.Num(), wait.Denom())
+	if new(big.Rat).SetInt(q).Cmp(wait) < 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return t + q.Int64(), true
+}
+
+func (b *refBudget) available(t int64) float64 {
+	if !b.timeBased {
+		return float64(b.alloc - b.held)
+	}
+	f, _ := b.levelAt(t).Float64()
+	return f
+}
+
+// reconfigure applies a new configuration: a time_based pool keeps its
+// level in tokens, rounded down to the new duration's resolution and
+// clamped; one that turns time_based starts full.
+func (b *refBudget) reconfigure(timeBased bool, alloc, dur, burst, t int64) {
+	if !timeBased {
+		b.timeBased, b.alloc, b.dur, b.burst = false, alloc, 0, 0
+		return
+	}
+	if !b.timeBased {
+		b.timeBased, b.alloc, b.dur, b.burst = true, alloc, dur, burst
+		b.level, b.at = big.NewRat(b.capacity(), 1), t
+		return
+	}
+	lv := b.levelAt(t)
+	b.alloc, b.dur, b.burst = alloc, dur, burst
+	whole := new(big.Int).Quo(lv.Num(), lv.Denom())
+	if whole.Cmp(big.NewInt(b.capacity())) >= 0 {
+		b.level = big.NewRat(b.capacity(), 1)
+	} else {
+		scale := big.NewInt(dur * 1_000_000)
+		units := new(big.Int).Mul(lv.Num(), scale)
+		units.Quo(units, lv.Denom())
+		b.level = new(big.Rat).SetFrac(units, scale)
+	}
+	b.at = t
+}
+
+// ---- the rule's definitions -------------------------------------------------
+
+func refBefore(a, b *refJob) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	return a.id < b.id
+}
+
+func (m *refModel) serves(t *refTaker, q string) bool {
+	return !t.closed && (t.queues == nil || t.queues[q])
+}
+
+func (m *refModel) served(q string) bool {
+	for _, t := range m.takers {
+		if m.serves(t, q) {
+			return true
+		}
+	}
+	return false
+}
+
+func (j *refJob) costOf(key string) (int64, bool) {
+	for _, b := range j.binds {
+		if b.key == key {
+			return b.cost, true
+		}
+	}
+	return 0, false
+}
+
+func (m *refModel) res(b *refBudget, j *refJob) int64 {
+	if b.head != nil && refBefore(b.head, j) {
+		c, _ := b.head.costOf(b.key)
+		return c
+	}
+	return 0
+}
+
+func (m *refModel) pays(b *refBudget, j *refJob) bool {
+	c, _ := j.costOf(b.key)
+	return b.canPay(c+m.res(b, j), m.now)
+}
+
+func (m *refModel) affordable(j *refJob) bool {
+	if j.state != refWaiting || !m.served(j.queue) {
+		return false
+	}
+	for _, bd := range j.binds {
+		if !m.pays(m.budgets[bd.key], j) {
+			return false
+		}
+	}
+	return true
+}
+
+// wifRefused: some while_in_flight budget of j does not pay it.
+func (m *refModel) wifRefused(j *refJob) bool {
+	for _, bd := range j.binds {
+		if b := m.budgets[bd.key]; !b.timeBased && !m.pays(b, j) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *refModel) inLine(b *refBudget, j *refJob) bool {
+	if j.state != refWaiting || !m.served(j.queue) {
+		return false
+	}
+	if _, ok := j.costOf(b.key); !ok {
+		return false
+	}
+	if b.head == j {
+		return true
+	}
+	return !m.pays(b, j) && !(b.timeBased && m.wifRefused(j))
+}
+
+func (m *refModel) waiting() []*refJob {
+	var out []*refJob
+	for _, j := range m.jobs {
+		if j.state == refWaiting {
+			out = append(out, j)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return refBefore(out[a], out[b]) })
+	return out
+}
+
+func (m *refModel) budgetKeys() []string {
+	keys := make([]string, 0, len(m.budgets))
+	for k := range m.budgets {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// ---- settling -------------------------------------------------------------
+
+func (m *refModel) settle() {
+	m.seatGained()
+	for i := 0; ; i++ {
+		if i > 100000 {
+			panic("model: settle does not end")
+		}
+		m.fixHeads()
+		if m.dispatchOne() {
+			continue
+		}
+		if m.releaseIdle() {
+			continue
+		}
+		return
+	}
+}
+
+func (m *refModel) fixHeads() {
+	for {
+		changed := false
+		for _, k := range m.budgetKeys() {
+			b := m.budgets[k]
+			h := b.head
+			if h == nil {
+				continue
+			}
+			// Its queue lost its last taker, or (first exception) a
+			// while_in_flight budget does not pay this time_based head.
+			if !m.served(h.queue) || (b.timeBased && m.wifRefused(h)) {
+				b.head = nil
+				changed = true
+			}
+		}
+		for _, k := range m.budgetKeys() {
+			b := m.budgets[k]
+			if b.head != nil {
+				continue
+			}
+			for _, j := range m.waiting() {
+				if m.inLine(b, j) {
+					b.head = j
+					changed = true
+					break
+				}
+			}
+		}
+		if !changed {
+			return
+		}
+	}
+}
+
+func (m *refModel) hasRoom(t *refTaker) bool {
+	return !t.closed && (t.prefetch == 0 || len(t.held) < t.prefetch)
+}
+
+func (m *refModel) dispatchOne() bool {
+	if m.limit > 0 && m.inFlight >= m.limit {
+		return false
+	}
+	for _, t := range m.room {
+		for _, j := range m.waiting() {
+			if m.serves(t, j.queue) && m.affordable(j) {
+				m.dispatch(t, j)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (m *refModel) dispatch(t *refTaker, j *refJob) {
+	for _, bd := range j.binds {
+		m.budgets[bd.key].debit(bd.cost, m.now)
+	}
+	m.leave(j)
+	j.state = refInFlight
+	j.taker = t
+	t.held[j] = true
+	m.inFlight++
+	m.log = append(m.log, refDispatch{id: j.id, conn: t.conn, at: m.now})
+	m.unseat(t)
+	if m.hasRoom(t) {
+		m.room = append(m.room, t)
+	}
+}
+
+func (m *refModel) releaseIdle() bool {
+	var clear []*refBudget
+	for _, k := range m.budgetKeys() {
+		b := m.budgets[k]
+		h := b.head
+		if h == nil || !m.affordable(h) {
+			continue
+		}
+		for _, j := range m.waiting() {
+			if j != h && j.queue == h.queue && refBefore(j, h) && m.affordable(j) {
+				clear = append(clear, b)
+				break
+			}
+		}
+	}
+	for _, b := range clear {
+		b.head = nil
+	}
+	return len(clear) > 0
+}
+
+// leave takes a waiting job out of every headship.
+func (m *refModel) leave(j *refJob) {
+	for _, b := range m.budgets {
+		if b.head == j {
+			b.head = nil
+		}
+	}
+}
+
+func (m *refModel) unseat(t *refTaker) {
+	for i, r := range m.room {
+		if r == t {
+			m.room = append(m.room[:i:i], m.room[i+1:]...)
+			return
+		}
+	}
+}
+
+func (m *refModel) seated(t *refTaker) bool {
+	for _, r := range m.room {
+		if r == t {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *refModel) gainRoom(t *refTaker) { m.gained = append(m.gained, t) }
+
+func (m *refModel) seatGained() {
+	sort.Slice(m.gained, func(a, b int) bool { return m.gained[a].conn < m.gained[b].conn })
+	for _, t := range m.gained {
+		if !m.seated(t) && m.hasRoom(t) {
+			m.room = append(m.room, t)
+		}
+	}
+	m.gained = nil
+}
+
+// ---- time -------------------------------------------------------------------
+
+// nextDeadline is the earliest moment at which a scheduled job comes due or
+// a time_based budget comes to pay a waiting job of a served queue that it
+// does not pay now.
+func (m *refModel) nextDeadline() (int64, bool) {
+	var at int64
+	found := false
+	take := func(t int64) {
+		if !found || t < at {
+			at, found = t, true
+		}
+	}
+	for _, j := range m.jobs {
+		if j.state == refScheduled {
+			take(j.readyAt)
+		}
+	}
+	for _, b := range m.budgets {
+		if !b.timeBased {
+			continue
+		}
+		for _, j := range m.waiting() {
+			c, ok := j.costOf(b.key)
+			if !ok || !m.served(j.queue) || m.pays(b, j) {
+				continue
+			}
+			if t, ok := b.affordableAt(c+m.res(b, j), m.now); ok {
+				take(t)
+			}
+		}
+	}
+	return at, found
+}
+
+// advanceTo handles every deadline up to t, each as of its own time.
+func (m *refModel) advanceTo(t int64) {
+	for {
+		d, ok := m.nextDeadline()
+		if !ok || d > t {
+			break
+		}
+		m.now = max(m.now, d)
+		for _, j := range m.jobs {
+			if j.state == refScheduled && j.readyAt <= m.now {
+				j.state = refWaiting
+			}
+		}
+		m.settle()
+	}
+	m.now = max(m.now, t)
+}
+
+// ---- operations ---------------------------------------------------------------
+
+func (m *refModel) putBudget(key string, timeBased bool, alloc, dur, burst int64) {
+	b := m.budgets[key]
+	if b == nil {
+		b = &refBudget{key: key, timeBased: timeBased, alloc: alloc, dur: dur, burst: burst, at: m.now}
+		if !timeBased {
+			b.dur, b.burst = 0, 0
+		} else {
+			b.level = big.NewRat(b.capacity(), 1)
+		}
+		m.budgets[key] = b
+	} else {
+		b.reconfigure(timeBased, alloc, dur, burst, m.now)
+	}
+	m.settle()
+}
+
+// maxBoundCost is the largest cost an unfinished job pays to the budget.
+func (m *refModel) maxBoundCost(key string) int64 {
+	var most int64
+	for _, j := range m.jobs {
+		if c, ok := j.costOf(key); ok && c > most {
+			most = c
+		}
+	}
+	return most
+}
+
+func (m *refModel) enqueue(id string, prio uint16, queue string, binds []refBind, readyAt int64) {
+	j := &refJob{id: id, prio: prio, queue: queue, binds: binds, readyAt: readyAt, state: refWaiting}
+	if readyAt > m.now {
+		j.state = refScheduled
+	}
+	m.jobs[id] = j
+	m.settle()
+}
+
+func (m *refModel) connect(queues []string, prefetch int) *refTaker {
+	m.conns++
+	t := &refTaker{conn: m.conns, prefetch: prefetch, held: map[*refJob]bool{}}
+	if queues != nil {
+		t.queues = map[string]bool{}
+		for _, q := range queues {
+			t.queues[q] = true
+		}
+	}
+	m.takers = append(m.takers, t)
+	m.gainRoom(t)
+	m.settle()
+	return t
+}
+
+func (m *refModel) release(j *refJob) {
+	for _, bd := range j.binds {
+		m.budgets[bd.key].held -= bd.cost
+	}
+	t := j.taker
+	delete(t.held, j)
+	j.taker = nil
+	m.inFlight--
+	m.gainRoom(t)
+}
+
+func (m *refModel) ack(id string) bool {
+	j := m.jobs[id]
+	if j == nil || j.state != refInFlight {
+		return false
+	}
+	m.release(j)
+	delete(m.jobs, id)
+	m.settle()
+	return true
+}
+
+// fail retries an in-flight job at retryAt (ns).
+func (m *refModel) fail(id string, retryAt int64) {
+	j := m.jobs[id]
+	m.release(j)
+	j.readyAt = retryAt
+	j.state = refScheduled
+	if retryAt <= m.now {
+		j.state = refWaiting
+	}
+	m.settle()
+}
+
+func (m *refModel) remove(id string) {
+	j := m.jobs[id]
+	switch j.state {
+	case refWaiting:
+		m.leave(j)
+	case refInFlight:
+		m.release(j)
+	}
+	delete(m.jobs, id)
+	m.settle()
+}
+
+func (m *refModel) close(t *refTaker) {
+	t.closed = true
+	m.unseat(t)
+	held := make([]*refJob, 0, len(t.held))
+	for j := range t.held {
+		held = append(held, j)
+	}
+	for _, j := range held {
+		m.release(j)
+		j.state = refWaiting
+	}
+	m.settle()
+}
+
+// move re-prioritises a waiting or scheduled job: it leaves and comes back.
+func (m *refModel) move(id string, prio uint16) {
+	j := m.jobs[id]
+	m.leave(j)
+	j.prio = prio
+	m.settle()
+}
+
+// rebind replaces a waiting or scheduled job's bindings.
+func (m *refModel) rebind(id string, binds []refBind) {
+	j := m.jobs[id]
+	m.leave(j)
+	j.binds = binds
+	m.settle()
+}
+
+// ---- live state ---------------------------------------------------------------
+
+// parked counts the jobs of b's line that b does not pay.
+func (m *refModel) parked(b *refBudget) int64 {
+	var n int64
+	for _, j := range m.waiting() {
+		if m.inLine(b, j) && !m.pays(b, j) {
+			n++
+		}
+	}
+	return n
+}
+
+// queueParked counts the waiting jobs of a served queue that are not
+// affordable.
+func (m *refModel) queueParked(q string) int64 {
+	var n int64
+	for _, j := range m.waiting() {
+		if j.queue == q && m.served(q) && !m.affordable(j) {
+			n++
+		}
+	}
+	return n
+}
+
+type refWhy struct {
+	waitingFor string
+	budgets    []string // key:ahead:reservedBy
+}
+
+func (m *refModel) why(id string) refWhy {
+	j := m.jobs[id]
+	switch {
+	case j.state == refScheduled:
+		return refWhy{waitingFor: "schedule"}
+	case j.state == refInFlight:
+		return refWhy{waitingFor: "nothing"}
+	case !m.served(j.queue) || m.affordable(j):
+		return refWhy{waitingFor: "worker"}
+	}
+	w := refWhy{waitingFor: "budget"}
+	for _, bd := range j.binds {
+		b := m.budgets[bd.key]
+		if !m.inLine(b, j) {
+			continue
+		}
+		ahead := 0
+		for _, o := range m.waiting() {
+			if o != j && refBefore(o, j) && m.inLine(b, o) {
+				ahead++
+			}
+		}
+		reserved := ""
+		if h := b.head; h != nil && h != j && refBefore(h, j) && b.canPay(bd.cost, m.now) {
+			reserved = h.id
+		}
+		w.budgets = append(w.budgets, fmt.Sprintf("%s:%d:%s", b.key, ahead, reserved))
+	}
+	return w
+}
+
+// dump describes the model's state for failure messages.
+func (m *refModel) dump() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "model at %d, in flight %d/%d\n", m.now, m.inFlight, m.limit)
+	for _, k := range m.budgetKeys() {
+		b := m.budgets[k]
+		head := "-"
+		if b.head != nil {
+			head = b.head.id
+		}
+		fmt.Fprintf(&sb, "  budget %s tb=%v alloc=%d dur=%d burst=%d held=%d avail=%.4f head=%s\n", k, b.timeBased, b.alloc, b.dur, b.burst, b.held, b.available(m.now), head)
+	}
+	for _, t := range m.takers {
+		if !t.closed {
+			fmt.Fprintf(&sb, "  taker %d queues=%v prefetch=%d held=%d seated=%v\n", t.conn, t.queues, t.prefetch, len(t.held), m.seated(t))
+		}
+	}
+	for _, j := range m.waiting() {
+		var lines []string
+		for _, bd := range j.binds {
+			if m.inLine(m.budgets[bd.key], j) {
+				lines = append(lines, bd.key)
+			}
+		}
+		fmt.Fprintf(&sb, "  job %s q=%s prio=%d binds=%v served=%v affordable=%v lines=%v\n", j.id, j.queue, j.prio, j.binds, m.served(j.queue), m.affordable(j), lines)
+	}
+	return sb.String()
+}
