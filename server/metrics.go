@@ -159,6 +159,8 @@ var (
 	descBudgetParked   = prometheus.NewDesc("zizq_budget_parked_jobs", "Jobs of served queues waiting in a budget's line that it cannot pay now.", []string{"budget"}, nil)
 	descBudgetOldest   = prometheus.NewDesc("zizq_budget_oldest_parked_seconds", "How long the first job of a budget's line has waited since it became ready (0 when none).", []string{"budget"}, nil)
 	descBudgetDispatch = prometheus.NewDesc("zizq_budget_dispatched_total", "Jobs dispatched against a budget since the server started (or the budget was created).", []string{"budget"}, nil)
+	descDecisions      = prometheus.NewDesc("zizq_dispatch_decisions_total", "Dispatch decisions the engine made.", nil, nil)
+	descExamined       = prometheus.NewDesc("zizq_dispatch_entries_examined_total", "Groups and budgets the engine's decisions looked at: per decision it stays flat however many jobs wait for a queue no worker serves.", nil, nil)
 )
 
 // levels collects the scrape-time metrics.
@@ -170,7 +172,7 @@ type levels struct {
 func (l *levels) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReady, descJobs, descTakes, descDBBytes, descWALBytes,
 		descBudgetAvail, descBudgetCapacity, descBudgetHeld, descBudgetInFlight, descBudgetParked,
-		descBudgetOldest, descBudgetDispatch} {
+		descBudgetOldest, descBudgetDispatch, descDecisions, descExamined} {
 		ch <- d
 	}
 }
@@ -189,6 +191,10 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 	dbBytes, walBytes := s.db.Sizes()
 	gauge(descDBBytes, float64(dbBytes))
 	gauge(descWALBytes, float64(walBytes))
+
+	examined, decisions := s.engine.Work()
+	ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(decisions))
+	ch <- prometheus.MustNewConstMetric(descExamined, prometheus.CounterValue, float64(examined))
 
 	st := s.engine.Stats() // the engine's own short lock; nothing else is held
 	for _, q := range st.Queues {

@@ -40,7 +40,7 @@ type testBundle struct {
 
 var epoch = time.UnixMilli(1788215727072)
 
-func setup(t *testing.T, tune ...func(*Config)) *testBundle {
+func setup(t testing.TB, tune ...func(*Config)) *testBundle {
 	t.Helper()
 	tb := &testBundle{clk: clock.NewFake(epoch), journal: &recJournal{}}
 	cfg := DefaultConfig()
@@ -59,7 +59,7 @@ func setup(t *testing.T, tune ...func(*Config)) *testBundle {
 	return tb
 }
 
-func (tb *testBundle) budget(t *testing.T, key string, alloc int64, strategy string, durMs, burst int64) {
+func (tb *testBundle) budget(t testing.TB, key string, alloc int64, strategy string, durMs, burst int64) {
 	t.Helper()
 	_, _, err := tb.e.PutBudget(key, store.Budget{Allocation: alloc, Strategy: strategy, DurationMs: durMs, Burst: burst}, CreateOnly)
 	require.NoError(t, err)
@@ -80,7 +80,7 @@ func bindings(kv ...any) []BindingSpec {
 	return out
 }
 
-func (tb *testBundle) enqueue(t *testing.T, s spec) string {
+func (tb *testBundle) enqueue(t testing.TB, s spec) string {
 	t.Helper()
 	if s.queue == "" {
 		s.queue = "q"
@@ -111,7 +111,7 @@ func drainIDs(tk *Taker) []string {
 	return ids
 }
 
-func (tb *testBundle) ack(t *testing.T, ids ...string) {
+func (tb *testBundle) ack(t testing.TB, ids ...string) {
 	t.Helper()
 	missing, _ := tb.e.Ack(ids)
 	require.Empty(t, missing)

@@ -181,7 +181,6 @@ func (e *Engine) affordBound(g *group) bound {
 	b := admitAll
 	for _, s := range g.sig {
 		b = b.tighter(e.payBound(s.a, s.cost, g))
-		e.work++
 	}
 	return b
 }
@@ -189,6 +188,7 @@ func (e *Engine) affordBound(g *group) bound {
 // recompute sets the group's candidate: its first member when affordable.
 func (e *Engine) recompute(g *group) {
 	g.dirty = false
+	e.work += uint64(1 + len(g.sig))
 	e.touch(g.q)
 	if g.set.len() == 0 || !e.served(g.q) {
 		e.setCandidate(g, nil)
