@@ -38,6 +38,7 @@ type BenchOptions struct {
 	Duration    time.Duration
 	Budgets     int
 	Parked      int
+	Unserved    int
 }
 
 // Scenarios of --scenario.
@@ -82,6 +83,9 @@ Scenarios (--scenario, default all):
            (c) --budgets budgets: unbudgeted throughput, then every job bound
            to one of the generous budgets, then unbudgeted jobs passing
            --parked jobs parked on exhausted budgets in the same queue.
+           (d) a served queue on a budget it shares with --unserved jobs of a
+           queue no worker serves, against the same queue alone: throughput,
+           and the entries the server examines per decision (/metrics).
   Memory: the server's resident set size at the end of each scenario, and
   what it grew by per job left queued.
 
@@ -125,6 +129,7 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	durationFlag(fs, &o.Duration, "duration", 5*time.Second, "length of each timed budget run")
 	fs.IntVar(&o.Budgets, "budgets", 1000, "budgets of the many-budgets run")
 	fs.IntVar(&o.Parked, "parked", 100000, "jobs parked on exhausted budgets in the many-budgets run")
+	fs.IntVar(&o.Unserved, "unserved", 100000, "jobs of a queue no worker serves beside the served queue in the unserved run")
 	_ = c.RegisterFlagCompletionFunc("scenario", cobra.FixedCompletions([]string{scenarioEnqueue, scenarioE2E, scenarioBudgets, scenarioAll}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("commit-mode", cobra.FixedCompletions([]string{"buffered", "fsync"}, cobra.ShellCompDirectiveNoFileComp))
 	return c
@@ -267,7 +272,7 @@ func (o *BenchOptions) settings() benchSettings {
 	return benchSettings{
 		Scenario: o.Scenario, Jobs: o.Jobs, Workers: o.Workers, Prefetch: o.Prefetch, Producers: o.Producers,
 		PayloadSize: o.PayloadSize, Bulk: o.Bulk, Concurrency: o.Concurrency, WorkTimeMs: ms(o.WorkTime),
-		Rates: o.Rates, DurationS: o.Duration.Seconds(), Budgets: o.Budgets, Parked: o.Parked,
+		Rates: o.Rates, DurationS: o.Duration.Seconds(), Budgets: o.Budgets, Parked: o.Parked, Unserved: o.Unserved,
 	}
 }
 

@@ -45,6 +45,7 @@ type benchSettings struct {
 	DurationS   float64 `json:"duration_s"`
 	Budgets     int     `json:"budgets"`
 	Parked      int     `json:"parked"`
+	Unserved    int     `json:"unserved"`
 }
 
 type benchRate struct {
@@ -81,7 +82,21 @@ type budgetsReport struct {
 	WhileInFlight wifReport         `json:"while_in_flight"`
 	TimeBased     []timeBasedReport `json:"time_based"`
 	Many          manyReport        `json:"many_budgets"`
+	Unserved      unservedReport    `json:"unserved"`
 	Memory        benchMemory       `json:"memory"`
+}
+
+// unservedReport is part (d): a served queue on a budget shared with jobs
+// of a queue no worker serves.
+type unservedReport struct {
+	Unserved        int     `json:"unserved"`
+	Jobs            int     `json:"jobs"`
+	AloneJobsPerS   float64 `json:"alone_jobs_per_s"`
+	BesideJobsPerS  float64 `json:"beside_unserved_jobs_per_s"`
+	BesideRatio     float64 `json:"beside_unserved_ratio"`
+	ExaminedAlone   float64 `json:"examined_per_decision_alone"`
+	ExaminedBeside  float64 `json:"examined_per_decision_beside_unserved"`
+	UnservedDeliver int64   `json:"unserved_delivered"`
 }
 
 type wifReport struct {
@@ -175,6 +190,10 @@ func writeBenchTable(w io.Writer, rep *BenchReport) error {
 			fmt.Sprintf("%s (%.1f%% of unbudgeted)", jobsPerS(m.GenerousJobsPerS), 100*m.GenerousRatio))
 		t.row("budgets", fmt.Sprintf("unbudgeted, %d parked on %d budgets", m.Parked, m.Budgets),
 			fmt.Sprintf("%s (%.1f%% of unbudgeted, %d parked delivered)", jobsPerS(m.WithParkedJobsPerS), 100*m.WithParkedRatio, m.ParkedDelivered))
+		u := bu.Unserved
+		t.row("budgets", "served queue on a shared budget", fmt.Sprintf("%s (%.1f entries examined a decision)", jobsPerS(u.AloneJobsPerS), u.ExaminedAlone))
+		t.row("budgets", fmt.Sprintf("the same beside %d jobs of an unserved queue", u.Unserved),
+			fmt.Sprintf("%s (%.1f%%, %.1f entries examined a decision)", jobsPerS(u.BesideJobsPerS), 100*u.BesideRatio, u.ExaminedBeside))
 		t.row("budgets", "server memory", memoryCell(bu.Memory))
 	}
 	if err := t.flush(); err != nil {

@@ -102,6 +102,58 @@ func (b *bench) budgetsScenario(ctx context.Context, t *benchTarget) (*budgetsRe
 	if rep.Many, rep.Memory, err = b.manyBudgets(ctx, t); err != nil {
 		return nil, fmt.Errorf("many budgets: %w", err)
 	}
+	if rep.Unserved, err = b.unserved(ctx, t); err != nil {
+		return nil, fmt.Errorf("unserved: %w", err)
+	}
+	return rep, nil
+}
+
+// unserved measures a served queue on a budget that it shares with
+// --unserved jobs of a queue no worker serves: those jobs are in no line
+// and must cost the served queue nothing (its throughput, and the entries
+// the server examines per decision, read from /metrics).
+func (b *bench) unserved(ctx context.Context, t *benchTarget) (unservedReport, error) {
+	n := b.o.Jobs
+	rep := unservedReport{Unserved: b.o.Unserved, Jobs: n}
+	key := b.prefix + "-shared"
+	if err := t.putBudget(ctx, key, api.BudgetInput{Allocation: api.Ptr(int64(4 * b.o.Workers * b.o.Prefetch)), Strategy: &api.StrategyInput{Type: api.Ptr(api.StrategyWhileInFlight)}}); err != nil {
+		return rep, err
+	}
+	run := func(label, queue string) (float64, float64, int64, error) {
+		w0, d0, err := b.work(ctx, t)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		res, err := b.flow(ctx, t, flowSpec{label: label, queue: queue, warmup: warmupOf(n), jobs: n, bind: bindTo(key)})
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		w1, d1, err := b.work(ctx, t)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		return perSecond(n, res.elapsed), (w1 - w0) / max(d1-d0, 1), res.foreign, nil
+	}
+	var err error
+	if rep.AloneJobsPerS, rep.ExaminedAlone, _, err = run("unserved: served queue alone", t.queue(b.prefix+"-served-a")); err != nil {
+		return rep, err
+	}
+	idle := t.queue(b.prefix + "-unserved")
+	fill := func(i int, sent time.Duration) api.EnqueueRequest {
+		return api.EnqueueRequest{Type: api.Ptr("bench"), Queue: api.Ptr(idle), Payload: b.payload(-1, sent), Budgets: bindTo(key)(i)}
+	}
+	var sent atomic.Int64
+	b.prog.set(func() string { return fmt.Sprintf("queueing %d of %d jobs nobody serves", sent.Load(), b.o.Unserved) })
+	if err := b.produce(ctx, t, 0, b.o.Unserved, max(b.o.Bulk, 1000), fill, nil, 0, &sent); err != nil {
+		return rep, err
+	}
+	label := fmt.Sprintf("unserved: served queue beside %d unserved", b.o.Unserved)
+	if rep.BesideJobsPerS, rep.ExaminedBeside, rep.UnservedDeliver, err = run(label, t.queue(b.prefix+"-served-b")); err != nil {
+		return rep, err
+	}
+	if rep.AloneJobsPerS > 0 {
+		rep.BesideRatio = round3(rep.BesideJobsPerS / rep.AloneJobsPerS)
+	}
 	return rep, nil
 }
 

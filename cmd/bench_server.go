@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -291,4 +292,36 @@ func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return string(b.buf)
+}
+
+// work reads the server's dispatch work counters from /metrics: entries
+// examined and decisions made.
+func (b *bench) work(ctx context.Context, t *benchTarget) (examined, decisions float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(t.url, "/")+"/metrics", nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
+		switch name {
+		case "zizq_dispatch_entries_examined_total":
+			examined, _ = strconv.ParseFloat(value, 64)
+		case "zizq_dispatch_decisions_total":
+			decisions, _ = strconv.ParseFloat(value, 64)
+		}
+	}
+	return examined, decisions, sc.Err()
 }

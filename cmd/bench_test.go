@@ -19,7 +19,7 @@ import (
 var tinyBench = []string{
 	"--jobs", "300", "--workers", "2", "--prefetch", "8", "--producers", "2", "--bulk", "20",
 	"--concurrency", "3", "--work-time", "5ms", "--rate", "200", "--duration", "1s",
-	"--budgets", "20", "--parked", "500",
+	"--budgets", "20", "--parked", "500", "--unserved", "2000",
 }
 
 // runBench runs the real binary (bench starts the server as its own child
@@ -88,7 +88,7 @@ func requireE2E(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
 
 func requireBudgets(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
 	t.Helper()
-	require.Equal(t, []string{"many_budgets", "memory", "time_based", "while_in_flight"}, keys(raw["budgets"]))
+	require.Equal(t, []string{"many_budgets", "memory", "time_based", "unserved", "while_in_flight"}, keys(raw["budgets"]))
 	bu := rep.Budgets
 
 	a := bu.WhileInFlight
@@ -125,6 +125,16 @@ func requireBudgets(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
 	require.Equal(t, 500, bu.Memory.QueuedJobs)
 	require.NotNil(t, bu.Memory.RSSPerQueuedJobBytes)
 	require.Positive(t, bu.Memory.RSSBytes)
+
+	u := bu.Unserved
+	require.Equal(t, 2000, u.Unserved)
+	require.Positive(t, u.AloneJobsPerS)
+	require.Positive(t, u.BesideJobsPerS)
+	require.Positive(t, u.ExaminedAlone)
+	// How decisions batch varies with timing; stepping over 2,000 unserved
+	// jobs would make it thousands.
+	require.Less(t, u.ExaminedBeside, 2*u.ExaminedAlone, "jobs of an unserved queue cost decisions nothing")
+	require.Zero(t, u.UnservedDeliver, "no worker of the served queue receives an unserved job")
 }
 
 // TestBench_Scenarios runs each scenario on its own temporary server, with

@@ -100,11 +100,16 @@ type worker struct {
 	url      string
 	c        *http.Client
 	prefetch int
+	queue    string // "": every queue
 	onJob    func(id string)
 }
 
 func (w *worker) run(ctx context.Context) error {
-	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/jobs/take?prefetch=%d", w.url, w.prefetch), nil)
+	url := fmt.Sprintf("%s/jobs/take?prefetch=%d", w.url, w.prefetch)
+	if w.queue != "" {
+		url += "&queue=" + w.queue
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	resp, err := w.c.Do(req)
 	if err != nil {
 		return err

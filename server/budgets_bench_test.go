@@ -29,8 +29,13 @@ func putBudget(b *testing.B, c *http.Client, url, key, body string) {
 }
 
 // runThroughput enqueues b.N jobs built by jobJSON in bulks and measures
-// jobs/s until the workers received them all.
+// jobs/s until workers of every queue received them all.
 func runThroughput(b *testing.B, tb *testBundle, jobJSON func(i int) string) float64 {
+	return runThroughputOn(b, tb, "", jobJSON)
+}
+
+// runThroughputOn is runThroughput with workers of one queue ("": all).
+func runThroughputOn(b *testing.B, tb *testBundle, queue string, jobJSON func(i int) string) float64 {
 	c := benchClient()
 	const workers, prefetch, bulk = 4, 256, 100
 	var received atomic.Int64
@@ -40,7 +45,7 @@ func runThroughput(b *testing.B, tb *testBundle, jobJSON func(i int) string) flo
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := 0; i < workers; i++ {
-		w := &worker{url: tb.url + "", c: c, prefetch: prefetch, onJob: func(string) {
+		w := &worker{url: tb.url + "", c: c, prefetch: prefetch, queue: queue, onJob: func(string) {
 			if received.Add(1) == target {
 				close(done)
 			}
@@ -239,4 +244,74 @@ func BenchmarkBudgets_Pacing(b *testing.B) {
 			b.ReportMetric(100*achieved/float64(rate), "%-of-rate")
 		})
 	}
+}
+
+// fillQueue enqueues n jobs of queue bound to budget key, in bulks.
+func fillQueue(b *testing.B, c *http.Client, url, queue, key string, n int) {
+	for i := 0; i < n; i += 1000 {
+		var buf bytes.Buffer
+		buf.WriteString(`{"jobs":[`)
+		for k := i; k < min(i+1000, n); k++ {
+			if k > i {
+				buf.WriteByte(',')
+			}
+			fmt.Fprintf(&buf, `{"type":"t","queue":%q,"payload":{},"budgets":[{"key":%q}]}`, queue, key)
+		}
+		buf.WriteString(`]}`)
+		if st, err := postJSON(c, url+"/jobs/bulk", buf.Bytes()); err != nil || st != 201 {
+			b.Fatalf("backlog: %d %v", st, err)
+		}
+	}
+}
+
+// BenchmarkBudgets_UnservedBacklog: dispatch throughput, and enqueue-to-frame
+// latency of an idle worker, for a served queue whose jobs share a budget
+// with 0, 10,000 or 100,000 jobs of a queue no worker serves (issue 11:
+// those jobs must cost nothing; goal: within 10% of none).
+func BenchmarkBudgets_UnservedBacklog(b *testing.B) {
+	for _, backlog := range []int{0, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("unserved=%d/throughput", backlog), func(b *testing.B) {
+			tb := benchServer(b, store.Buffered)
+			c := benchClient()
+			putBudget(b, c, tb.url, "shared", `{"allocation":512,"strategy":{"type":"while_in_flight"}}`)
+			fillQueue(b, c, tb.url, "unserved", "shared", backlog)
+			runThroughputOn(b, tb, "q", func(int) string {
+				return `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"shared"}]}`
+			})
+		})
+		b.Run(fmt.Sprintf("unserved=%d/latency", backlog), func(b *testing.B) {
+			tb := benchServer(b, store.Buffered)
+			c := benchClient()
+			putBudget(b, c, tb.url, "shared", `{"allocation":512,"strategy":{"type":"while_in_flight"}}`)
+			fillQueue(b, c, tb.url, "unserved", "shared", backlog)
+			body := []byte(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"shared"}]}`)
+			measureIdleLatency(b, tb, c, "q", body)
+		})
+	}
+}
+
+// measureIdleLatency enqueues b.N jobs one at a time for an idle worker of
+// queue and reports enqueue-to-frame p50 and p99.
+func measureIdleLatency(b *testing.B, tb *testBundle, c *http.Client, queue string, body []byte) {
+	arrived := make(chan time.Time, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := &worker{url: tb.url, c: c, prefetch: 1, queue: queue, onJob: func(string) { arrived <- time.Now() }}
+	go func() { _ = w.run(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if st, err := postJSON(c, tb.url+"/jobs", body); err != nil || st != 201 {
+			b.Fatalf("enqueue: %d %v", st, err)
+		}
+		lat = append(lat, (<-arrived).Sub(start))
+		time.Sleep(time.Millisecond) // let the ack land: the worker is idle again
+	}
+	b.StopTimer()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
 }
