@@ -339,24 +339,14 @@ func (s *Server) patchJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// Each patch is its own journal group, and group commit may put them in
-	// different transactions: the answer waits for every one, so that one
-	// failed commit answers 503 for the request.
-	waiters := make([]engine.Waiter, 0, len(ids))
-	for _, id := range ids {
-		_, waiter, err := s.engine.Patch(id, p.apply)
-		if err != nil {
-			continue // finished meanwhile, or terminal: skipped
-		}
-		waiters = append(waiters, waiter)
+	// One journal group: every patch commits, or none does and the request
+	// answers 503. Jobs finished meanwhile, or refused, are skipped.
+	patched, waiter := s.engine.PatchMany(ids, p.apply)
+	if err := wait(r.Context(), waiter); err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	for _, waiter := range waiters {
-		if err := wait(r.Context(), waiter); err != nil {
-			s.fail(w, r, err)
-			return
-		}
-	}
-	s.respond(w, r, http.StatusOK, api.Patched{Patched: int64(len(waiters))})
+	s.respond(w, r, http.StatusOK, api.Patched{Patched: patched})
 }
 
 func capitalised(status string) string {

@@ -97,18 +97,20 @@ func TestStorage_Unavailable(t *testing.T) {
 	}
 }
 
-// TestStorage_BulkPatchAnswersEveryCommit: a bulk PATCH /jobs answers 200
-// only if every patch committed. With one transaction per group, the
-// first patch's commit fails (a full disk that clears at once) and the
-// later ones commit: the answer is 503, with no count of patched jobs.
-func TestStorage_BulkPatchAnswersEveryCommit(t *testing.T) {
+// TestStorage_BulkPatchIsOneCommit: a bulk PATCH /jobs is one commit group,
+// so one answer: even with one transaction per group, its patches commit
+// together, and a failed commit (a full disk that clears at once) answers
+// 503 for all of them, with no count of patched jobs.
+func TestStorage_BulkPatchIsOneCommit(t *testing.T) {
 	t.Parallel()
 	var armed atomic.Bool
+	var failedOps atomic.Int64
 	var db atomic.Pointer[store.DB]
 	tb := setup(t, func(o *server.Options) {
 		o.Store.BatchSize = 1
 		o.Store.OnCommit = func(c store.CommitInfo) {
 			if c.Failed && armed.CompareAndSwap(true, false) {
+				failedOps.Store(int64(c.Ops))
 				db.Load().SimulateFault(store.NoFault)
 			}
 		}
@@ -123,5 +125,6 @@ func TestStorage_BulkPatchAnswersEveryCommit(t *testing.T) {
 	r := tb.req(t, "PATCH", "/jobs?queue=p", `{"priority":7}`)
 	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)
 	require.Equal(t, `{"error":"storage unavailable: database or disk is full"}`, string(r.body))
-	require.False(t, armed.Load(), "the first patch's commit failed")
+	require.False(t, armed.Load(), "the patches' commit failed")
+	require.Equal(t, int64(3), failedOps.Load(), "all three patches were in the one failed commit")
 }

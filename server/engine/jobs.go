@@ -317,10 +317,40 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 	if j == nil {
 		return store.Job{}, nil, errorf(NotFound, "job not found")
 	}
+	if err := e.patch(j, change); err != nil {
+		return store.Job{}, nil, err
+	}
+	return j.snapshot(), e.journal.Append(store.PutJob(j.Job)), nil
+}
+
+// PatchMany applies one change to every live job of ids that it accepts
+// (those it refuses, or that are no longer live, are skipped) and journals
+// every change in one group: they commit together or not at all. It
+// returns how many it changed.
+func (e *Engine) PatchMany(ids []string, change func(now int64, j *store.Job) error) (int64, Waiter) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.enterOp()
+	defer e.finishOp()
+	ops := make([]store.Op, 0, len(ids))
+	for _, id := range ids {
+		if j := e.jobs[id]; j != nil && e.patch(j, change) == nil {
+			ops = append(ops, store.PutJob(j.Job))
+		}
+	}
+	var w Waiter = done{}
+	if len(ops) > 0 {
+		w = e.journal.Append(ops...)
+	}
+	return int64(len(ops)), w
+}
+
+// patch applies a change to a live job and places it again.
+func (e *Engine) patch(j *job, change func(now int64, j *store.Job) error) error {
 	ms := e.nowMs()
 	next := j.Job
 	if err := change(ms, &next); err != nil {
-		return store.Job{}, nil, err
+		return err
 	}
 	next.ID, next.Type, next.Payload, next.Budgets = j.ID, j.Type, j.Payload, j.Budgets
 	if j.state == stInFlight {
@@ -328,19 +358,18 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 		e.moveQueue(j, next.Queue)
 		j.Job = next
 		j.k.prio = next.Priority
-	} else {
-		e.detach(j)
-		e.moveQueue(j, next.Queue)
-		j.Job = next
-		j.k.prio = next.Priority
-		j.Status = store.Ready
-		if j.ReadyAt > ms {
-			j.Status = store.Scheduled
-		}
-		e.admit(j)
+		return nil
 	}
-	w := e.journal.Append(store.PutJob(j.Job))
-	return j.snapshot(), w, nil
+	e.detach(j)
+	e.moveQueue(j, next.Queue)
+	j.Job = next
+	j.k.prio = next.Priority
+	j.Status = store.Ready
+	if j.ReadyAt > ms {
+		j.Status = store.Scheduled
+	}
+	e.admit(j)
+	return nil
 }
 
 // moveQueue re-homes a detached (or in-flight) job's counters to another
