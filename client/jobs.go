@@ -45,6 +45,8 @@ func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
 
 // ListJobs returns one page of jobs (GET /jobs). q holds the filters and
 // the paging (Order, Limit, From); zero values are left to the server.
+// q.Parked lists only the jobs parked now (?parked=true, our extension);
+// the page links keep that filter.
 func (c *Client) ListJobs(ctx context.Context, q api.JobQuery) (*api.JobList, error) {
 	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: listValues(q)})
 }
@@ -90,7 +92,8 @@ func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job,
 }
 
 // CountJobs counts the jobs q's filters select (GET /jobs/count); paging
-// fields are ignored.
+// fields are ignored. q.Parked counts only the jobs parked now
+// (?parked=true, our extension), as GET /stats's jobs.parked does.
 func (c *Client) CountJobs(ctx context.Context, q api.JobQuery) (int64, error) {
 	var out api.Count
 	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: filterValues(q)}, &out); err != nil {
@@ -276,6 +279,9 @@ func filterValues(q api.JobQuery) url.Values {
 	rng("attempts", q.Attempts)
 	if q.Filter != "" {
 		v.Set("filter", q.Filter)
+	}
+	if q.Parked {
+		v.Set("parked", "true")
 	}
 	return v
 }

@@ -128,6 +128,50 @@ func TestClient_ListJobs(t *testing.T) {
 	})
 }
 
+// TestClient_ListJobsParked: Parked lists and counts the parked jobs only,
+// and the pages AllJobs follows keep the filter.
+func TestClient_ListJobsParked(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, tb *testBundle) {
+		ctx := ctxT(t)
+		_, err := tb.c.PutBudget(ctx, "one", wif(1))
+		require.NoError(t, err)
+		var ids []string
+		for range 4 {
+			j, err := tb.c.Enqueue(ctx, job("q", "t", "", bind("one", 1)))
+			require.NoError(t, err)
+			ids = append(ids, j.ID)
+		}
+		_, err = tb.c.Enqueue(ctx, job("q", "u", ""))
+		require.NoError(t, err)
+		parked := api.JobQuery{Parked: true}
+		n, err := tb.c.CountJobs(ctx, parked)
+		require.NoError(t, err)
+		require.Zero(t, n, "no worker: nothing is parked")
+
+		// A worker holds the budget's only token: the other three park.
+		stream, err := tb.c.Take(ctx, client.TakeOptions{Queues: []string{"q"}, Prefetch: 1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = stream.Close() })
+		held, err := stream.Next()
+		require.NoError(t, err)
+		require.Equal(t, ids[0], held.ID)
+
+		n, err = tb.c.CountJobs(ctx, parked)
+		require.NoError(t, err)
+		require.Equal(t, int64(3), n)
+		page, err := tb.c.ListJobs(ctx, parked)
+		require.NoError(t, err)
+		require.Len(t, page.Jobs, 3)
+		var all []string
+		for j, err := range tb.c.AllJobs(ctx, api.JobQuery{Parked: true, Limit: 1}) {
+			require.NoError(t, err)
+			all = append(all, j.ID)
+		}
+		require.Equal(t, ids[1:], all)
+	})
+}
+
 func TestClient_ModifyJobs(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, tb *testBundle) {

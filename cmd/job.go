@@ -51,6 +51,13 @@ func (o *JobFilterFlags) register(fs *pflag.FlagSet, f *Factory, c *cobra.Comman
 	_ = c.RegisterFlagCompletionFunc("budget", f.completeBudgetKeys)
 }
 
+// registerParked adds --parked, the filter by the server's live state that
+// `job list` and `job count` offer. The bulk forms leave it out: the parked
+// set changes between their count and their change.
+func registerParked(fs *pflag.FlagSet, parked *bool) {
+	fs.BoolVar(parked, "parked", false, "only jobs parked now: ready, in a queue a worker serves, but a budget cannot pay them yet (their status stays ready)")
+}
+
 // query builds the job filter; unknown statuses are a usage error rather
 // than a round trip.
 func (o *JobFilterFlags) query() (api.JobQuery, error) {

@@ -7,12 +7,22 @@ import (
 	"github.com/zizq/zizq/server/api"
 )
 
+// JobCountOptions are the flags of `job count`.
+type JobCountOptions struct {
+	JobFilterFlags
+	Parked bool
+}
+
 func newJobCountCmd(f *Factory) *cobra.Command {
-	o := &JobFilterFlags{}
+	o := &JobCountOptions{}
 	c := &cobra.Command{
-		Use:   "count [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ]",
+		Use:   "count [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--parked]",
 		Short: "Count jobs",
+		Long: `Count the jobs the filters select. --parked counts only the jobs parked now:
+ready, in a queue some worker serves, but held back because a budget cannot
+pay them yet.`,
 		Example: `  zizq job count --status ready --queue emails
+  zizq job count --parked --queue images
   zizq job count --filter '.user == "ann"'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -20,6 +30,7 @@ func newJobCountCmd(f *Factory) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			q.Parked = o.Parked
 			cl, err := f.Client()
 			if err != nil {
 				return err
@@ -36,5 +47,6 @@ func newJobCountCmd(f *Factory) *cobra.Command {
 		},
 	}
 	o.register(c.Flags(), f, c)
+	registerParked(c.Flags(), &o.Parked)
 	return c
 }

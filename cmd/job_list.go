@@ -12,24 +12,30 @@ import (
 // JobListOptions are the flags of `job list`.
 type JobListOptions struct {
 	JobFilterFlags
-	Limit int
-	All   bool
-	Order string
-	From  string
+	Parked bool
+	Limit  int
+	All    bool
+	Order  string
+	From   string
 }
 
 func newJobListCmd(f *Factory) *cobra.Command {
 	o := &JobListOptions{}
 	c := &cobra.Command{
-		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--limit N] [--all]",
+		Use:   "list [--status S] [--queue Q] [--type T] [--budget KEY] [--filter JQ] [--parked] [--limit N] [--all]",
 		Short: "List jobs",
 		Long: `List jobs in ID order (oldest first), one page at a time: --limit jobs, 50
 by default, at most 2000. -o json prints the server's page object, whose
 "pages.next" links the next page (or pass its last ID to --from).
 
 --all follows the pages and prints every job (-o json: one {"jobs":[…]});
---limit then caps the total.`,
+--limit then caps the total.
+
+--parked lists only the jobs parked now: ready, in a queue some worker
+serves, but held back because a budget cannot pay them yet. Their status
+stays ready; zizq job why ID says which budget holds one back.`,
 		Example: `  zizq job list --status ready --budget image-service
+  zizq job list --parked --budget image-workers
   zizq job list --all -o json | jq '.jobs | length'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -43,7 +49,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 			if !o.All && o.Limit > api.MaxLimit {
 				return usageError{fmt.Errorf("--limit must be 1..%d, got %d (--all lists more)", api.MaxLimit, o.Limit)}
 			}
-			q.Order, q.From, q.Limit = o.Order, o.From, o.Limit
+			q.Parked, q.Order, q.From, q.Limit = o.Parked, o.Order, o.From, o.Limit
 			cl, err := f.Client()
 			if err != nil {
 				return err
@@ -69,6 +75,7 @@ by default, at most 2000. -o json prints the server's page object, whose
 	}
 	fs := c.Flags()
 	o.register(fs, f, c)
+	registerParked(fs, &o.Parked)
 	intRangeFlag(fs, &o.Limit, "limit", 1, math.MaxInt, 0, "jobs per page (default 50, at most 2000); with --all, most jobs in total")
 	fs.BoolVar(&o.All, "all", false, "follow the pages and print every job")
 	fs.StringVar(&o.Order, "order", "", "asc (oldest first, the default) or desc")

@@ -215,6 +215,61 @@ func TestJobQueries(t *testing.T) {
 	require.Equal(t, "5\n", c.ok("job", "count"))
 }
 
+// TestJobQueries_Parked: a busy worker holds the only token of a
+// while_in_flight budget, three more jobs on it are parked and two
+// unbudgeted ones are ready; --parked counts and lists exactly the three,
+// and none before a worker connects (they wait for a worker).
+func TestJobQueries_Parked(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "one", "--allocation", "1", "--strategy", "while_in_flight")
+	enqueue := func(args ...string) string {
+		return strings.TrimSpace(c.ok(append([]string{"job", "enqueue", "-q", "w", "-t", "t"}, args...)...))
+	}
+	held := enqueue("--budget", "one")
+	var parked []string
+	for range 3 {
+		parked = append(parked, enqueue("--budget", "one"))
+	}
+	enqueue()
+	enqueue()
+
+	require.Equal(t, "0\n", c.ok("job", "count", "--parked"), "no worker: nothing is parked")
+	r := c.run("job", "list", "--parked")
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Empty(t, r.out)
+	require.Equal(t, "No jobs found.\n", r.err)
+
+	require.Equal(t, held, c.worker("w", 1, 1)[0].ID)
+	require.Equal(t, "3\n", c.ok("job", "count", "--parked"))
+	var n api.Count
+	c.json(&n, "job", "count", "--parked", "--budget", "one")
+	require.Equal(t, int64(3), n.Count)
+	require.Equal(t, "5\n", c.ok("job", "count", "--status", "ready"), "parked jobs stay ready")
+
+	var page api.JobList
+	c.json(&page, "job", "list", "--parked")
+	require.Len(t, page.Jobs, 3)
+	for i, j := range page.Jobs {
+		require.Equal(t, parked[i], j.ID)
+		require.Equal(t, api.StatusReady, j.Status)
+	}
+	var all map[string][]api.Job
+	c.json(&all, "job", "list", "--parked", "--all", "--limit", "2")
+	require.Len(t, all["jobs"], 2, "--limit caps the total")
+
+	rows := lines(c.ok("job", "list", "--parked", "--order", "desc"))
+	require.Len(t, rows, 4)
+	require.Equal(t, "ID", strings.Fields(rows[0])[0], "the table is unchanged")
+	require.Equal(t, []string{parked[2], "w", "t", "ready"}, strings.Fields(rows[1])[:4])
+	require.Equal(t, "0\n", c.ok("job", "count", "--parked", "--queue", "other"))
+
+	// The bulk forms have no --parked: the set moves between their count
+	// and their change.
+	c.fails(cmd.ExitUsage, "unknown flag: --parked", "job", "delete", "--parked")
+	require.Equal(t, "6\n", c.ok("job", "count"))
+}
+
 // TestJobCommands_IDCheckedBeforeAnyRequest runs against a port nothing
 // listens on: an ID that cannot be a job's is a usage error (2), not
 // "unreachable" (4), so no request was sent; `job delete ""` once deleted

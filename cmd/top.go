@@ -80,6 +80,14 @@ func (s topSource) Jobs(ctx context.Context, status string, limit int) (api.JobL
 	return *l, nil
 }
 
+func (s topSource) Parked(ctx context.Context, limit int) (api.JobList, error) {
+	l, err := s.c.ListJobs(ctx, api.JobQuery{Parked: true, Limit: limit})
+	if err != nil {
+		return api.JobList{}, err
+	}
+	return *l, nil
+}
+
 func (s topSource) Why(ctx context.Context, id string) (api.Why, error) {
 	w, err := s.c.Why(ctx, id)
 	if err != nil {

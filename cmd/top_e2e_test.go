@@ -94,10 +94,30 @@ func showsParked(key, n string) func(string) bool {
 	}
 }
 
+var (
+	headerWaiting = regexp.MustCompile(`ready (\d+)  parked (\d+)`)
+	tabWaiting    = regexp.MustCompile(`Ready (\d+) · parked (\d+)`)
+	parkedRow     = regexp.MustCompile(`(?m)^[> ] [0-9a-z]{25} .* parked `)
+)
+
+// waiting reports whether the header and the Ready tab's label both say
+// "ready N" and "parked M": the same words, the same numbers.
+func waiting(ready, parked string) func(string) bool {
+	return func(screen string) bool {
+		h, l := headerWaiting.FindStringSubmatch(screen), tabWaiting.FindStringSubmatch(screen)
+		return h != nil && l != nil && h[1] == ready && h[2] == parked && l[1] == ready && l[2] == parked
+	}
+}
+
+func both(a, b func(string) bool) func(string) bool {
+	return func(s string) bool { return a(s) && b(s) }
+}
+
 // TestTop_EndToEnd runs `zizq top` in a real terminal against a real server
 // with parked jobs: a while_in_flight budget of 2 and 7 bound jobs, and no
 // worker: nothing is parked (the jobs wait for a worker); a worker takes 2
-// without acking (5 parked); two acks let 2 more go (3 parked).
+// without acking (5 parked); two acks let 2 more go (3 parked). The header
+// and the Ready tab agree throughout, and that tab marks the parked rows.
 func TestTop_EndToEnd(t *testing.T) {
 	tm := newTmux(t)
 	p := startServer(t, "--root-dir", t.TempDir())
@@ -111,7 +131,7 @@ func TestTop_EndToEnd(t *testing.T) {
 	cmdline := fmt.Sprintf("env NO_COLOR=1 LANG=C.UTF-8 TERM=xterm-256color %s top --url %s --refresh 200ms", zizqBin, p.url)
 	tm.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30", cmdline)
 	tm.waitFor("nothing parked with no worker", 15*time.Second, func(s string) bool {
-		return showsParked("slow", "0")(s) && strings.Contains(s, "ready 7")
+		return showsParked("slow", "0")(s) && waiting("7", "0")(s)
 	})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -134,7 +154,7 @@ func TestTop_EndToEnd(t *testing.T) {
 	}
 	held := []api.Job{next(), next()}
 	tm.waitFor("5 parked while 2 run", 15*time.Second, func(s string) bool {
-		return showsParked("slow", "5")(s) && strings.Contains(s, "in flight 2")
+		return showsParked("slow", "5")(s) && strings.Contains(s, "in flight 2") && waiting("0", "5")(s)
 	})
 
 	for _, j := range held {
@@ -143,7 +163,12 @@ func TestTop_EndToEnd(t *testing.T) {
 	}
 	next()
 	next()
-	tm.waitFor("3 parked after two acks", 15*time.Second, showsParked("slow", "3"))
+	tm.waitFor("3 parked after two acks", 15*time.Second, both(showsParked("slow", "3"), waiting("0", "3")))
+
+	tm.run("send-keys", "-t", "top", "Tab", "Tab", "Tab")
+	tm.waitFor("the Ready tab with 3 parked rows", 15*time.Second, func(s string) bool {
+		return strings.Contains(s, "[Ready 0 · parked 3]") && len(parkedRow.FindAllString(s, -1)) == 3
+	})
 
 	tm.run("send-keys", "-t", "top", "q")
 	deadline := time.Now().Add(10 * time.Second)

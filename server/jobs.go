@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -149,7 +150,24 @@ func (s *Server) filter(r *http.Request, paging bool) (api.JobQuery, store.Filte
 		}
 		f.Match = match
 	}
+	if q.Parked {
+		s.narrowToParked(&f)
+	}
 	return q, f, nil
+}
+
+// narrowToParked narrows f to the jobs parked now, read once from the live
+// state. It runs before the store's barrier, so the store is at least as
+// new as that reading. A parked job's status is ready: a filter by other
+// statuses selects none, and a job dispatched since, in flight in the
+// store, is no longer parked.
+func (s *Server) narrowToParked(f *store.Filter) {
+	ids := s.engine.Parked()
+	if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, store.Ready) {
+		ids = nil
+	}
+	f.Within = store.NewIDSet(ids)
+	f.Statuses = []store.Status{store.Ready}
 }
 
 func storeRange(r *api.Range) *store.Range {

@@ -21,6 +21,9 @@ const (
 	// inlineListMax is the longest filter list bound as one placeholder per
 	// value; longer lists go as one JSON array (SQLite limits placeholders).
 	inlineListMax = 64
+	// withinChunk is how many IDs of a Filter.Within set a count or an ID
+	// listing looks up per query.
+	withinChunk = 1000
 )
 
 // readStmts are the read pool's prepared statements for the hot lookups.
@@ -96,6 +99,9 @@ func (db *DB) ListJobs(ctx context.Context, f Filter, from string, order Order, 
 // after from, until fn returns false. It reads chunk rows per query and
 // holds no connection while fn runs.
 func (db *DB) scanJobs(ctx context.Context, f Filter, from string, order Order, chunk int, fn func(Job) bool) error {
+	if f.Within != nil {
+		return db.scanWithin(ctx, f, from, order, chunk, fn)
+	}
 	where, args := f.where()
 	cmp, dir := ">", "ASC"
 	if order == Desc {
@@ -131,6 +137,52 @@ func (db *DB) scanJobs(ctx context.Context, f Filter, from string, order Order, 
 	}
 }
 
+// scanWithin is scanJobs for a filter with a Within set: it looks up the
+// set's IDs after from, chunk at a time, so that the work follows the size
+// of the set however many rows the table holds.
+func (db *DB) scanWithin(ctx context.Context, f Filter, from string, order Order, chunk int, fn func(Job) bool) error {
+	ids := f.Within.after(from, order)
+	buf := make([]Job, 0, min(chunk, len(ids)))
+	for len(ids) > 0 {
+		batch := ids[:min(chunk, len(ids))]
+		ids = ids[len(batch):]
+		query, args := withinQuery(jobColumns, &f, batch)
+		var err error
+		if buf, err = db.queryJobs(ctx, buf[:0], query, args...); err != nil {
+			return err
+		}
+		// The batch is in order; the rows come back in any.
+		slices.SortFunc(buf, func(a, b Job) int {
+			if order == Desc {
+				return strings.Compare(b.ID, a.ID)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		for _, j := range buf {
+			if f.Match != nil && !f.Match(j.Payload) {
+				continue
+			}
+			if !fn(j) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// withinQuery selects cols of the jobs of batch (IDs of a Within set) that
+// f's conditions select. The IDs drive the join, CROSS JOIN keeping them
+// the outer loop, so each is one lookup by id (the primary key, or an
+// index that ends in id) whatever else f asks for: the planner never walks
+// the table or a range of an index for them (TestDB_WithinSet).
+func withinQuery(cols string, f *Filter, batch []string) (string, []any) {
+	where, args := f.where()
+	ids, _ := json.Marshal(batch) // strings: cannot fail
+	query := `WITH within(job_id) AS (SELECT value FROM json_each(?))
+		SELECT ` + cols + ` FROM within CROSS JOIN jobs ON jobs.id = within.job_id WHERE ` + where
+	return query, append([]any{string(ids)}, args...)
+}
+
 // queryJobs appends the jobs a query returns to buf.
 func (db *DB) queryJobs(ctx context.Context, buf []Job, query string, args ...any) ([]Job, error) {
 	rows, err := db.rdb.QueryContext(ctx, query, args...)
@@ -151,6 +203,19 @@ func (db *DB) queryJobs(ctx context.Context, buf []Job, query string, args ...an
 // CountJobs returns how many jobs match f.
 func (db *DB) CountJobs(ctx context.Context, f Filter) (int64, error) {
 	var n int64
+	if f.Within != nil && f.Match == nil {
+		err := f.Within.batches(func(batch []string) error {
+			query, args := withinQuery(`count(*)`, &f, batch)
+			var c int64
+			err := db.rdb.QueryRowContext(ctx, query, args...).Scan(&c)
+			n += c
+			return err
+		})
+		if err != nil {
+			return 0, fmt.Errorf("count jobs: %w", err)
+		}
+		return n, nil
+	}
 	if f.Match == nil {
 		where, args := f.where()
 		err := db.rdb.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+where, args...).Scan(&n)
@@ -179,23 +244,58 @@ func (db *DB) JobIDs(ctx context.Context, f Filter) ([]string, error) {
 		}
 		return ids, nil
 	}
+	if f.Within != nil {
+		err := f.Within.batches(func(batch []string) error {
+			query, args := withinQuery(`jobs.id`, &f, batch)
+			start := len(ids)
+			var err error
+			if ids, err = db.queryIDs(ctx, ids, query, args...); err != nil {
+				return err
+			}
+			slices.Sort(ids[start:]) // the batch is in order; the rows come back in any
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list job ids: %w", err)
+		}
+		return ids, nil
+	}
 	where, args := f.where()
-	rows, err := db.rdb.QueryContext(ctx, `SELECT id FROM jobs WHERE `+where+` ORDER BY id`, args...)
+	ids, err := db.queryIDs(ctx, ids, `SELECT id FROM jobs WHERE `+where+` ORDER BY id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list job ids: %w", err)
+	}
+	return ids, nil
+}
+
+// queryIDs appends the IDs a query returns to ids.
+func (db *DB) queryIDs(ctx context.Context, ids []string, query string, args ...any) ([]string, error) {
+	rows, err := db.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return ids, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("list job ids: %w", err)
+			return ids, err
 		}
 		ids = append(ids, id)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list job ids: %w", err)
+	return ids, rows.Err()
+}
+
+// batches calls fn with the set's IDs in order, withinChunk at a time,
+// until fn's first error.
+func (s *IDSet) batches(fn func(batch []string) error) error {
+	for ids := s.ids; len(ids) > 0; {
+		batch := ids[:min(withinChunk, len(ids))]
+		ids = ids[len(batch):]
+		if err := fn(batch); err != nil {
+			return err
+		}
 	}
-	return ids, nil
+	return nil
 }
 
 // LiveJobs calls fn with every scheduled, ready or in-flight job in ID

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,6 +181,12 @@ func TestDB_Filters(t *testing.T) {
 		"NothingMatches":   {Filter{Queues: []string{"zzz"}}, ids()},
 		"MatchRejectsAll":  {Filter{Match: func([]byte) bool { return false }}, ids()},
 		"StatusesAndPurge": {Filter{Statuses: []Status{Completed, Dead}, Now: 600}, ids(8, 9)},
+		"Within":           {Filter{Within: NewIDSet([]string{id(7), id(2), id(2), id(99)})}, ids(2, 7)},
+		"WithinEmpty":      {Filter{Within: NewIDSet(nil)}, ids()},
+		"WithinAndFields":  {Filter{Within: NewIDSet(ids(1, 2, 5, 6, 7)), Queues: []string{"c", "a"}, Statuses: []Status{Ready, Completed}, Now: 600}, ids(6)},
+		"WithinAndIDs":     {Filter{Within: NewIDSet(ids(1, 2, 5)), IDs: ids(2, 5, 8)}, ids(2, 5)},
+		"WithinAndMatch":   {Filter{Within: NewIDSet(ids(1, 2, 3, 4)), Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(2, 4)},
+		"WithinBudgetKeys": {Filter{Within: NewIDSet(ids(2, 3, 9)), BudgetKeys: []string{"k1", "k3"}, Types: []string{"x", "y"}}, ids(2, 3)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -227,6 +234,14 @@ func TestDB_ListJobsPaging(t *testing.T) {
 	for n := range all {
 		all[n] = id(n)
 	}
+	// Every third job, as a Within set; with a Match, every 21st.
+	var thirds, pickedThirds []string
+	for n := 0; n < total; n += 3 {
+		thirds = append(thirds, id(n))
+		if n%7 == 0 {
+			pickedThirds = append(pickedThirds, id(n))
+		}
+	}
 
 	for name, tc := range map[string]struct {
 		f     Filter
@@ -240,6 +255,10 @@ func TestDB_ListJobsPaging(t *testing.T) {
 		"MatchDesc":      {Filter{Match: pick}, Desc, 3, reversed(picked)},
 		"MatchOnePage":   {Filter{Match: pick}, Asc, 2000, picked},
 		"FilterAndMatch": {Filter{Statuses: []Status{Ready}, Match: pick}, Asc, 40, picked},
+		"WithinAsc":      {Filter{Within: NewIDSet(slices.Clone(thirds))}, Asc, 7, thirds},
+		"WithinDesc":     {Filter{Within: NewIDSet(slices.Clone(thirds))}, Desc, 50, reversed(thirds)},
+		"WithinOnePage":  {Filter{Within: NewIDSet(slices.Clone(thirds))}, Asc, 2000, thirds},
+		"WithinAndMatch": {Filter{Within: NewIDSet(slices.Clone(thirds)), Match: pick}, Desc, 4, reversed(pickedThirds)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -275,12 +294,110 @@ func TestDB_ListJobsPaging(t *testing.T) {
 		require.Equal(t, []string{id(4), id(3), id(2), id(1), id(0)}, jobIDs(jobs))
 	})
 
+	t.Run("WithinFromIsExclusive", func(t *testing.T) {
+		t.Parallel()
+		set := NewIDSet([]string{id(3), id(6), id(9), id(12)})
+		for _, tc := range []struct {
+			from  string
+			order Order
+			want  []string
+		}{
+			{id(6), Asc, []string{id(9), id(12)}},
+			{id(7), Asc, []string{id(9), id(12)}},
+			{id(6), Desc, []string{id(3)}},
+			{id(7), Desc, []string{id(6), id(3)}},
+			{id(12), Asc, []string{}},
+			{id(3), Desc, []string{}},
+		} {
+			jobs, more, err := b.db.ListJobs(b.ctx, Filter{Within: set}, tc.from, tc.order, 10)
+			require.NoError(t, err)
+			require.False(t, more)
+			require.Equal(t, tc.want, jobIDs(jobs), "from %s, order %d", tc.from, tc.order)
+		}
+	})
+
 	t.Run("ExactlyLimitLeft", func(t *testing.T) {
 		t.Parallel()
 		jobs, more, err := b.db.ListJobs(b.ctx, Filter{}, id(total-4), Asc, 3)
 		require.NoError(t, err)
 		require.False(t, more)
 		require.Len(t, jobs, 3)
+	})
+}
+
+// TestDB_WithinSet checks that a Within set is looked up by primary key,
+// a batch at a time: the plan never walks the table or an index, whatever
+// else the filter asks, and sets larger than a batch count and list whole.
+func TestDB_WithinSet(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ops []Op
+	for n := range 50 {
+		j := job(n)
+		if n%2 == 1 {
+			j.Status, j.Queue = Completed, "done"
+		}
+		ops = append(ops, InsertJob(j))
+	}
+	b.apply(t, ops...)
+
+	t.Run("PrimaryKeyLookups", func(t *testing.T) {
+		t.Parallel()
+		for name, f := range map[string]Filter{
+			"Alone":      {},
+			"Queues":     {Queues: []string{"default"}},
+			"Statuses":   {Statuses: []Status{Completed}},
+			"Everything": {Queues: []string{"done"}, Statuses: []Status{Ready, Completed}, BudgetKeys: []string{"k"}, Priority: &Range{}, Now: 1},
+		} {
+			for _, cols := range []string{jobColumns, "count(*)", "jobs.id"} {
+				query, args := withinQuery(cols, &f, []string{id(1), id(2)})
+				rows, err := b.db.rdb.QueryContext(b.ctx, "EXPLAIN QUERY PLAN "+query, args...)
+				require.NoError(t, err)
+				var plan []string
+				for rows.Next() {
+					var id, parent, unused int
+					var detail string
+					require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+					plan = append(plan, detail)
+				}
+				require.NoError(t, rows.Err())
+				require.NoError(t, rows.Close())
+				// The IDs are the outer loop; each finds its row by id
+				// (the primary key, or an index that ends in id).
+				require.True(t, strings.HasPrefix(plan[0], "SCAN json_each"), "%s, %.8s: %q", name, cols, plan)
+				lookups := 0
+				for _, step := range plan {
+					if strings.Contains(step, " jobs ") {
+						require.Regexp(t, `^SEARCH jobs USING .*\bid=\?\)$`, step, "%s, %.8s: %q", name, cols, plan)
+						lookups++
+					}
+				}
+				require.Equal(t, 1, lookups, "%s, %.8s: %q", name, cols, plan)
+			}
+		}
+	})
+
+	t.Run("LargerThanABatch", func(t *testing.T) {
+		t.Parallel()
+		// 2.5 batches of IDs, most of no job; the jobs are in every batch.
+		var set, want []string
+		for n := range 5 * withinChunk / 2 {
+			set = append(set, id(n*7%(5*withinChunk/2)))
+		}
+		for n := 0; n < 50; n += 2 {
+			want = append(want, id(n))
+		}
+		f := Filter{Within: NewIDSet(set), Statuses: []Status{Ready}}
+		n, err := b.db.CountJobs(b.ctx, f)
+		require.NoError(t, err)
+		require.EqualValues(t, len(want), n)
+		got, err := b.db.JobIDs(b.ctx, f)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		jobs, more, err := b.db.ListJobs(b.ctx, f, "", Desc, 2000)
+		require.NoError(t, err)
+		require.False(t, more)
+		require.Equal(t, reversed(want), jobIDs(jobs))
 	})
 }
 

@@ -4,7 +4,10 @@
 // memory and appends its changes here, in order, through the writer.
 package store
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // Status is a job's lifecycle status.
 type Status uint8
@@ -161,10 +164,53 @@ type Filter struct {
 	Priority   *Range
 	ReadyAt    *Range
 	Attempts   *Range
+	// Within, when set, narrows the selection to the jobs whose IDs it
+	// holds; an empty set selects nothing. Unlike IDs it may be large (the
+	// parked jobs of a live server, say): the store looks its IDs up by
+	// primary key, a batch at a time, so the work follows the size of the
+	// set, not of the table, and no query carries the whole set.
+	Within *IDSet
 	// Match, when set, is called with each candidate's canonical JSON
 	// payload; only jobs for which it returns true are selected.
 	Match func(payload []byte) bool
 	Now   int64
+}
+
+// IDSet is a set of job IDs for Filter.Within. Build it with NewIDSet.
+type IDSet struct {
+	ids []string // ascending, without duplicates
+}
+
+// NewIDSet returns the set of ids. It sorts ids in place.
+func NewIDSet(ids []string) *IDSet {
+	slices.Sort(ids)
+	return &IDSet{ids: slices.Compact(ids)}
+}
+
+// Len is the number of IDs in the set.
+func (s *IDSet) Len() int { return len(s.ids) }
+
+// after returns the IDs of the set that follow the exclusive cursor from
+// ("" = from the start) in the given order, in that order.
+func (s *IDSet) after(from string, order Order) []string {
+	if order == Desc {
+		end := len(s.ids)
+		if from != "" {
+			end, _ = slices.BinarySearch(s.ids, from)
+		}
+		out := slices.Clone(s.ids[:end])
+		slices.Reverse(out)
+		return out
+	}
+	start := 0
+	if from != "" {
+		var found bool
+		start, found = slices.BinarySearch(s.ids, from)
+		if found {
+			start++
+		}
+	}
+	return s.ids[start:]
 }
 
 // Order of a listing by job ID.

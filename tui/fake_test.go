@@ -29,9 +29,11 @@ type fakeSource struct {
 	mu    sync.Mutex
 	stats api.Stats
 	jobs  map[string]api.JobList
-	why   map[string]api.Why
-	err   error
-	calls []string
+	// parked are the ready jobs that are parked.
+	parked api.JobList
+	why    map[string]api.Why
+	err    error
+	calls  []string
 }
 
 func (f *fakeSource) Stats(ctx context.Context) (api.Stats, error) {
@@ -52,6 +54,16 @@ func (f *fakeSource) Jobs(ctx context.Context, status string, limit int) (api.Jo
 		return api.JobList{}, f.err
 	}
 	return f.jobs[status], nil
+}
+
+func (f *fakeSource) Parked(ctx context.Context, limit int) (api.JobList, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "parked")
+	if f.err != nil {
+		return api.JobList{}, f.err
+	}
+	return f.parked, nil
 }
 
 func (f *fakeSource) Why(ctx context.Context, id string) (api.Why, error) {
@@ -156,8 +168,15 @@ func fixtureWhy() map[string]api.Why {
 	}
 }
 
+// fixtureParked are the parked jobs of fixtureJobs: the two that
+// fixtureWhy says wait for a budget.
+func fixtureParked() api.JobList {
+	ready := fixtureJobs()[api.StatusReady].Jobs
+	return api.JobList{Jobs: ready[:2]}
+}
+
 func newFakeSource() *fakeSource {
-	return &fakeSource{stats: fixtureStats(), jobs: fixtureJobs(), why: fixtureWhy()}
+	return &fakeSource{stats: fixtureStats(), jobs: fixtureJobs(), parked: fixtureParked(), why: fixtureWhy()}
 }
 
 func testOptions() Options {

@@ -29,6 +29,7 @@ type fetchMsg struct {
 	stats   api.Stats
 	status  string // job status fetched, "" if none
 	jobs    api.JobList
+	parked  api.JobList // with the ready jobs: the parked ones
 	jobsErr error
 	whyID   string // job explained, "" if none
 	why     api.Why
@@ -67,6 +68,12 @@ func (m *Model) fetch(poll bool) tea.Cmd {
 		}
 		if status != "" {
 			msg.jobs, msg.jobsErr = src.Jobs(ctx, status, jobLimit)
+		}
+		// The first jobLimit parked jobs hold every parked one among the
+		// first jobLimit ready jobs (both lists are in ID order, and a
+		// parked job is ready): one page marks every row of the tab.
+		if status == api.StatusReady && msg.jobsErr == nil {
+			msg.parked, msg.jobsErr = src.Parked(ctx, jobLimit)
 		}
 		if whyID != "" {
 			msg.why, msg.whyErr = src.Why(ctx, whyID)

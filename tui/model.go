@@ -76,6 +76,7 @@ type Model struct {
 	lastOK    time.Time
 	jobs      map[string]api.JobList
 	jobsSeq   map[string]uint64
+	parked    map[string]bool // IDs of the parked jobs among the ready ones
 	why       api.Why
 	whyID     string
 	whyErr    error
@@ -112,6 +113,7 @@ func New(src Source, opts Options) Model {
 		seq:     new(uint64),
 		jobs:    map[string]api.JobList{},
 		jobsSeq: map[string]uint64{},
+		parked:  map[string]bool{},
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
@@ -135,17 +137,25 @@ func New(src Source, opts Options) Model {
 	)
 	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
 		age := map[tab]string{tabInFlight: "RUNNING", tabReady: "WAITING", tabScheduled: "READY IN"}[t]
-		empty := map[tab]string{tabInFlight: "no jobs in flight", tabReady: "no ready jobs", tabScheduled: "no scheduled jobs"}[t]
-		m.tables[t] = newTable(keys, st, empty,
+		empty := map[tab]string{tabInFlight: "no jobs in flight", tabReady: "no ready or parked jobs", tabScheduled: "no scheduled jobs"}[t]
+		cols := []column{
 			// Never shortened: SCRU128 ids differ mostly in their tail.
-			column{title: "ID"},
-			column{title: "QUEUE", flex: true, min: 5, drop: 4},
-			column{title: "TYPE", flex: true, min: 5, drop: 2},
-			column{title: "PRI", right: true, drop: 1},
-			column{title: "ATT", right: true, optional: true},
+			{title: "ID"},
+			{title: "QUEUE", flex: true, min: 5, drop: 4},
+			{title: "TYPE", flex: true, min: 5, drop: 2},
+			{title: "PRI", right: true, drop: 1},
+			{title: "ATT", right: true, optional: true},
+		}
+		if t == tabReady {
+			// The tab holds the ready and the parked jobs: which is which
+			// is never hidden.
+			cols = append(cols, column{title: "STATE"})
+		}
+		cols = append(cols,
 			column{title: age, right: true},
 			column{title: "BUDGETS", flex: true, min: 7, drop: 3},
 		)
+		m.tables[t] = newTable(keys, st, empty, cols...)
 	}
 	m.restyle(true)
 	m.layout()
@@ -235,6 +245,9 @@ func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
 		m.stats, m.haveStats = msg.stats, true
 		if msg.status != "" && msg.jobsErr == nil && msg.seq > m.jobsSeq[msg.status] {
 			m.jobs[msg.status], m.jobsSeq[msg.status] = msg.jobs, msg.seq
+			if msg.status == api.StatusReady {
+				m.setParked(msg.parked)
+			}
 		}
 		if msg.whyID != "" {
 			m.setWhy(msg.whyID, msg.seq, msg.why, msg.whyErr)
@@ -261,6 +274,14 @@ func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
 		why = m.fetchWhy()
 	}
 	return tea.Batch(next, why)
+}
+
+// setParked records which jobs are parked, from a page of them.
+func (m *Model) setParked(l api.JobList) {
+	clear(m.parked)
+	for _, j := range l.Jobs {
+		m.parked[j.ID] = true
+	}
 }
 
 func (m *Model) setWhy(id string, seq uint64, why api.Why, err error) {

@@ -125,7 +125,7 @@ func TestModel_Update_FetchesVisibleTab(t *testing.T) {
 	m = press(t, m, "tab", "tab", "tab")
 	require.Equal(t, []string{
 		"stats", "jobs in_flight",
-		"stats", "jobs ready", "why " + jobID(10), // the cursor lands on a job: explain it
+		"stats", "jobs ready", "parked", "why " + jobID(10), // the cursor lands on a job: explain it
 	}, src.calls)
 
 	src.calls = nil
@@ -137,8 +137,8 @@ func TestModel_Update_FetchesVisibleTab(t *testing.T) {
 	src.calls = nil
 	next, cmd := m.Update(tickMsg{})
 	m = run(t, next.(Model), cmd)
-	require.Equal(t, []string{"stats", "jobs ready", "why " + jobID(11)}, src.calls,
-		"each poll reads stats, the visible list and the selected job's why")
+	require.Equal(t, []string{"stats", "jobs ready", "parked", "why " + jobID(11)}, src.calls,
+		"each poll reads stats, the visible list (with the parked jobs among the ready ones) and the selected job's why")
 }
 
 func TestModel_Update_StaleAnswersLose(t *testing.T) {

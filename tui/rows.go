@@ -139,6 +139,10 @@ func (m *Model) jobRows(t tab) []row {
 		for _, b := range j.Budgets {
 			keys = append(keys, b.Key)
 		}
+		parked := t == tabReady && m.parked[j.ID]
+		if t == tabReady {
+			keys = append(keys, waitingState(parked)) // "/parked" keeps the parked ones
+		}
 		if !m.matches(keys...) {
 			continue
 		}
@@ -151,17 +155,31 @@ func (m *Model) jobRows(t tab) []row {
 		case tabScheduled:
 			age = until(nowMs, int64(j.ReadyAt))
 		}
-		rows = append(rows, row{key: j.ID, cells: []string{
+		r := row{key: j.ID, cells: []string{
 			j.ID,
 			j.Queue,
 			j.Type,
 			strconv.FormatUint(uint64(j.Priority), 10),
 			strconv.FormatUint(uint64(j.Attempts), 10),
-			age,
-			fmtBindings(j.Budgets),
-		}})
+		}}
+		if t == tabReady {
+			r.cells = append(r.cells, waitingState(parked))
+		}
+		r.cells = append(r.cells, age, fmtBindings(j.Budgets))
+		if parked {
+			r.tone = toneParked
+		}
+		rows = append(rows, r)
 	}
 	return rows
+}
+
+// waitingState names what a job of the Ready tab is: parked, or ready.
+func waitingState(parked bool) string {
+	if parked {
+		return "parked"
+	}
+	return "ready"
 }
 
 // selectedBudget, selectedQueue and selectedJob return what the cursor of

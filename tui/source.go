@@ -23,6 +23,9 @@ type Source interface {
 	// Jobs lists up to limit jobs with the given status ("in_flight",
 	// "ready" or "scheduled"), as GET /jobs?status=…&limit=… does.
 	Jobs(ctx context.Context, status string, limit int) (api.JobList, error)
+	// Parked lists up to limit of the jobs parked now, as
+	// GET /jobs?parked=true&limit=… does (a parked job's status is ready).
+	Parked(ctx context.Context, limit int) (api.JobList, error)
 	// Why explains what the job waits for (GET /jobs/{id}/why).
 	Why(ctx context.Context, id string) (api.Why, error)
 }

@@ -133,8 +133,9 @@ func (m *Model) headerLines() []string {
 	return lines
 }
 
-// totalsLine counts the server's jobs by status. Narrower screens get
-// shorter labels, then only the counts of what waits; a number is cut
+// totalsLine counts the server's jobs by status, ready and parked side by
+// side in the words and numbers of the Ready tab's label. Narrower screens
+// get shorter labels, then only the counts of what waits; a number is cut
 // (with "…") only when even "parked N" does not fit.
 func (m *Model) totalsLine() string {
 	st := m.st
@@ -147,8 +148,8 @@ func (m *Model) totalsLine() string {
 	if j.Parked > 0 {
 		parked = st.warn.Render(parked)
 	}
-	long := strings.Join([]string{"scheduled " + n(j.Scheduled), "ready " + n(j.Ready), "in flight " + n(j.InFlight), parked}, "  ")
-	short := strings.Join([]string{"sched " + n(j.Scheduled), "ready " + n(j.Ready), "flight " + n(j.InFlight), parked}, "  ")
+	long := strings.Join([]string{"scheduled " + n(j.Scheduled), "ready " + n(j.Ready), parked, "in flight " + n(j.InFlight)}, "  ")
+	short := strings.Join([]string{"sched " + n(j.Scheduled), "ready " + n(j.Ready), parked, "flight " + n(j.InFlight)}, "  ")
 	return firstFit(m.width,
 		st.label.Render("jobs")+"  "+long,
 		long,
@@ -194,7 +195,7 @@ func oneLine(err error) string {
 	return strings.Join(strings.Fields(err.Error()), " ")
 }
 
-// tabCount is the number shown beside a tab's name.
+// tabCount is the number of rows a tab holds on the server.
 func (m *Model) tabCount(t tab) int64 {
 	switch t {
 	case tabBudgets:
@@ -227,8 +228,9 @@ var tabShortNames = [numTabs]string{"Budgets", "Queues", "Flight", "Ready", "Sch
 
 // tabsLine names the tabs, the visible one in brackets, and says on the
 // right what the visible table leaves out. Narrower screens get short
-// names, then counts on the visible tab only, then that tab alone; then
-// "first N of M" goes, before the count of hidden columns or the filter.
+// names, then counts on the visible tab only, then that tab alone, then
+// without its count (the line above still has it); then "first N of M"
+// goes, before the count of hidden columns or the filter.
 func (m *Model) tabsLine() string {
 	rows, cols := m.tableInfo()
 	infos := []string{rows + cols}
@@ -243,6 +245,7 @@ func (m *Model) tabsLine() string {
 		m.tabs(tabShortNames, true),
 		m.tabs(tabShortNames, false),
 		m.tabLabel(m.tab, tabNames, true),
+		m.tabLabel(m.tab, tabShortNames, false),
 	}
 	for _, info := range infos {
 		for _, left := range variants {
@@ -269,7 +272,13 @@ func (m *Model) tabs(names [numTabs]string, allCounts bool) string {
 
 func (m *Model) tabLabel(t tab, names [numTabs]string, count bool) string {
 	label := names[t]
-	if count && m.haveStats {
+	switch {
+	case !count || !m.haveStats:
+	case t == tabReady:
+		// The tab holds both; the header counts them apart, in these words.
+		j := m.stats.Jobs
+		label += " " + strconv.FormatInt(j.Ready, 10) + " · parked " + strconv.FormatInt(j.Parked, 10)
+	default:
 		label += " " + strconv.FormatInt(m.tabCount(t), 10)
 	}
 	if t == m.tab {

@@ -7,12 +7,14 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server/api"
 )
 
 // updateGolden rewrites the golden files; run `go test ./tui/ -update` by
@@ -201,11 +203,11 @@ func TestModel_View_CountsNeverCut(t *testing.T) {
 		width int
 		want  string
 	}{
-		{120, "jobs  scheduled 3  ready 120  in flight 15  parked 338"},
-		{54, "jobs  scheduled 3  ready 120  in flight 15  parked 338"},
-		{53, "scheduled 3  ready 120  in flight 15  parked 338"},
-		{50, "scheduled 3  ready 120  in flight 15  parked 338"},
-		{47, "sched 3  ready 120  flight 15  parked 338"},
+		{120, "jobs  scheduled 3  ready 120  parked 338  in flight 15"},
+		{54, "jobs  scheduled 3  ready 120  parked 338  in flight 15"},
+		{53, "scheduled 3  ready 120  parked 338  in flight 15"},
+		{50, "scheduled 3  ready 120  parked 338  in flight 15"},
+		{47, "sched 3  ready 120  parked 338  flight 15"},
 		{40, "ready 120  parked 338"},
 		{20, "parked 338"},
 		{8, "parked …"},
@@ -218,6 +220,59 @@ func TestModel_View_CountsNeverCut(t *testing.T) {
 		m := newTestModel(t, src, tt.width, 24)
 		require.Equal(t, tt.want, strings.Split(screen(m), "\n")[1], "width %d", tt.width)
 	}
+}
+
+// TestModel_View_ReadyAndParkedAgree checks that the header and the Ready
+// tab say the same: "ready N" and "parked M" in both, N the ready jobs
+// without the parked ones, at every size and on every tab; the tab holds
+// both kinds and says which row is which.
+func TestModel_View_ReadyAndParkedAgree(t *testing.T) {
+	t.Parallel()
+	header := regexp.MustCompile(`\bready (\d+)  parked (\d+)\b`)
+	label := regexp.MustCompile(`\bReady (\d+) · parked (\d+)\b`)
+	for _, counts := range []api.JobCounts{{Scheduled: 3, Ready: 120, Parked: 16, InFlight: 15}, {Ready: 0, Parked: 178}, {Ready: 7}} {
+		src := newFakeSource()
+		stats := fixtureStats()
+		stats.Jobs = counts
+		src.setStats(stats)
+		for _, tb := range []tab{tabBudgets, tabQueues, tabInFlight, tabReady, tabScheduled} {
+			for _, size := range [][2]int{{50, 12}, {80, 24}, {120, 40}} {
+				m := newTestModel(t, src, size[0], size[1])
+				for range tb {
+					m = press(t, m, "tab")
+				}
+				lines := strings.Split(screen(m), "\n")
+				h := header.FindStringSubmatch(lines[1])
+				require.NotNil(t, h, "header at %v: %q", size, lines[1])
+				require.Equal(t, []string{fmt.Sprint(counts.Ready), fmt.Sprint(counts.Parked)}, h[1:], "header at %v", size)
+				if l := label.FindStringSubmatch(lines[2]); l != nil {
+					require.Equal(t, h[1:], l[1:], "tab %d at %v: %q", tb, size, lines[2])
+				} else {
+					require.NotRegexp(t, `Ready \d`, lines[2], "the Ready tab counts in the header's words: tab %d at %v", tb, size)
+				}
+				if tb == tabReady {
+					require.Regexp(t, `\[Ready \d+ · parked \d+\]`, lines[2], "the visible tab has its counts at %v", size)
+				}
+			}
+		}
+	}
+
+	// The rows say which jobs are parked, in words and in colour, and
+	// "/parked" keeps those.
+	m := newTestModel(t, newFakeSource(), 120, 40)
+	m = press(t, m, "tab", "tab", "tab")
+	states := map[string]string{}
+	for _, l := range strings.Split(screen(m), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(l, ">")); len(f) > 6 && strings.HasPrefix(f[0], jobID(0)[:20]) {
+			states[f[0]] = f[5]
+		}
+	}
+	require.Equal(t, map[string]string{jobID(10): "parked", jobID(11): "parked", jobID(12): "ready", jobID(13): "ready"}, states)
+	for _, r := range m.tables[tabReady].rows {
+		require.Equal(t, r.key == jobID(10) || r.key == jobID(11), r.tone == toneParked, r.key)
+	}
+	m = press(t, m, "/", "p", "a", "r", "k", "e", "d", "enter")
+	require.Len(t, m.tables[tabReady].rows, 2)
 }
 
 // TestModel_View_StatusOutlastsURL checks that a long URL is shortened,

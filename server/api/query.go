@@ -80,6 +80,11 @@ type JobQuery struct {
 	// Filter is the jq source of the payload filter; it is compiled by the
 	// server, not here.
 	Filter string
+	// Parked selects only the parked jobs (?parked=true, our extension):
+	// the waiting jobs of served queues that a budget cannot pay now, from
+	// the server's live state. Their status stays "ready". False does not
+	// filter.
+	Parked bool
 	// Order is OrderAsc or OrderDesc (OrderAsc when the query has none).
 	Order string
 	// Limit is the page size (DefaultLimit when the query has none).
@@ -104,10 +109,11 @@ const (
 	keyFrom       = "from"
 	keyPrefetch   = "prefetch"
 	keyState      = "state"
+	keyParked     = "parked"
 )
 
 var (
-	filterKeys = []string{keyID, keyQueue, keyType, keyStatus, keyPriority, keyReadyAt, keyAttempts, keyFilter, keyBudgetKeys}
+	filterKeys = []string{keyID, keyQueue, keyType, keyStatus, keyPriority, keyReadyAt, keyAttempts, keyFilter, keyBudgetKeys, keyParked}
 	listKeys   = append(slices.Clone(filterKeys), keyOrder, keyLimit, keyFrom)
 	takeKeys   = []string{keyQueue, keyPrefetch}
 	errorsKeys = []string{keyFrom, keyOrder, keyLimit}
@@ -165,6 +171,9 @@ func ParseJobQuery(v url.Values, paging bool) (JobQuery, error) {
 	if q.Filter, _, err = single(v, keyFilter); err != nil {
 		return q, err
 	}
+	if q.Parked, err = parseBool(v, keyParked); err != nil {
+		return q, err
+	}
 	if !paging {
 		return q, nil
 	}
@@ -184,10 +193,10 @@ func ParseJobQuery(v url.Values, paging bool) (JobQuery, error) {
 // cursor ("" for none) and order, in the layout of Zizq (API.md §7.2):
 // "/jobs?[from=<id>&]order=<o>&limit=<n>" followed by the filters that are
 // set, in the order status, queue, type, id, priority, ready_at, attempts,
-// budgets.key, filter. List values are joined with ',' and written as they
-// are, except for the bytes that would not survive a query string (see
-// appendQueryValue); the filter is fully percent-encoded. An empty order
-// renders as OrderAsc.
+// budgets.key, filter, then our extension parked=true. List values are
+// joined with ',' and written as they are, except for the bytes that would
+// not survive a query string (see appendQueryValue); the filter is fully
+// percent-encoded. An empty order renders as OrderAsc.
 func (q JobQuery) Link(from, order string) string {
 	if order == "" {
 		order = OrderAsc
@@ -214,6 +223,9 @@ func (q JobQuery) Link(from, order string) string {
 	if q.Filter != "" {
 		b = append(b, "&filter="...)
 		b = appendEscaped(b, q.Filter)
+	}
+	if q.Parked {
+		b = append(b, "&parked=true"...)
 	}
 	return string(b)
 }
@@ -301,7 +313,13 @@ func ParseStateQuery(v url.Values) (bool, error) {
 	if err := checkKeys(v, stateKeys); err != nil {
 		return false, err
 	}
-	s, ok, err := single(v, keyState)
+	return parseBool(v, keyState)
+}
+
+// parseBool reads a flag that may appear once: true or 1, false or 0, and
+// false when absent.
+func parseBool(v url.Values, key string) (bool, error) {
+	s, ok, err := single(v, key)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -311,7 +329,7 @@ func ParseStateQuery(v url.Values) (bool, error) {
 	case "false", "0":
 		return false, nil
 	}
-	return false, invalidQuery("state must be true or false, not %q", s)
+	return false, invalidQuery("%s must be true or false, not %q", key, s)
 }
 
 // checkKeys rejects the first key, in byte order, that is not allowed, so the

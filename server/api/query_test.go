@@ -9,7 +9,7 @@ import (
 )
 
 const (
-	filterFieldList = "`id`, `queue`, `type`, `status`, `priority`, `ready_at`, `attempts`, `filter`, `budgets.key`"
+	filterFieldList = "`id`, `queue`, `type`, `status`, `priority`, `ready_at`, `attempts`, `filter`, `budgets.key`, `parked`"
 	listFieldList   = filterFieldList + ", `order`, `limit`, `from`"
 	id1             = "036z951mhjikzik2gsl81gr7l"
 	id2             = "036z951mhjikzik2gsl81gr7m"
@@ -116,6 +116,24 @@ func TestParseJobQuery(t *testing.T) {
 			want:   JobQuery{Order: "asc", Limit: 1},
 		},
 		{
+			name:   "Parked",
+			raw:    "parked=true&status=ready",
+			paging: false,
+			want:   JobQuery{Statuses: []string{"ready"}, Parked: true, Order: "asc", Limit: 50},
+		},
+		{
+			name:   "ParkedOne",
+			raw:    "parked=1",
+			paging: true,
+			want:   JobQuery{Parked: true, Order: "asc", Limit: 50},
+		},
+		{
+			name:   "ParkedFalseDoesNotFilter",
+			raw:    "parked=false",
+			paging: true,
+			want:   JobQuery{Order: "asc", Limit: 50},
+		},
+		{
 			name:   "EmptyFromAndFilter",
 			raw:    "from=&filter=",
 			paging: true,
@@ -175,6 +193,10 @@ func TestParseJobQuery_Errors(t *testing.T) {
 		{"OrderUnknown", "order=up", true, `invalid query parameters: order must be asc or desc, not "up"`},
 		{"OrderEmpty", "order=", true, `invalid query parameters: order must be asc or desc, not ""`},
 		{"OrderCase", "order=ASC", true, `invalid query parameters: order must be asc or desc, not "ASC"`},
+		{"ParkedNotBool", "parked=x", true, `invalid query parameters: parked must be true or false, not "x"`},
+		{"ParkedEmpty", "parked=", false, `invalid query parameters: parked must be true or false, not ""`},
+		{"ParkedCase", "parked=TRUE", false, `invalid query parameters: parked must be true or false, not "TRUE"`},
+		{"DuplicateParked", "parked=true&parked=false", false, "invalid query parameters: duplicate field `parked`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +234,12 @@ func TestJobQuery_Link(t *testing.T) {
 				"&priority=5&ready_at=..99&attempts=1..&budgets.key=k1,k:2" +
 				"&filter=.user.name%20%3D%3D%20%22Zo%C3%AB%22%20and%20.n%20%3E%201",
 		},
+		{
+			name: "ParkedLast",
+			q:    JobQuery{Queues: []string{"q"}, Filter: ".a", Parked: true, Limit: 5},
+			from: id1, order: "desc",
+			want: "/jobs?from=" + id1 + "&order=desc&limit=5&queue=q&filter=.a&parked=true",
+		},
 		{"ClosedRange", JobQuery{Priority: rng(u64(1), u64(9)), Limit: 5}, "", "asc", "/jobs?order=asc&limit=5&priority=1..9"},
 		{"OpenRangeOmitted", JobQuery{Priority: rng(nil, nil), Limit: 5}, "", "asc", "/jobs?order=asc&limit=5"},
 		{
@@ -239,7 +267,7 @@ func TestJobQuery_Link(t *testing.T) {
 func TestJobQuery_LinkParsesBack(t *testing.T) {
 	t.Parallel()
 	raw := "queue=a%26b,c%20d,e%2Bf,%C3%A9,x=y&type=t&status=dead,ready&id=" + id1 +
-		"&priority=..9&ready_at=3&attempts=2..&budgets.key=b&filter=.a+%7C+test(%22%5Ex%22)&order=desc&limit=7&from=" + id2
+		"&priority=..9&ready_at=3&attempts=2..&budgets.key=b&filter=.a+%7C+test(%22%5Ex%22)&parked=1&order=desc&limit=7&from=" + id2
 	q, err := ParseJobQuery(mustQuery(t, raw), true)
 	require.NoError(t, err)
 	link := q.Link(q.From, q.Order)
@@ -485,6 +513,7 @@ func FuzzParseJobQuery(f *testing.F) {
 		"filter=.a+%3D%3D+1&order=desc&limit=10&from=" + id2,
 		"budgets.key=k1,k2&queue=a%26b&queue=c",
 		"priority=..&limit=2000",
+		"parked=true&status=ready",
 		"status=running",
 		"limit=0",
 		"bogus=1",
