@@ -232,9 +232,14 @@ func (e *Engine) Parked() []string {
 				continue
 			}
 			n := e.affordBound(g).count(g.set)
-			for i := n; i < g.set.len(); i++ {
-				out = append(out, g.set.at(i).ID)
+			if n == g.set.len() {
+				continue
 			}
+			// The affordable prefix ends at member n: the rest are parked.
+			g.set.t.Ascend(item{k: g.set.at(n).k}, func(it item) bool {
+				out = append(out, it.j.ID)
+				return true
+			})
 		}
 	}
 	return out
