@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Binding management (API.md §17.11). The single-job calls answer the job

@@ -1,5 +1,5 @@
 // Package client is a typed Go client for the zizq HTTP API. It speaks the
-// server's own wire types (server/api), JSON by default or MessagePack, and
+// server's own wire types (package api), JSON by default or MessagePack, and
 // returns failures as *Error (the server answered with an error status),
 // *UnreachableError (it did not answer at all) or *NotZizqError (something
 // else answered).
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/go-resty/resty/v2"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // DefaultURL is where `zizq serve` listens unless told otherwise.

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Error is an error answer of the server: its HTTP status and the message

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Health checks that the server answers (GET /health).

@@ -6,7 +6,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Ready reports whether the server has rebuilt its state from its store

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/store"
 )
 

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Unlimited is the TakeOptions.Prefetch of a stream that holds any number

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 )
 
 func TestClient_Take(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // enqueueScenario measures single and bulk enqueues into a queue no worker

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // childStartTimeout bounds how long a child server may take to listen.

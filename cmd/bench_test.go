@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server/api"
 )
 
 // tinyBench are sizes that run each scenario in seconds. Workers × prefetch

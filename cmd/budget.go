@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/budget"
 )
 

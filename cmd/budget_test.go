@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server/api"
 )
 
 func TestBudgetCommands(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 

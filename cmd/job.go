@@ -8,7 +8,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 func newJobCmd(f *Factory) *cobra.Command {

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // JobEnqueueOptions are the flags of `job enqueue`.

@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // JobErrorsOptions are the flags of `job errors`.

@@ -5,8 +5,8 @@ import (
 	"math"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // JobListOptions are the flags of `job list`.

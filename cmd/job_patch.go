@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/server/api"
 )
 
 // JobPatchOptions are the flags of `job patch`: the changes, and the

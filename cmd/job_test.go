@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server/api"
 )
 
 func TestJobEnqueue(t *testing.T) {

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/devcert"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/servertest"
 )
 

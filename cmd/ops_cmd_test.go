@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/engine"
 )
 

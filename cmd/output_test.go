@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server/api"
 )
 
 // TestOutput_Deleted checks that every delete prints one JSON shape with

@@ -18,8 +18,8 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
-	"github.com/zizq/zizq/server/api"
 )
 
 // tmux drives a terminal on its own server socket (-L), so the test never

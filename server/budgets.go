@@ -3,7 +3,7 @@ package server
 import (
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )

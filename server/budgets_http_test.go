@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/vmihailenco/msgpack/v5"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 )
 
 // Helpers of the budget tests carry a "bud" prefix: other test files of the

@@ -1,7 +1,7 @@
 package server
 
 import (
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 

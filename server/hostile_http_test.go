@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 )
 
 // errorLog counts the records logged at error level: a handler panic or a

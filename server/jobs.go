@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/itchyny/gojq"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )

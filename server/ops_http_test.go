@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/store"
 )

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // router matches paths segment by segment, preferring literal segments over

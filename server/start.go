@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/api"
 )
 
 // takeWith is the harness's take over any client (tb.h2 for HTTP/2).

@@ -5,7 +5,7 @@ import (
 	"math"
 	"net/http"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"

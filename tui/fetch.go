@@ -5,7 +5,7 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 const (

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // fmtAge renders a duration compactly: 850ms, 5.3s, 42s, 2m05s, 1h02m, 3d04h.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // rebuild refreshes every tab's rows from the data and the filter.

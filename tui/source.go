@@ -12,7 +12,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Source is what the dashboard reads from a server. Every call must honour
