@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/zizq/zizq/server/api"
+	"github.com/zizq/zizq/api"
 )
 
 // Real-HTTP tests of ENGINE.md's dispatch rule, one per observation of
@@ -459,7 +459,7 @@ func TestDispatchRule_WhyHardCases(t *testing.T) {
 		for range 3 {
 			ts.next(t, budArrives)
 		}
-		tb.drJob(t, "q", 0, `[{"key":"c"},{"key":"r"}]`) // j1, c's head
+		j1 := tb.drJob(t, "q", 0, `[{"key":"c"},{"key":"r"}]`) // c's head
 		j2 := tb.drJob(t, "q", 0, `[{"key":"c"},{"key":"r"}]`)
 		w := tb.budWhy(t, j2.ID)
 		require.Equal(t, "budget", w.WaitingFor)
@@ -477,6 +477,14 @@ func TestDispatchRule_WhyHardCases(t *testing.T) {
 		require.Empty(t, w.Budgets[0].ReservedBy)
 		require.Equal(t, int64(2), tb.budState(t, "r").Parked)
 		require.Equal(t, api.JobCounts{Parked: 2, InFlight: 1}, tb.budStats(t).Jobs)
+		// j1 is still c's head (it sticks), but c can pay it: like the live
+		// state (c parks nothing), why lists only r, which cannot.
+		require.Zero(t, tb.budState(t, "c").Parked)
+		w = tb.budWhy(t, j1.ID)
+		require.Equal(t, "budget", w.WaitingFor)
+		require.Len(t, w.Budgets, 1, "c can pay its own head: %+v", w.Budgets)
+		require.Equal(t, "r", w.Budgets[0].Key)
+		require.Zero(t, w.Budgets[0].Ahead)
 	})
 
 	t.Run("ReservationNamed", func(t *testing.T) {

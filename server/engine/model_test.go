@@ -667,8 +667,8 @@ func (m *refModel) why(id string) refWhy {
 	w := refWhy{waitingFor: "budget"}
 	for _, bd := range j.binds {
 		b := m.budgets[bd.key]
-		if !m.inLine(b, j) {
-			continue
+		if !m.inLine(b, j) || m.pays(b, j) {
+			continue // parked on b means b cannot pay it now
 		}
 		ahead := 0
 		for _, o := range m.waiting() {

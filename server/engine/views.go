@@ -178,11 +178,12 @@ func (e *Engine) Why(id string) (Why, bool) {
 	return w, true
 }
 
-// refusals describes each line a parked job waits in.
+// refusals describes each line a parked job waits in whose budget cannot
+// pay it now (a head its budget can pay waits on its other budgets).
 func (e *Engine) refusals(j *job) []WhyBudget {
 	var out []WhyBudget
 	for _, b := range j.binds {
-		if !e.inLine(b.a, j) {
+		if !e.inLine(b.a, j) || e.payBound(b.a, b.cost, j.g).admits(j.k) {
 			continue
 		}
 		n, cost := e.ahead(b.a, j)
