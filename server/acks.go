@@ -8,12 +8,11 @@ import (
 )
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
-	missing, waiter := s.engine.Ack([]string{r.PathValue("id")})
-	if len(missing) > 0 {
-		s.fail(w, r, notFound("job not found in in-flight set"))
-		return
+	missing, err := s.core.Ack(r.Context(), []string{r.PathValue("id")})
+	if err == nil && len(missing) > 0 {
+		err = notFound("job not found in in-flight set")
 	}
-	if err := wait(r.Context(), waiter); err != nil {
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -31,8 +30,8 @@ func (s *Server) ackBulk(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("ids must not be empty"))
 		return
 	}
-	missing, waiter := s.engine.Ack(req.IDs)
-	if err := wait(r.Context(), waiter); err != nil {
+	missing, err := s.core.Ack(r.Context(), req.IDs)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -69,10 +68,7 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 		at := int64(*req.RetryAt)
 		f.RetryAt = &at
 	}
-	j, waiter, err := s.engine.Fail(r.PathValue("id"), f)
-	if err == nil {
-		err = wait(r.Context(), waiter)
-	}
+	j, err := s.core.Fail(r.Context(), r.PathValue("id"), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -17,28 +17,27 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.backups.Store(0)
-	snap, err := s.db.Snapshot(r.Context())
-	if err != nil {
+	sent := false
+	var size int64
+	err := s.core.Backup(r.Context(), w, func(n int64) {
+		size, sent = n, true
+		w.Header().Set("Content-Type", "application/gzip")
+		w.Header().Set("Content-Disposition", `attachment; filename="backup.tar.gz"`)
+		w.Header().Set("Zizq-Database-Bytes", strconv.FormatInt(n, 10))
+		w.WriteHeader(http.StatusOK)
+	})
+	switch {
+	case err != nil && !sent:
 		s.log.Error("backup failed", "err", err)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte("backup failed\n"))
 		return
-	}
-	defer func() {
-		if err := snap.Close(); err != nil {
-			s.log.Warn("backup cleanup failed", "err", err)
-		}
-	}()
-	w.Header().Set("Content-Type", "application/gzip")
-	w.Header().Set("Content-Disposition", `attachment; filename="backup.tar.gz"`)
-	w.Header().Set("Zizq-Database-Bytes", strconv.FormatInt(snap.Size(), 10))
-	w.WriteHeader(http.StatusOK)
-	if err := snap.WriteArchive(w); err != nil {
+	case err != nil:
 		// The status is sent: cut the stream so the client cannot take a
 		// partial archive for a whole one.
 		s.log.Error("backup failed while sending", "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	s.log.Info("backup sent", "database_bytes", snap.Size())
+	s.log.Info("backup sent", "database_bytes", size)
 }

@@ -37,35 +37,13 @@ func (s *Server) bindOne(op bindingOp) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		res, waiter, err := s.engine.Rebind([]string{id}, change, true)
-		if ee, ok := err.(*engine.Error); ok && ee.Kind == engine.NotFound && ee.Msg == "job not found" {
-			err = s.terminalBindError(r, id)
-		}
-		if err == nil {
-			err = wait(r.Context(), waiter)
-		}
+		j, err := s.core.RebindOne(r.Context(), id, change)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		j, ok := s.engine.Job(id)
-		if len(res.Jobs) > 0 {
-			j, ok = res.Jobs[0], true
-		}
-		if !ok {
-			s.fail(w, r, notFound("job not found"))
-			return
-		}
 		s.respond(w, r, http.StatusOK, wireJob(j, false))
 	}
-}
-
-func (s *Server) terminalBindError(r *http.Request, id string) error {
-	j, err := s.lookup(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	return unprocessable("cannot change the budgets of job %s in %s status", id, j.Status)
 }
 
 func (s *Server) bindMany(op bindingOp) http.HandlerFunc {
@@ -80,15 +58,7 @@ func (s *Server) bindMany(op bindingOp) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		ids, err := s.matching(r.Context(), f)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		res, waiter, err := s.engine.Rebind(ids, change, false)
-		if err == nil {
-			err = wait(r.Context(), waiter)
-		}
+		res, err := s.core.RebindJobs(r.Context(), f, change)
 		if err != nil {
 			s.fail(w, r, err)
 			return

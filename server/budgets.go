@@ -25,7 +25,11 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	views := s.engine.Budgets(state)
+	views, err := s.core.Budgets(state)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	out := api.BudgetList{Budgets: make([]api.Budget, 0, len(views))}
 	for _, v := range views {
 		out.Budgets = append(out.Budgets, wireBudgetView(v))
@@ -39,7 +43,7 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.engine.Budget(r.PathValue("key"), state)
+	v, err := s.core.Budget(r.PathValue("key"), state)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -71,12 +75,7 @@ func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode engine
 		s.fail(w, r, ruleStatus(err))
 		return
 	}
-	b, waiter, err := s.engine.PutBudget(key, cfg, mode)
-	if err == nil {
-		if err = wait(r.Context(), waiter); err != nil {
-			s.unwindBudgets(r.Context(), []string{key})
-		}
-	}
+	b, err := s.core.PutBudget(r.Context(), key, cfg, mode)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -98,10 +97,7 @@ func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	b, waiter, err := s.engine.PatchBudget(r.PathValue("key"), p.apply)
-	if err == nil {
-		err = wait(r.Context(), waiter)
-	}
+	b, err := s.core.PatchBudget(r.Context(), r.PathValue("key"), p.apply)
 	if err != nil {
 		s.fail(w, r, ruleStatus(err))
 		return
@@ -209,11 +205,7 @@ func (p *budgetPatch) apply(cfg *store.Budget) error {
 }
 
 func (s *Server) deleteBudget(w http.ResponseWriter, r *http.Request) {
-	waiter, err := s.engine.DeleteBudget(r.PathValue("key"))
-	if err == nil {
-		err = wait(r.Context(), waiter)
-	}
-	if err != nil {
+	if err := s.core.DeleteBudget(r.Context(), r.PathValue("key")); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -3,14 +3,15 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/itchyny/gojq"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
@@ -26,10 +27,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, waiter, err := s.engine.Enqueue([]engine.NewJob{spec})
-	if err == nil {
-		err = s.admit(r.Context(), jobs, []engine.NewJob{spec}, waiter)
-	}
+	jobs, err := s.core.Enqueue(r.Context(), []engine.NewJob{spec})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -58,10 +56,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 	}
 	out := api.BulkJobs{Jobs: []api.Job{}}
 	if len(specs) > 0 {
-		jobs, waiter, err := s.engine.Enqueue(specs)
-		if err == nil {
-			err = s.admit(r.Context(), jobs, specs, waiter)
-		}
+		jobs, err := s.core.Enqueue(r.Context(), specs)
 		if err != nil {
 			s.fail(w, r, itemError(-1, err))
 			return
@@ -75,38 +70,19 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 
 // itemError prefixes a bulk item's error with its index ("jobs[3]: ").
 func itemError(i int, err error) error {
-	if ee, ok := err.(*engine.Error); ok && ee.Item >= 0 {
-		i = ee.Item
-		return &engine.Error{Kind: ee.Kind, Msg: fmt.Sprintf("jobs[%d]: %s", i, ee.Msg), Item: i}
+	var ce *core.Error
+	if errors.As(err, &ce) && ce.Item >= 0 {
+		return &core.Error{Kind: ce.Kind, Msg: fmt.Sprintf("jobs[%d]: %s", ce.Item, ce.Msg), Item: ce.Item}
 	}
-	if he, ok := err.(*httpError); ok && i >= 0 {
+	var he *httpError
+	if errors.As(err, &he) && i >= 0 {
 		return &httpError{status: he.status, msg: fmt.Sprintf("jobs[%d]: %s", i, he.msg)}
 	}
 	return err
 }
 
-// lookup finds a job: live jobs from the engine (exact status), others from
-// the store.
-func (s *Server) lookup(ctx context.Context, id string) (store.Job, error) {
-	if j, ok := s.engine.Job(id); ok {
-		return j, nil
-	}
-	j, err := s.db.GetJob(ctx, id, s.nowMs())
-	if err != nil {
-		if err == store.ErrNotFound {
-			// It may have been enqueued since we asked the engine.
-			if j, ok := s.engine.Job(id); ok {
-				return j, nil
-			}
-			return store.Job{}, notFound("job not found")
-		}
-		return store.Job{}, fmt.Errorf("get job: %w", err)
-	}
-	return j, nil
-}
-
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
-	j, err := s.lookup(r.Context(), r.PathValue("id"))
+	j, err := s.core.Job(r.Context(), r.PathValue("id"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -115,24 +91,19 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	if _, err := s.lookup(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	_, waiter := s.engine.Delete([]string{id})
-	if err := wait(r.Context(), waiter); err != nil {
+	if err := s.core.DeleteJob(r.Context(), r.PathValue("id")); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	noContent(w)
 }
 
-// filter parses a job query into a store filter, compiling its jq filter.
-func (s *Server) filter(r *http.Request, paging bool) (api.JobQuery, store.Filter, error) {
+// filter parses a job query into the core's filter, compiling its jq
+// filter.
+func (s *Server) filter(r *http.Request, paging bool) (api.JobQuery, core.Filter, error) {
 	q, err := api.ParseJobQuery(r.URL.Query(), paging)
 	if err != nil {
-		return q, store.Filter{}, err
+		return q, core.Filter{}, err
 	}
 	f := store.Filter{
 		IDs: q.IDs, Queues: q.Queues, Types: q.Types, BudgetKeys: q.BudgetKeys,
@@ -146,28 +117,11 @@ func (s *Server) filter(r *http.Request, paging bool) (api.JobQuery, store.Filte
 	if q.Filter != "" {
 		match, err := jqMatcher(r.Context(), q.Filter)
 		if err != nil {
-			return q, f, err
+			return q, core.Filter{}, err
 		}
 		f.Match = match
 	}
-	if q.Parked {
-		s.narrowToParked(&f)
-	}
-	return q, f, nil
-}
-
-// narrowToParked narrows f to the jobs parked now, read once from the live
-// state. It runs before the store's barrier, so the store is at least as
-// new as that reading. A parked job's status is ready: a filter by other
-// statuses selects none, and a job dispatched since, in flight in the
-// store, is no longer parked.
-func (s *Server) narrowToParked(f *store.Filter) {
-	ids := s.engine.Parked()
-	if len(f.Statuses) > 0 && !slices.Contains(f.Statuses, store.Ready) {
-		ids = nil
-	}
-	f.Within = store.NewIDSet(ids)
-	f.Statuses = []store.Status{store.Ready}
+	return q, core.Filter{Filter: f, Parked: q.Parked}, nil
 }
 
 func storeRange(r *api.Range) *store.Range {
@@ -218,9 +172,6 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	q, f, err := s.filter(r, true)
-	if err == nil {
-		err = s.db.Barrier(r.Context())
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -229,7 +180,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	if q.Order == "desc" {
 		order = store.Desc
 	}
-	jobs, more, err := s.db.ListJobs(r.Context(), f, q.From, order, q.Limit)
+	jobs, more, err := s.core.Jobs(r.Context(), f, q.From, order, q.Limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -258,14 +209,11 @@ func (s *Server) countJobs(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	r = r.WithContext(ctx)
 	_, f, err := s.filter(r, false)
-	if err == nil {
-		err = s.db.Barrier(r.Context())
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	n, err := s.db.CountJobs(r.Context(), f)
+	n, err := s.core.Count(r.Context(), f)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -273,33 +221,17 @@ func (s *Server) countJobs(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, http.StatusOK, api.Count{Count: n})
 }
 
-// matching returns the IDs of the jobs a filter selects, as of now.
-func (s *Server) matching(ctx context.Context, f store.Filter) ([]string, error) {
-	if err := s.db.Barrier(ctx); err != nil {
-		return nil, err
-	}
-	return s.db.JobIDs(ctx, f)
-}
-
 func (s *Server) deleteJobs(w http.ResponseWriter, r *http.Request) {
 	_, f, err := s.filter(r, false)
-	var ids []string
+	var n int64
 	if err == nil {
-		ids, err = s.matching(r.Context(), f)
+		n, err = s.core.DeleteJobs(r.Context(), f)
 	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	var waiter engine.Waiter
-	if len(ids) > 0 {
-		_, waiter = s.engine.Delete(ids)
-	}
-	if err := wait(r.Context(), waiter); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.respond(w, r, http.StatusOK, api.Deleted{Deleted: int64(len(ids))})
+	s.respond(w, r, http.StatusOK, api.Deleted{Deleted: n})
 }
 
 func (s *Server) patchJob(w http.ResponseWriter, r *http.Request) {
@@ -309,30 +241,12 @@ func (s *Server) patchJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	j, waiter, err := s.engine.Patch(id, p.apply)
-	if ee, ok := err.(*engine.Error); ok && ee.Kind == engine.NotFound {
-		err = s.terminalPatchError(r.Context(), id)
-	}
-	if err == nil {
-		err = wait(r.Context(), waiter)
-	}
+	j, err := s.core.PatchJob(r.Context(), id, p.apply)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	s.respond(w, r, http.StatusOK, wireJob(j, false))
-}
-
-// terminalPatchError explains why a job that is not live cannot be patched.
-func (s *Server) terminalPatchError(ctx context.Context, id string) error {
-	j, err := s.db.GetJob(ctx, id, s.nowMs())
-	if err == store.ErrNotFound {
-		return notFound("job not found")
-	}
-	if err != nil {
-		return fmt.Errorf("get job: %w", err)
-	}
-	return unprocessable("cannot patch job %s in %s status", id, j.Status)
 }
 
 func (s *Server) patchJobs(w http.ResponseWriter, r *http.Request) {
@@ -352,15 +266,10 @@ func (s *Server) patchJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ids, err := s.matching(r.Context(), f)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
 	// One journal group: every patch commits, or none does and the request
 	// answers 503. Jobs finished meanwhile, or refused, are skipped.
-	patched, waiter := s.engine.PatchMany(ids, p.apply)
-	if err := wait(r.Context(), waiter); err != nil {
+	patched, err := s.core.PatchJobs(r.Context(), f, p.apply)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -377,12 +286,6 @@ func capitalised(status string) string {
 func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	from, order, limit, err := api.ParseErrorsQuery(r.URL.Query())
-	if err == nil {
-		_, err = s.lookup(r.Context(), id)
-	}
-	if err == nil {
-		err = s.db.Barrier(r.Context())
-	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -391,7 +294,7 @@ func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 	if order == "desc" {
 		o = store.Desc
 	}
-	recs, more, err := s.db.ListErrors(r.Context(), id, from, o, limit)
+	recs, more, err := s.core.Errors(r.Context(), id, from, o, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -423,18 +326,7 @@ func (s *Server) getError(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("invalid attempt: %q", r.PathValue("attempt")))
 		return
 	}
-	if _, err := s.lookup(r.Context(), id); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if err := s.db.Barrier(r.Context()); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	rec, err := s.db.GetError(r.Context(), id, uint32(attempt))
-	if err == store.ErrNotFound {
-		err = notFound("error record not found")
-	}
+	rec, err := s.core.Error(r.Context(), id, uint32(attempt))
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -188,15 +188,18 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	gauge(descReady, 1)
-	dbBytes, walBytes := s.db.Sizes()
+	dbBytes, walBytes := s.core.Sizes()
 	gauge(descDBBytes, float64(dbBytes))
 	gauge(descWALBytes, float64(walBytes))
 
-	examined, decisions := s.engine.Work()
+	examined, decisions := s.core.Work()
 	ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(decisions))
 	ch <- prometheus.MustNewConstMetric(descExamined, prometheus.CounterValue, float64(examined))
 
-	st := s.engine.Stats() // the engine's own short lock; nothing else is held
+	st, err := s.core.Stats() // the engine's own short lock; nothing else is held
+	if err != nil {
+		return
+	}
 	for _, q := range st.Queues {
 		gauge(descJobs, float64(q.Scheduled), q.Name, "scheduled")
 		gauge(descJobs, float64(q.Ready), q.Name, "ready")

@@ -18,11 +18,7 @@ func (s *Server) version(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
-	if err := s.db.Barrier(r.Context()); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	names, err := s.db.Queues(r.Context())
+	names, err := s.core.Queues(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -34,7 +30,7 @@ func (s *Server) queues(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
-	if err := wait(r.Context(), s.engine.Reset()); err != nil {
+	if err := s.core.Reset(r.Context()); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -46,8 +42,12 @@ func (s *Server) cronUnavailable(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	st := s.engine.Stats()
-	dbBytes, walBytes := s.db.Sizes()
+	st, err := s.core.Stats()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	dbBytes, walBytes := s.core.Sizes()
 	out := api.Stats{
 		DBBytes:  dbBytes,
 		WALBytes: walBytes,
@@ -86,22 +86,17 @@ func residentBytes() int64 {
 
 func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	if why, ok := s.engine.Why(id); ok {
-		out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
-		for _, b := range why.Budgets {
-			out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy})
-		}
-		s.respond(w, r, http.StatusOK, out)
-		return
-	}
-	j, err := s.lookup(r.Context(), id)
+	why, err := s.core.Why(r.Context(), id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	waiting := api.WaitingFinished
-	if j.Status.Live() { // became live between the two looks
-		waiting = api.WaitingNothing
+	out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
+	if why.Finished {
+		out.WaitingFor = api.WaitingFinished
 	}
-	s.respond(w, r, http.StatusOK, api.Why{ID: id, Status: j.Status.String(), WaitingFor: waiting, Budgets: []api.WhyBudget{}, ReadyAt: uint64(j.ReadyAt)})
+	for _, b := range why.Budgets {
+		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy})
+	}
+	s.respond(w, r, http.StatusOK, out)
 }

@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
-	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
 
@@ -17,77 +17,98 @@ type Options struct {
 	Store   store.Options
 	Engine  engine.Config
 	HTTP    Config
-	Clock   clock.Clock  // nil: the real clock
-	Logger  *slog.Logger // nil: slog.Default()
+	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
+	// (0: core.DefaultPayloadCacheBytes).
+	PayloadCacheBytes int64
+	Clock             clock.Clock  // nil: the real clock
+	Logger            *slog.Logger // nil: slog.Default()
 
 	// beforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	beforeRestore func(context.Context)
 }
 
-// journal adapts the store's writer to the engine.
-type journal struct{ db *store.DB }
+func (o Options) withDefaults() Options {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Store.Logger = o.Logger
+	return o
+}
 
-func (j journal) Append(ops ...store.Op) engine.Waiter { return j.db.Append(ops...) }
+// Start returns a server over opts.DataDir at once; its core opens the
+// store, returns the last run's in-flight jobs to ready and rebuilds the
+// engine in the background. Serve it straight away: it answers /health
+// while it starts and everything once Ready is closed. If the start fails,
+// Serve returns its error. CloseStore (after Serve) also ends a start still
+// running.
+func Start(ctx context.Context, opts Options) *Server {
+	opts = opts.withDefaults()
+	s := newServer(opts.HTTP, opts.Clock, opts.Logger)
+	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
+	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
+	s.core = core.Start(ctx, core.Options{
+		Open: func(ctx context.Context) (core.Store, error) {
+			return store.Open(ctx, opts.DataDir, opts.Store)
+		},
+		Engine:            opts.Engine,
+		PayloadCacheBytes: opts.PayloadCacheBytes,
+		Clock:             opts.Clock,
+		Logger:            opts.Logger,
+		BeforeRestore:     opts.beforeRestore,
+	})
+	go s.runReadyHooks()
+	return s
+}
 
-// Open opens the store, returns jobs left in flight by the last run to
-// ready, rebuilds the engine from the store and returns a server ready to
-// Serve (Start does the same in the background). Close it to close the
-// store.
+// Open is Start, waiting for the start to end: the server returned serves
+// every request. Close it with CloseStore.
 func Open(ctx context.Context, opts Options) (*Server, error) {
 	s := Start(ctx, opts)
-	if err := s.awaitStart(ctx); err != nil {
+	if err := s.core.Wait(ctx); err != nil {
 		_ = s.CloseStore()
 		return nil, err
 	}
 	return s, nil
 }
 
-func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, error) {
-	requeued, err := db.RecoverInFlight(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
-	}
-	budgets, err := db.Budgets(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("load budgets: %w", err)
-	}
-	var jobs []store.Job
-	if err := db.LiveJobs(ctx, func(j store.Job) error { jobs = append(jobs, j); return nil }); err != nil {
-		return nil, fmt.Errorf("load jobs: %w", err)
-	}
-	var purges []engine.Purge
-	if err := db.PurgeSchedule(ctx, func(id string, at int64) error {
-		purges = append(purges, engine.Purge{ID: id, At: at})
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("load purge schedule: %w", err)
-	}
-	// IDs sort after every ID the store ever held, whatever the clock says.
-	maxID, err := db.MaxJobID(ctx)
-	if err != nil {
-		return nil, err
-	}
-	ids := jobid.New(opts.Clock.Now)
-	ids.Observe(maxID)
-	e := engine.New(opts.Engine, opts.Clock, journal{db}, ids)
-	if err := e.Restore(budgets, jobs, purges); err != nil {
-		return nil, err
-	}
-	opts.Logger.Info("engine restored", "jobs", len(jobs), "budgets", len(budgets), "requeued", requeued)
-	return e, nil
-}
-
 // CloseStore closes the store; call it after Serve returns. It ends a start
 // still in progress first.
 func (s *Server) CloseStore() error {
-	s.life.cancel()
-	<-s.life.done
-	if s.db == nil {
-		return nil
-	}
-	return s.db.Close()
+	err := s.core.Close()
+	<-s.hooksDone
+	return err
 }
 
-// DB exposes the store (for tests and maintenance commands).
-func (s *Server) DB() *store.DB { return s.db }
+// DB exposes the SQLite store (for tests and maintenance commands); nil
+// before the server is ready.
+func (s *Server) DB() *store.DB {
+	db, _ := s.core.Store().(*store.DB)
+	return db
+}
+
+// Core returns the server's core service.
+func (s *Server) Core() *core.Service { return s.core }
+
+func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.Time, int64) {
+	if a == nil {
+		return b
+	}
+	return func(j store.Job, at time.Time, waitingSince int64) {
+		a(j, at, waitingSince)
+		b(j, at, waitingSince)
+	}
+}
+
+func chainCommit(a, b func(store.CommitInfo)) func(store.CommitInfo) {
+	if a == nil {
+		return b
+	}
+	return func(c store.CommitInfo) {
+		a(c)
+		b(c)
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"net/http"
 
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -75,15 +75,20 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		he *httpError
 		de *api.DecodeError
 		qe *api.QueryError
-		ee *engine.Error
+		ce *core.Error
 	)
 	switch {
 	case errors.As(err, &he):
 		s.respond(w, r, he.status, api.Error{Error: he.msg, Supported: he.supported})
 	case errors.As(err, &de), errors.As(err, &qe):
 		s.writeError(w, r, http.StatusBadRequest, err.Error())
-	case errors.As(err, &ee):
-		s.writeError(w, r, engineStatus(ee.Kind), ee.Msg)
+	case errors.As(err, &ce) && ce.Kind == core.KindStarting:
+		s.notReady(w, r)
+	case errors.As(err, &ce):
+		if ce.Kind == core.KindUnavailable {
+			s.log.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		}
+		s.writeError(w, r, coreStatus[ce.Kind], ce.Msg)
 	case errors.Is(err, store.ErrUnavailable):
 		s.log.Warn("storage unavailable", "path", r.URL.Path, "err", err)
 		s.writeError(w, r, http.StatusServiceUnavailable, err.Error())
@@ -95,15 +100,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	}
 }
 
-func engineStatus(k engine.ErrorKind) int {
-	switch k {
-	case engine.NotFound:
-		return http.StatusNotFound
-	case engine.Conflict:
-		return http.StatusConflict
-	default:
-		return http.StatusUnprocessableEntity
-	}
+// coreStatus is the status of each kind of the core's refusals.
+var coreStatus = map[core.Kind]int{
+	core.KindNotFound:      http.StatusNotFound,
+	core.KindConflict:      http.StatusConflict,
+	core.KindUnprocessable: http.StatusUnprocessableEntity,
+	core.KindInvalid:       http.StatusBadRequest,
+	core.KindUnavailable:   http.StatusServiceUnavailable,
+	core.KindStarting:      http.StatusServiceUnavailable,
 }
 
 // decode reads the body into v: 415 for an unknown Content-Type, 413 past
@@ -122,12 +126,4 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return badRequest("read request body: %v", err)
 	}
 	return api.Unmarshal(f, data, v)
-}
-
-// wait blocks until journalled changes are durable.
-func wait(ctx context.Context, w engine.Waiter) error {
-	if w == nil {
-		return nil
-	}
-	return w.Wait(context.WithoutCancel(ctx))
 }

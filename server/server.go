@@ -16,8 +16,7 @@ import (
 
 	"github.com/zizq/zizq/internal/buildinfo"
 	"github.com/zizq/zizq/server/clock"
-	"github.com/zizq/zizq/server/engine"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/server/core"
 )
 
 // Version is the Zizq API level this server speaks.
@@ -58,8 +57,7 @@ func DefaultConfig() Config {
 // Server serves the Zizq wire API.
 type Server struct {
 	cfg    Config
-	engine *engine.Engine
-	db     *store.DB
+	core   *core.Service
 	clock  clock.Clock
 	log    *slog.Logger
 	router *router
@@ -68,7 +66,12 @@ type Server struct {
 	closing  chan struct{}
 	closeOne sync.Once
 
-	life    lifecycle    // readiness while the store opens (start.go)
+	// OnReady hooks (start.go).
+	hooksMu   sync.Mutex
+	hooks     []func()
+	hooksRan  bool
+	hooksDone chan struct{}
+
 	metrics *metrics     // Prometheus metrics (metrics.go)
 	backups atomic.Int32 // backups in progress (backup.go)
 }
@@ -136,7 +139,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
-	case <-s.life.failed:
+	case <-s.core.Failed():
 	}
 	s.Close()
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -156,3 +159,15 @@ func (s *Server) Close() {
 }
 
 func (s *Server) nowMs() int64 { return s.clock.Now().UnixMilli() }
+
+// newServer returns a server with no core yet (Start gives it one).
+func newServer(cfg Config, clk clock.Clock, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{cfg: cfg, clock: clk, log: log, closing: make(chan struct{}), hooksDone: make(chan struct{})}
+	s.metrics = newMetrics(s)
+	s.router = &router{s: s}
+	s.routes()
+	return s
+}

@@ -35,7 +35,11 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Register before answering: a client that has seen the 200 is served.
-	t := s.engine.NewTaker(queues, prefetch)
+	t, err := s.core.Take(queues, prefetch)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	defer t.Close()
 	w.Header().Set("Content-Type", api.StreamContentType(sf))
 	w.Header().Set("Cache-Control", "no-cache")
@@ -56,7 +60,10 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		case <-s.closing:
 			return
 		case <-t.Notify():
-			batch = t.Drain(batch[:0])
+			if batch, err = t.Next(r.Context(), batch[:0]); err != nil {
+				s.log.Error("read payloads of take frames", "err", err)
+				return // the stream ends: its jobs go back to ready
+			}
 			if len(batch) == 0 {
 				continue
 			}

@@ -14,6 +14,7 @@ const (
 	opDeleteBudget
 	opDeleteEverything
 	opRecoverInFlight
+	opUpdate // a partial update of a job row (op_partial.go)
 	// opProbeNew stands for an InsertJob that coalescing removed together
 	// with a later DeleteJob: it fails, as the insert would have, if the
 	// job already exists.
@@ -38,6 +39,8 @@ type Op struct {
 	rec     *ErrorRecord
 	budget  *Budget
 	count   *int64 // RecoverInFlight: rows changed
+	upd     updateKind
+	args    []any // opUpdate: the statement's arguments
 }
 
 // InsertJob adds a new job. It fails if a job with the same ID exists. A
@@ -132,6 +135,13 @@ func coalesce(groups []*Pending) []Op {
 					open[op.id] = append(idx, k)
 				}
 				rows[op.id] = k
+			case opUpdate:
+				// A later SetStatus must apply after it, not fold into the
+				// row written before it.
+				delete(rows, op.id)
+				if idx, ok := open[op.id]; ok {
+					open[op.id] = append(idx, k)
+				}
 			case opSetStatus:
 				if r, ok := rows[op.id]; ok {
 					fold(&out[r], op)

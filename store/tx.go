@@ -24,6 +24,7 @@ type writer struct {
 	deleteJob, deleteErrors, probe  *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
+	updates                         [numUpdates]*sql.Stmt
 }
 
 // prepare prepares the writer's statements and sets the initial commit mode.
@@ -57,6 +58,12 @@ func (w *writer) prepare(ctx context.Context, mode CommitMode) error {
 		// "status <> 1" lets SQLite use the partial index jobs_status.
 		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
 	}
+	for i := range w.updates {
+		stmts = append(stmts, struct {
+			s   **sql.Stmt
+			sql string
+		}{&w.updates[i], updateSQL[i]})
+	}
 	for _, s := range stmts {
 		st, err := w.conn.PrepareContext(ctx, s.sql)
 		if err != nil {
@@ -75,7 +82,8 @@ func (w *writer) prepare(ctx context.Context, mode CommitMode) error {
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.putJob, w.setStatus, w.deleteJob, w.deleteErrors, w.probe,
-		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
+		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
+		w.updates[updRetry], w.updates[updFinish], w.updates[updPatch], w.updates[updBudgets]} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -163,6 +171,9 @@ func (w *writer) apply(op *Op) error {
 	case opSetStatus:
 		_, err = w.setStatus.Exec(op.id, int64(op.status), op.at)
 		return wrapOp("set job status", op.id, err)
+	case opUpdate:
+		_, err = w.updates[op.upd].Exec(op.args...)
+		return wrapOp("update job", op.id, err)
 	case opDeleteJob:
 		if _, err = w.deleteJob.Exec(op.id); err == nil {
 			_, err = w.deleteErrors.Exec(op.id)

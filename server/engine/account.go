@@ -12,18 +12,19 @@ import (
 // Its line is not stored: a job is in it when the budget cannot pay it (or
 // it is the head), which the pool, the head and the groups answer.
 type account struct {
-	cfg      store.Budget
-	pool     budget.Pool
-	head     *job
-	headCost int64
-	served   map[*group]struct{}
+	cfg       store.Budget
+	pool      budget.Pool
+	head      item // none when the budget has no head
+	headCost  int64
+	headGroup *group
+	served    map[*group]struct{}
 	// costs counts the unfinished jobs bound to the budget by cost, for the
 	// checks of a change of allocation or burst and of a delete.
 	costs      map[int64]int64
 	bound      int64
 	inFlight   int64
 	dispatched int64
-	dl         *deadline
+	dl         *refill
 
 	changedMark bool // its groups' candidates need recomputing
 	headMark    bool // its head needs checking or choosing
@@ -41,6 +42,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 	a := &account{
 		cfg:    cfg,
 		pool:   newPool(cfg, e.vnow),
+		head:   none,
 		served: map[*group]struct{}{},
 		costs:  map[int64]int64{},
 	}
@@ -79,10 +81,10 @@ func (e *Engine) payBound(a *account, cost int64, g *group) bound {
 	if !e.pays(a, cost) {
 		return admitNone
 	}
-	if a.head == nil || e.pays(a, cost+a.headCost) {
+	if !a.head.ok() || e.pays(a, cost+a.headCost) {
 		return admitAll
 	}
-	return bound{kind: boundAt, k: a.head.k, incl: a.head.g == g}
+	return bound{kind: boundAt, k: a.head.k(), incl: a.headGroup == g}
 }
 
 // wifBound is the prefix of g that every while_in_flight budget of g pays:
@@ -90,7 +92,7 @@ func (e *Engine) payBound(a *account, cost int64, g *group) bound {
 // the lines of its time_based budgets (ENGINE.md's first exception).
 func (e *Engine) wifBound(g *group) bound {
 	b := admitAll
-	for _, s := range g.sig {
+	for _, s := range g.binds() {
 		if !s.a.timeBased() {
 			b = b.tighter(e.payBound(s.a, s.cost, g))
 		}
@@ -111,7 +113,7 @@ func (e *Engine) changed(a *account) {
 	e.deadlineDirty(a)
 	if !a.timeBased() {
 		for g := range a.served {
-			for _, s := range g.sig {
+			for _, s := range g.binds() {
 				if s.a.timeBased() {
 					e.checkHead(s.a)
 				}
@@ -134,17 +136,16 @@ func (e *Engine) deadlineDirty(a *account) {
 	}
 }
 
-func (e *Engine) setHead(a *account, j *job) {
-	a.head = j
-	a.headCost = j.g.costOf(a)
-	j.q.heads[a] = struct{}{}
+func (e *Engine) setHead(a *account, h item, g *group) {
+	a.head, a.headGroup = h, g
+	a.headCost = g.costOf(a)
+	g.q.heads[a] = struct{}{}
 	e.changed(a)
 }
 
 func (e *Engine) clearHead(a *account) {
-	delete(a.head.q.heads, a)
-	a.head = nil
-	a.headCost = 0
+	delete(a.headGroup.q.heads, a)
+	a.head, a.headGroup, a.headCost = none, nil, 0
 	e.changed(a)
 }
 
@@ -159,12 +160,12 @@ func (e *Engine) refreshHeads() {
 		if e.accounts[a.cfg.Key] != a {
 			continue
 		}
-		if h := a.head; h != nil && a.timeBased() && !e.wifBound(h.g).admits(h.k) {
+		if a.head.ok() && a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k()) {
 			e.clearHead(a)
 		}
-		if a.head == nil {
-			if j := e.chooseHead(a); j != nil {
-				e.setHead(a, j)
+		if !a.head.ok() {
+			if h, g := e.chooseHead(a); h.ok() {
+				e.setHead(a, h, g)
 			}
 		}
 	}
@@ -172,22 +173,22 @@ func (e *Engine) refreshHeads() {
 
 // chooseHead returns the earliest job in the budget's line when it has no
 // head: with no reservation, a budget refuses a whole group or none of it.
-func (e *Engine) chooseHead(a *account) *job {
-	var best *job
+func (e *Engine) chooseHead(a *account) (item, *group) {
+	best, in := none, (*group)(nil)
 	for g := range a.served {
 		e.work++
 		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
 			continue
 		}
 		m := g.set.min()
-		if a.timeBased() && !e.wifBound(g).admits(m.k) {
+		if a.timeBased() && !e.wifBound(g).admits(m.k()) {
 			continue
 		}
-		if best == nil || m.k.less(best.k) {
-			best = m
+		if !best.ok() || m.k().less(best.k()) {
+			best, in = m, g
 		}
 	}
-	return best
+	return best, in
 }
 
 // refillAt returns the first moment at which the time_based budget pays a
@@ -213,13 +214,13 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 		c := g.costOf(a)
 		h := a.head
 		switch {
-		case h == nil:
+		case !h.ok():
 			consider(c)
 		default:
-			if g.set.min().k.less(h.k) || h.g == g {
+			if g.set.min().k().less(h.k()) || a.headGroup == g {
 				consider(c)
 			}
-			if h.k.less(g.set.max().k) {
+			if h.k().less(g.set.max().k()) {
 				consider(c + a.headCost)
 			}
 		}
@@ -230,8 +231,8 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 // String helps debugging and test failure messages.
 func (a *account) String() string {
 	head := "-"
-	if a.head != nil {
-		head = a.head.ID
+	if a.head.ok() {
+		head = a.head.id.String()
 	}
 	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, len(a.served), a.bound)
 }

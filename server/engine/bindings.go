@@ -28,7 +28,8 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 	defer e.finishOp()
 	ms := e.nowMs()
 	type plan struct {
-		j    *job
+		j    ref
+		id   string
 		next []BindingSpec
 	}
 	var (
@@ -38,21 +39,21 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 		pending = map[string]int{}
 	)
 	for _, id := range ids {
-		j := e.jobs[id]
-		if j == nil {
+		j, ok := e.lookup(id)
+		if !ok {
 			if strict {
 				return res, nil, errorf(NotFound, "job not found")
 			}
 			continue
 		}
-		if j.state == stInFlight {
+		if e.rec(j.idx).state == stInFlight {
 			if strict {
 				return res, nil, errorf(Unprocessable, "cannot change the budgets of job %s in in_flight status", id)
 			}
 			res.Blocked = append(res.Blocked, id)
 			continue
 		}
-		next, changed, err := change(j.bindingSpecs())
+		next, changed, err := change(e.bindingSpecs(j.idx))
 		if err != nil {
 			return RebindResult{}, nil, err
 		}
@@ -68,7 +69,7 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 				return RebindResult{}, nil, err
 			}
 		}
-		plans = append(plans, plan{j, next})
+		plans = append(plans, plan{j, id, next})
 	}
 	var ops []store.Op
 	for _, cfg := range created {
@@ -77,8 +78,9 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 	}
 	for _, p := range plans {
 		e.rebind(p.j, p.next)
-		ops = append(ops, store.PutJob(p.j.Job))
-		res.Jobs = append(res.Jobs, p.j.snapshot())
+		v := e.view(p.id, p.j.idx)
+		ops = append(ops, store.SetBudgets(p.id, v.Budgets))
+		res.Jobs = append(res.Jobs, v)
 	}
 	res.Changed = int64(len(plans))
 	var w Waiter = done{}
@@ -88,9 +90,10 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 	return res, w, nil
 }
 
-func (j *job) bindingSpecs() []BindingSpec {
-	out := make([]BindingSpec, len(j.binds))
-	for i, b := range j.binds {
+func (e *Engine) bindingSpecs(idx int32) []BindingSpec {
+	binds := e.binds(e.rec(idx))
+	out := make([]BindingSpec, len(binds))
+	for i, b := range binds {
 		out[i] = BindingSpec{Key: b.a.cfg.Key, Cost: b.cost}
 	}
 	return out
@@ -98,16 +101,17 @@ func (j *job) bindingSpecs() []BindingSpec {
 
 // rebind swaps a waiting job's bindings and places it again: freed from a
 // line it may dispatch at once; bound to an exhausted budget it parks.
-func (e *Engine) rebind(j *job, next []BindingSpec) {
+func (e *Engine) rebind(j ref, next []BindingSpec) {
 	e.detach(j)
-	e.unbind(j)
-	j.binds = j.binds[:0:0]
-	j.Budgets = nil
+	e.unbind(j.idx)
+	r := e.rec(j.idx)
+	e.releaseBinds(r.binds)
+	binds := make([]bind, 0, len(next))
 	for _, b := range next {
 		a := e.accounts[b.Key]
-		j.binds = append(j.binds, bind{a: a, cost: b.Cost})
-		j.Budgets = append(j.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
+		binds = append(binds, bind{a: a, cost: b.Cost})
 		a.bind(b.Cost, +1)
 	}
-	e.admit(j)
+	r.binds = e.internBinds(binds)
+	e.schedule(j)
 }

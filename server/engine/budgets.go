@@ -151,7 +151,7 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 		return nil, errorf(Conflict, "budget '%s' is referenced by %d unfinished %s. Delete them or wait for them to finish before deleting it.", key, n, plural(n, "job"))
 	}
 	if a.dl != nil {
-		e.deadlines.remove(a.dl)
+		e.refills.remove(a.dl)
 	}
 	delete(e.accounts, key)
 	w := e.journal.Append(store.DeleteBudget(key))
@@ -167,7 +167,7 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 	if a == nil {
 		return BudgetView{}, errorf(NotFound, "budget '%s' not found", key)
 	}
-	return e.view(a, state), nil
+	return e.budgetView(a, state), nil
 }
 
 // Budgets returns every budget sorted by key.
@@ -181,13 +181,13 @@ func (e *Engine) Budgets(state bool) []BudgetView {
 func (e *Engine) budgetViews(state bool) []BudgetView {
 	out := make([]BudgetView, 0, len(e.accounts))
 	for _, a := range e.accounts {
-		out = append(out, e.view(a, state))
+		out = append(out, e.budgetView(a, state))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Key < out[j].Budget.Key })
 	return out
 }
 
-func (e *Engine) view(a *account, state bool) BudgetView {
+func (e *Engine) budgetView(a *account, state bool) BudgetView {
 	v := BudgetView{Budget: a.cfg}
 	if !state {
 		return v
@@ -203,8 +203,10 @@ func (e *Engine) view(a *account, state bool) BudgetView {
 	for g := range a.served {
 		n, front := e.refusedIn(a, g)
 		st.Parked += int64(n)
-		if front != nil && (oldest < 0 || front.since < oldest) {
-			oldest = front.since
+		if front.ok() {
+			if at := e.rec(front.idx).readyAt; oldest < 0 || at < oldest {
+				oldest = at
+			}
 		}
 	}
 	if oldest >= 0 {

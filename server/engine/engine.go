@@ -132,28 +132,48 @@ type Engine struct {
 	cfg     Config
 	clock   clock.Clock
 	journal Journal
-	ids     *jobid.Generator
+	idgen   *jobid.Generator
 	started time.Time
 	// vnow is the engine's time (unix ns): the clock's at each operation,
 	// a deadline's own while the deadline is handled. It never goes back.
 	vnow int64
 
-	jobs      map[string]*job
+	// Live jobs: records in a slab, found by ID; the rarely set fields of a
+	// job beside them.
+	slab      slab
+	ids       idIndex
+	overrides map[int32]*overrides
+	// failedAt is when a job that has failed failed last (ms): the store's
+	// copy may lag behind a retry that is dispatched again at once.
+	failedAt map[int32]int64
+	types     names
+	// Interned binding lists (index 0: none) and their signatures.
+	bindLists  []bindList
+	bindIndex  map[string]uint32
+	freeBinds  []uint32
+	signatures map[string]*signature
+
 	queues    map[string]*queue
+	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
-	deadlines deadlineHeap
-	timer     clock.Timer
-	timerAt   int64
-	timerGen  uint64
+	// Deadlines: three heaps, one timer at the earliest of them.
+	promos   promoHeap
+	purges   purgeHeap
+	refills  refillHeap
+	timer    clock.Timer
+	timerAt  int64
+	timerGen uint64
 
 	accounts map[string]*account
 
-	takers    map[*Taker]struct{}
-	roomyAll  takerList // takers of every queue with room, in room order
-	servedAll int       // connected takers of every queue
-	inFlight  int
-	conns     uint64
-	roomSeq   uint64
+	takers     map[*Taker]struct{}
+	takerSlots []*Taker // by slot, nil when free
+	freeSlots  []int32
+	roomyAll   takerList // takers of every queue with room, in room order
+	servedAll  int       // connected takers of every queue
+	inFlight   int
+	conns      uint64
+	roomSeq    uint64
 
 	// Work lists of the current operation.
 	changedAccounts []*account
@@ -181,18 +201,24 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		cfg.Random = rand.Float64
 	}
 	now := clk.Now()
-	return &Engine{
-		cfg:      cfg,
-		clock:    clk,
-		journal:  journal,
-		ids:      ids,
-		started:  now,
-		vnow:     now.UnixNano(),
-		jobs:     map[string]*job{},
-		queues:   map[string]*queue{},
-		accounts: map[string]*account{},
-		takers:   map[*Taker]struct{}{},
+	e := &Engine{
+		cfg:        cfg,
+		clock:      clk,
+		journal:    journal,
+		idgen:      ids,
+		started:    now,
+		vnow:       now.UnixNano(),
+		overrides:  map[int32]*overrides{},
+		failedAt:   map[int32]int64{},
+		bindLists:  []bindList{{}},
+		bindIndex:  map[string]uint32{},
+		signatures: map[string]*signature{},
+		queues:     map[string]*queue{},
+		accounts:   map[string]*account{},
+		takers:     map[*Taker]struct{}{},
 	}
+	e.promos.e = e
+	return e
 }
 
 // Purge is a retained terminal job that expires at At (ms).
@@ -201,30 +227,35 @@ type Purge struct {
 	At int64
 }
 
-// Restore loads the store's state: budgets, live jobs (in-flight jobs must
-// already be back to ready) and purge deadlines. Call it once, before takers
-// connect; it journals nothing.
-func (e *Engine) Restore(budgets []store.Budget, jobs []store.Job, purges []Purge) error {
+// Restore loads the store's state: budgets, live jobs (in any status; an
+// in-flight one counts as ready) and purge deadlines. Call it once, before
+// takers connect; it journals nothing. Jobs given in (priority, id) order
+// load fastest.
+func (e *Engine) Restore(budgets []store.Budget, jobs func(yield func(store.Job) error) error, purges []Purge) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	for _, b := range budgets {
 		e.addAccount(b)
 	}
-	for i := range jobs {
-		sj := jobs[i]
-		if sj.Status == store.InFlight {
-			sj.Status = store.Ready
-		}
-		j, err := e.newJob(sj)
+	if jobs != nil {
+		err := jobs(func(sj store.Job) error {
+			j, err := e.newJob(&sj)
+			if err != nil {
+				return fmt.Errorf("restore job %s: %w", sj.ID, err)
+			}
+			e.idgen.Observe(sj.ID)
+			e.admit(j, sj.Status == store.Scheduled)
+			return nil
+		})
 		if err != nil {
-			return fmt.Errorf("restore job %s: %w", sj.ID, err)
+			return err
 		}
-		e.ids.Observe(sj.ID)
-		e.admit(j)
 	}
 	for _, p := range purges {
-		e.deadlines.push(&deadline{at: p.At * int64(time.Millisecond), kind: dlPurge, purgeID: p.ID})
+		if id, ok := jobid.Parse(p.ID); ok {
+			e.purges.push(purge{at: p.At * int64(time.Millisecond), id: id})
+		}
 	}
 	e.finishOp()
 	return nil
@@ -248,36 +279,57 @@ func (e *Engine) finishOp() {
 	e.armTimer()
 }
 
+// nextDeadline returns the earliest deadline of the three heaps.
+func (e *Engine) nextDeadline() (int64, bool) {
+	at, ok := int64(0), false
+	take := func(t int64) {
+		if !ok || t < at {
+			at, ok = t, true
+		}
+	}
+	if len(e.promos.items) > 0 {
+		take(e.promos.items[0].at)
+	}
+	if len(e.purges.items) > 0 {
+		take(e.purges.items[0].at)
+	}
+	if len(e.refills.items) > 0 {
+		take(e.refills.items[0].at)
+	}
+	return at, ok
+}
+
 // fireDue handles every deadline due by until, in time order, settling
 // after those of each instant.
 func (e *Engine) fireDue(until int64) {
 	for {
-		d := e.deadlines.min()
-		if d == nil || d.at > until {
+		at, ok := e.nextDeadline()
+		if !ok || at > until {
 			return
 		}
-		e.vnow = max(e.vnow, d.at)
-		for d := e.deadlines.min(); d != nil && d.at <= e.vnow; d = e.deadlines.min() {
-			e.deadlines.remove(d)
-			e.handle(d)
-		}
+		e.vnow = max(e.vnow, at)
+		e.handleDue()
 		e.settle()
 	}
 }
 
-func (e *Engine) handle(d *deadline) {
-	switch d.kind {
-	case dlPromote:
-		j := d.job
-		j.dl = nil
-		e.setState(j, stNew)
-		e.journal.Append(store.SetStatus(j.ID, store.Ready, 0))
-		e.join(j, nowMs(d.at))
-	case dlRefill:
+// handleDue applies every deadline that has come by vnow.
+func (e *Engine) handleDue() {
+	for len(e.promos.items) > 0 && e.promos.items[0].at <= e.vnow {
+		p := e.promos.items[0]
+		e.promos.remove(0)
+		e.setState(p.idx, stNew)
+		e.journal.Append(store.SetStatus(p.id.String(), store.Ready, 0))
+		e.join(ref{id: p.id, idx: p.idx})
+	}
+	for len(e.refills.items) > 0 && e.refills.items[0].at <= e.vnow {
+		d := e.refills.items[0]
+		e.refills.remove(d)
 		d.account.dl = nil
 		e.changed(d.account)
-	case dlPurge:
-		e.journal.Append(store.DeleteJob(d.purgeID))
+	}
+	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
+		e.journal.Append(store.DeleteJob(e.purges.pop().id.String()))
 	}
 }
 
@@ -285,15 +337,15 @@ func nowMs(ns int64) int64 { return ns / int64(time.Millisecond) }
 
 // armTimer points the one timer at the earliest deadline.
 func (e *Engine) armTimer() {
-	top := e.deadlines.min()
-	if top == nil {
+	at, ok := e.nextDeadline()
+	if !ok {
 		if e.timer != nil {
 			e.timer.Stop()
 			e.timer = nil
 		}
 		return
 	}
-	if e.timer != nil && e.timerAt == top.at {
+	if e.timer != nil && e.timerAt == at {
 		return
 	}
 	if e.timer != nil {
@@ -301,8 +353,8 @@ func (e *Engine) armTimer() {
 	}
 	e.timerGen++
 	gen := e.timerGen
-	e.timerAt = top.at
-	d := time.Duration(top.at - e.clock.Now().UnixNano())
+	e.timerAt = at
+	d := time.Duration(at - e.clock.Now().UnixNano())
 	e.timer = e.clock.AfterFunc(max(d, 0), func() { e.onTimer(gen) })
 }
 
@@ -364,7 +416,7 @@ func (e *Engine) releaseIdleReservations() bool {
 		best := q.best()
 		for a := range q.heads {
 			h := a.head
-			if h != best && e.affordBound(h.g).admits(h.k) {
+			if h.idx != best.idx && e.affordBound(a.headGroup).admits(h.k()) {
 				release = append(release, a)
 			}
 		}
@@ -396,12 +448,12 @@ func (e *Engine) refreshDeadlines() {
 		}
 		at, ok := e.refillAt(a)
 		if a.dl != nil && (!ok || a.dl.at != at) {
-			e.deadlines.remove(a.dl)
+			e.refills.remove(a.dl)
 			a.dl = nil
 		}
 		if ok && a.dl == nil {
-			a.dl = &deadline{at: at, kind: dlRefill, account: a}
-			e.deadlines.push(a.dl)
+			a.dl = &refill{at: at, account: a}
+			e.refills.push(a.dl)
 		}
 	}
 	e.deadlineChecks = e.deadlineChecks[:0]

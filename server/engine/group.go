@@ -1,11 +1,6 @@
 package engine
 
-import (
-	"sort"
-	"strconv"
-
-	"github.com/zizq/zizq/store"
-)
+import "sort"
 
 // A group holds the waiting jobs of one queue that share one binding
 // signature: the same budgets at the same costs. Every budget pays a prefix
@@ -16,18 +11,25 @@ import (
 // therefore its first member or nothing, and no decision ever has to step
 // over a job that cannot go.
 type group struct {
-	q      *queue
-	sig    []bind // one per budget, sorted by key
-	sigKey string
-	set    jobSet
-	cand   *job // the first member when it is affordable
-	hidx   int  // index in q.cands, -1 when absent
-	dirty  bool
+	q     *queue
+	sig   *signature // nil: the queue's jobs without budgets
+	set   jobSet
+	cand  item // the first member when it is affordable, else none
+	hidx  int  // index in q.cands, -1 when absent
+	dirty bool
+}
+
+// binds returns the group's bindings, in canonical order.
+func (g *group) binds() []bind {
+	if g.sig == nil {
+		return nil
+	}
+	return g.sig.binds
 }
 
 // costOf returns the cost the group's jobs pay to a.
 func (g *group) costOf(a *account) int64 {
-	for _, b := range g.sig {
+	for _, b := range g.binds() {
 		if b.a == a {
 			return b.cost
 		}
@@ -35,47 +37,40 @@ func (g *group) costOf(a *account) int64 {
 	return 0
 }
 
-// signature returns the canonical signature of a job's bindings and its
-// map key.
-func signature(binds []bind, buf []byte) ([]bind, []byte) {
+func sortedBinds(binds []bind) []bind {
 	sig := append([]bind(nil), binds...)
 	sort.Slice(sig, func(i, j int) bool { return sig[i].a.cfg.Key < sig[j].a.cfg.Key })
-	buf = buf[:0]
-	for _, b := range sig {
-		buf = append(buf, b.a.cfg.Key...)
-		buf = append(buf, 0)
-		buf = strconv.AppendInt(buf, b.cost, 10)
-		buf = append(buf, 0)
-	}
-	return sig, buf
+	return sig
 }
 
 // queue holds the waiting jobs of one queue (in groups) and its takers.
 type queue struct {
 	name    string
-	groups  map[string]*group
+	idx     uint32 // index in Engine.queueList
+	groups  map[*signature]*group
 	cands   groupHeap // groups with a candidate, earliest first
 	served  int       // connected takers of this queue alone
 	roomy   takerList // those of them with room, in room order
 	counts  [numStates]int64
 	heads   map[*account]struct{} // budgets whose head is a job of this queue
 	qidx    int                   // index in Engine.hot, -1 when absent
-	touched bool                  // a candidate changed since the last reservation check
+	touched bool                  // a group was recomputed since the last reservation check
 }
 
 func (e *Engine) queue(name string) *queue {
 	q := e.queues[name]
 	if q == nil {
-		q = &queue{name: name, groups: map[string]*group{}, heads: map[*account]struct{}{}, qidx: -1}
+		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, qidx: -1}
 		e.queues[name] = q
+		e.queueList = append(e.queueList, q)
 	}
 	return q
 }
 
-// best returns the earliest affordable job of the queue, or nil.
-func (q *queue) best() *job {
+// best returns the earliest affordable job of the queue, or none.
+func (q *queue) best() item {
 	if len(q.cands.items) == 0 {
-		return nil
+		return none
 	}
 	return q.cands.items[0].cand
 }
@@ -83,16 +78,16 @@ func (q *queue) best() *job {
 // served reports whether some connected taker serves the queue.
 func (e *Engine) served(q *queue) bool { return e.servedAll > 0 || q.served > 0 }
 
-// groupFor returns the job's group in its queue, creating it.
-func (e *Engine) groupFor(j *job) *group {
-	var sig []bind
-	sig, e.sigBuf = signature(j.binds, e.sigBuf)
-	if g := j.q.groups[string(e.sigBuf)]; g != nil {
+// groupOf returns a record's group in its queue, creating it.
+func (e *Engine) groupOf(r *jobRec) *group {
+	q := e.queueList[r.q]
+	sig := e.sigOf(r)
+	if g := q.groups[sig]; g != nil {
 		return g
 	}
-	g := &group{q: j.q, sig: sig, sigKey: string(e.sigBuf), set: newJobSet(), hidx: -1}
-	j.q.groups[g.sigKey] = g
-	if e.served(j.q) {
+	g := &group{q: q, sig: sig, set: newJobSet(), hidx: -1, cand: none}
+	q.groups[sig] = g
+	if e.served(q) {
 		e.attach(g)
 	}
 	return g
@@ -100,7 +95,7 @@ func (e *Engine) groupFor(j *job) *group {
 
 // attach makes a group of a served queue known to its budgets.
 func (e *Engine) attach(g *group) {
-	for _, b := range g.sig {
+	for _, b := range g.binds() {
 		b.a.served[g] = struct{}{}
 		e.changed(b.a)
 	}
@@ -110,24 +105,23 @@ func (e *Engine) attach(g *group) {
 // detachGroup makes a group unknown to its budgets (its queue lost its
 // last taker, or it is empty): its jobs are in no line and reserve nothing.
 func (e *Engine) detachGroup(g *group) {
-	for _, b := range g.sig {
+	for _, b := range g.binds() {
 		delete(b.a.served, g)
 		e.changed(b.a)
 	}
-	e.setCandidate(g, nil)
+	e.setCandidate(g, none)
 }
 
 // join makes a job waiting: a member of its group.
-func (e *Engine) join(j *job, sinceMs int64) {
-	e.setState(j, stWaiting)
-	j.Status = store.Ready
-	j.since = sinceMs
-	g := e.groupFor(j)
-	j.g = g
-	g.set.insert(j)
+func (e *Engine) join(j ref) {
+	e.setState(j.idx, stWaiting)
+	r := e.rec(j.idx)
+	r.aux = -1
+	g := e.groupOf(r)
+	g.set.insert(item{id: j.id, idx: j.idx, prio: r.prio})
 	e.markGroup(g)
 	if e.served(g.q) {
-		for _, b := range g.sig {
+		for _, b := range g.binds() {
 			e.checkHead(b.a) // a budget without a head may now refuse it
 			e.deadlineDirty(b.a)
 		}
@@ -136,21 +130,18 @@ func (e *Engine) join(j *job, sinceMs int64) {
 
 // leave takes a waiting job out of its group; it is no budget's head any
 // more (ENGINE.md: a head that leaves gives up its headship).
-func (e *Engine) leave(j *job) {
-	g := j.g
-	if g == nil {
-		return
-	}
-	for _, b := range j.binds {
-		if b.a.head == j {
+func (e *Engine) leave(j ref) {
+	r := e.rec(j.idx)
+	g := e.queueList[r.q].groups[e.sigOf(r)]
+	for _, b := range g.binds() {
+		if b.a.head.idx == j.idx {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(j)
-	j.g = nil
+	g.set.remove(key{prio: r.prio, id: j.id})
 	e.markGroup(g)
 	if e.served(g.q) {
-		for _, b := range g.sig {
+		for _, b := range g.binds() {
 			e.deadlineDirty(b.a)
 		}
 	}
@@ -164,7 +155,7 @@ func (e *Engine) dropGroup(g *group) {
 		e.detachGroup(g)
 	}
 	g.dirty = false
-	delete(g.q.groups, g.sigKey)
+	delete(g.q.groups, g.sig)
 }
 
 // markGroup queues a group's candidate for recomputing.
@@ -179,7 +170,7 @@ func (e *Engine) markGroup(g *group) {
 // pays now.
 func (e *Engine) affordBound(g *group) bound {
 	b := admitAll
-	for _, s := range g.sig {
+	for _, s := range g.binds() {
 		b = b.tighter(e.payBound(s.a, s.cost, g))
 	}
 	return b
@@ -188,30 +179,30 @@ func (e *Engine) affordBound(g *group) bound {
 // recompute sets the group's candidate: its first member when affordable.
 func (e *Engine) recompute(g *group) {
 	g.dirty = false
-	e.work += uint64(1 + len(g.sig))
+	e.work += uint64(1 + len(g.binds()))
 	e.touch(g.q)
 	if g.set.len() == 0 || !e.served(g.q) {
-		e.setCandidate(g, nil)
+		e.setCandidate(g, none)
 		return
 	}
 	m := g.set.min()
-	if !e.affordBound(g).admits(m.k) {
-		m = nil
+	if !e.affordBound(g).admits(m.k()) {
+		m = none
 	}
 	e.setCandidate(g, m)
 }
 
 // setCandidate records a group's candidate and keeps the queue's and the
 // engine's heaps of candidates in order.
-func (e *Engine) setCandidate(g *group, c *job) {
-	if c == nil && g.hidx < 0 {
+func (e *Engine) setCandidate(g *group, c item) {
+	if !c.ok() && g.hidx < 0 {
 		return
 	}
 	// Even the same candidate may have moved (re-prioritised): re-sift.
 	q := g.q
 	g.cand = c
 	switch {
-	case c == nil:
+	case !c.ok():
 		q.cands.remove(g)
 	case g.hidx < 0:
 		q.cands.push(g)
@@ -233,11 +224,11 @@ func (e *Engine) touch(q *queue) {
 func (e *Engine) hotChanged(q *queue) {
 	best := q.best()
 	switch {
-	case best == nil && q.qidx >= 0:
+	case !best.ok() && q.qidx >= 0:
 		e.hot.remove(q)
-	case best != nil && q.qidx < 0:
+	case best.ok() && q.qidx < 0:
 		e.hot.push(q)
-	case best != nil:
+	case best.ok():
 		e.hot.fix(q)
 	}
 }

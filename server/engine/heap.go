@@ -1,9 +1,11 @@
 package engine
 
+import "github.com/zizq/zizq/server/jobid"
+
 // groupHeap orders the groups of a queue that have a candidate by it.
 type groupHeap struct{ items []*group }
 
-func (h *groupHeap) less(a, b int) bool { return h.items[a].cand.k.less(h.items[b].cand.k) }
+func (h *groupHeap) less(a, b int) bool { return h.items[a].cand.k().less(h.items[b].cand.k()) }
 func (h *groupHeap) swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
 	h.items[a].hidx, h.items[b].hidx = a, b
@@ -30,7 +32,7 @@ func (h *groupHeap) len() int     { return len(h.items) }
 // queueHeap orders the queues that have an affordable job by their earliest.
 type queueHeap struct{ items []*queue }
 
-func (h *queueHeap) less(a, b int) bool { return h.items[a].best().k.less(h.items[b].best().k) }
+func (h *queueHeap) less(a, b int) bool { return h.items[a].best().k().less(h.items[b].best().k()) }
 func (h *queueHeap) swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
 	h.items[a].qidx, h.items[b].qidx = a, b
@@ -60,43 +62,106 @@ func (h *queueHeap) min() *queue {
 	return h.items[0]
 }
 
-// deadline kinds.
-const (
-	dlPromote = iota // a scheduled job becomes ready
-	dlRefill         // a time_based budget can pay a job it refuses
-	dlPurge          // a retained terminal job expires
-)
+// promo is a scheduled job's ready moment (unix ns). The job's record
+// knows its place in the heap (aux), so a delete or a patch removes it.
+type promo struct {
+	at  int64
+	id  jobid.ID
+	idx int32
+}
 
-// deadline is one entry of the engine's single timer queue.
-type deadline struct {
-	at      int64 // unix nanoseconds
-	kind    int
-	job     *job
+type promoHeap struct {
+	e     *Engine
+	items []promo
+}
+
+func (h *promoHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
+func (h *promoHeap) swap(a, b int) {
+	h.items[a], h.items[b] = h.items[b], h.items[a]
+	h.e.rec(h.items[a].idx).aux = int32(a)
+	h.e.rec(h.items[b].idx).aux = int32(b)
+}
+func (h *promoHeap) len() int { return len(h.items) }
+func (h *promoHeap) push(p promo) {
+	i := len(h.items)
+	h.items = append(h.items, p)
+	h.e.rec(p.idx).aux = int32(i)
+	up(h, i)
+}
+func (h *promoHeap) remove(i int32) {
+	last := len(h.items) - 1
+	h.swap(int(i), last)
+	h.e.rec(h.items[last].idx).aux = -1
+	h.items = h.items[:last]
+	if int(i) < last {
+		fix(h, int(i))
+	}
+}
+
+// purge is the moment a retained terminal job expires (unix ns).
+type purge struct {
+	at int64
+	id jobid.ID
+}
+
+type purgeHeap struct{ items []purge }
+
+func (h *purgeHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
+func (h *purgeHeap) swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *purgeHeap) len() int           { return len(h.items) }
+func (h *purgeHeap) push(p purge) {
+	h.items = append(h.items, p)
+	up(h, len(h.items)-1)
+}
+func (h *purgeHeap) pop() purge {
+	p := h.items[0]
+	last := len(h.items) - 1
+	h.swap(0, last)
+	h.items = h.items[:last]
+	if last > 0 {
+		down(h, 0)
+	}
+	return p
+}
+
+// cancel removes the purge of id; false if there is none. Retries of dead
+// jobs are rare operator actions, so a scan is fine.
+func (h *purgeHeap) cancel(id jobid.ID) bool {
+	for i, p := range h.items {
+		if p.id == id {
+			last := len(h.items) - 1
+			h.swap(i, last)
+			h.items = h.items[:last]
+			if i < last {
+				fix(h, i)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// refill is a time_based budget's next moment of paying a job it refuses.
+type refill struct {
+	at      int64 // unix ns
 	account *account
-	purgeID string
 	idx     int
 }
 
-type deadlineHeap struct{ items []*deadline }
+type refillHeap struct{ items []*refill }
 
-func (h *deadlineHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
-func (h *deadlineHeap) swap(a, b int) {
+func (h *refillHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
+func (h *refillHeap) swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
 	h.items[a].idx, h.items[b].idx = a, b
 }
-func (h *deadlineHeap) len() int { return len(h.items) }
-func (h *deadlineHeap) min() *deadline {
-	if len(h.items) == 0 {
-		return nil
-	}
-	return h.items[0]
-}
-func (h *deadlineHeap) push(d *deadline) {
+func (h *refillHeap) len() int { return len(h.items) }
+func (h *refillHeap) push(d *refill) {
 	d.idx = len(h.items)
 	h.items = append(h.items, d)
 	up(h, d.idx)
 }
-func (h *deadlineHeap) remove(d *deadline) {
+func (h *refillHeap) remove(d *refill) {
 	i := d.idx
 	if i < 0 || i >= len(h.items) || h.items[i] != d {
 		return

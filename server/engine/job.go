@@ -12,25 +12,16 @@ type jobState uint8
 
 const (
 	stNew       jobState = iota // not yet placed (not counted)
-	stScheduled                 // waits for its ready_at in the deadline heap
+	stScheduled                 // waits for its ready_at in the promotion heap
 	stWaiting                   // in its group: ready, or parked in lines
-	stInFlight                  // in one taker's in-flight set
+	stInFlight                  // held by one taker
 	numStates
 )
 
-// job is the engine's record of one live job. The embedded store.Job is what
-// is journalled and rendered; Status there is the wire status (a waiting
-// job is Ready, parked or not).
-type job struct {
-	store.Job
-	k     key
-	q     *queue
-	g     *group // while waiting
-	state jobState
-	binds []bind
-	dl    *deadline
-	taker *Taker
-	since int64 // ms: when it last began to wait
+// ref names a live job: its ID and its record.
+type ref struct {
+	id  jobid.ID
+	idx int32
 }
 
 // bind is one resolved budget binding of a job.
@@ -39,89 +30,123 @@ type bind struct {
 	cost int64
 }
 
-// newJob makes the engine record for a stored job and binds it to its
-// budgets, which must exist.
-func (e *Engine) newJob(sj store.Job) (*job, error) {
-	id, ok := jobid.Parse(sj.ID)
+func (e *Engine) rec(idx int32) *jobRec { return e.slab.at(idx) }
+
+func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, id: r.id} }
+
+// lookup finds a live job by its wire ID.
+func (e *Engine) lookup(id string) (ref, bool) {
+	jid, ok := jobid.Parse(id)
 	if !ok {
-		return nil, errorf(Unprocessable, "invalid job ID %q", sj.ID)
+		return ref{}, false
 	}
-	j := &job{Job: sj, k: key{prio: sj.Priority, id: id}, q: e.queue(sj.Queue)}
-	for _, b := range sj.Budgets {
-		a := e.accounts[b.Key]
-		if a == nil {
-			return nil, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
-		}
-		j.binds = append(j.binds, bind{a: a, cost: b.Cost})
-	}
-	e.jobs[j.ID] = j
-	for _, b := range j.binds {
-		b.a.bind(b.cost, +1)
-	}
-	return j, nil
+	idx, ok := e.ids.get(jid)
+	return ref{id: jid, idx: idx}, ok
 }
 
-// admit places a new or re-placed job by its status: scheduled jobs wait
-// for their time, others wait for dispatch at once.
-func (e *Engine) admit(j *job) {
-	if j.Status == store.Scheduled {
+// newJob makes the engine record for a job and binds it to its budgets,
+// which must exist. The record starts stNew: admit places it.
+func (e *Engine) newJob(j *store.Job) (ref, error) {
+	jid, ok := jobid.Parse(j.ID)
+	if !ok {
+		return ref{}, errorf(Unprocessable, "invalid job ID %q", j.ID)
+	}
+	var binds []bind
+	for _, b := range j.Budgets {
+		a := e.accounts[b.Key]
+		if a == nil {
+			return ref{}, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
+		}
+		binds = append(binds, bind{a: a, cost: b.Cost})
+	}
+	idx := e.slab.alloc()
+	r := e.rec(idx)
+	*r = jobRec{
+		readyAt: j.ReadyAt, attempts: j.Attempts, prio: j.Priority, aux: -1,
+		q: e.queue(j.Queue).idx, typ: e.types.intern(j.Type), binds: e.internBinds(binds),
+	}
+	if o := (overrides{retryLimit: j.RetryLimit, backoff: j.Backoff, retention: j.Retention}); !o.empty() {
+		e.overrides[idx] = &o
+		r.flags |= recOverrides
+	}
+	e.ids.set(jid, idx)
+	if j.FailedAt != 0 {
+		e.failedAt[idx] = j.FailedAt
+	}
+	for _, b := range binds {
+		b.a.bind(b.cost, +1)
+	}
+	return ref{id: jid, idx: idx}, nil
+}
+
+// admit places a new or re-placed job: a future ready_at waits for its
+// time, otherwise it waits for dispatch at once.
+func (e *Engine) admit(j ref, scheduled bool) {
+	if scheduled {
 		e.schedule(j)
 		return
 	}
-	e.join(j, e.nowMs())
+	e.join(j)
 }
 
 // schedule makes a job wait for its ready_at; one already due waits for
 // dispatch at once.
-func (e *Engine) schedule(j *job) {
-	at := j.ReadyAt * int64(time.Millisecond)
+func (e *Engine) schedule(j ref) {
+	r := e.rec(j.idx)
+	at := r.readyAt * int64(time.Millisecond)
 	if at <= e.vnow {
-		e.setState(j, stNew)
-		e.join(j, e.nowMs())
+		e.setState(j.idx, stNew)
+		e.join(j)
 		return
 	}
-	e.setState(j, stScheduled)
-	j.Status = store.Scheduled
-	j.dl = &deadline{at: at, kind: dlPromote, job: j}
-	e.deadlines.push(j.dl)
+	e.setState(j.idx, stScheduled)
+	e.promos.push(promo{at: at, id: j.id, idx: j.idx})
 }
 
 // setState moves a job between states, keeping every counter true.
-func (e *Engine) setState(j *job, s jobState) {
-	old := j.state
+func (e *Engine) setState(idx int32, s jobState) {
+	r := e.rec(idx)
+	old := r.state
 	if old == s {
 		return
 	}
-	e.counts[old]--
-	j.q.counts[old]--
-	e.counts[s]++
-	j.q.counts[s]++
-	j.state = s
+	q := e.queueList[r.q]
+	if old != stNew {
+		e.counts[old]--
+		q.counts[old]--
+	}
+	if s != stNew {
+		e.counts[s]++
+		q.counts[s]++
+	}
+	r.state = s
 }
 
 // deliver debits every budget and hands the job to the taker.
-func (e *Engine) deliver(j *job, t *Taker) {
-	for _, b := range j.binds {
+func (e *Engine) deliver(j ref, t *Taker) {
+	r := e.rec(j.idx)
+	for _, b := range e.binds(r) {
 		b.a.pool.Debit(b.cost, e.vnow)
 		b.a.dispatched++
 		b.a.inFlight++
 		e.changed(b.a)
 	}
 	waited := int64(0)
-	if len(j.binds) > 0 {
-		waited = j.since
+	if r.binds != 0 {
+		waited = r.readyAt // when it became ready (a requeue keeps it)
 	}
 	e.leave(j)
-	e.setState(j, stInFlight)
-	j.Status = store.InFlight
-	j.DequeuedAt = e.nowMs()
-	j.taker = t
-	t.inFlight[j] = struct{}{}
+	e.setState(j.idx, stInFlight)
+	ms := e.nowMs()
+	r.aux = t.slot
+	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
 	e.inFlight++
-	e.journal.Append(store.SetStatus(j.ID, store.InFlight, j.DequeuedAt))
-	t.out = append(t.out, j.Job)
+	id := j.id.String()
+	e.journal.Append(store.SetStatus(id, store.InFlight, ms))
+	frame := e.view(id, j.idx)
+	t.out = append(t.out, frame)
 	if e.cfg.OnDispatch != nil {
-		e.cfg.OnDispatch(j.Job, time.Unix(0, e.vnow), waited)
+		e.cfg.OnDispatch(frame, time.Unix(0, e.vnow), waited)
 	}
 	e.setRoomy(t, t.hasRoom()) // to the back of the room order, or out of it
 	t.wake()
@@ -130,45 +155,97 @@ func (e *Engine) deliver(j *job, t *Taker) {
 // release ends a job's in-flight state: its while_in_flight tokens go back
 // and its taker regains a slot. It runs exactly once per dispatch, whatever
 // ended it.
-func (e *Engine) release(j *job) {
-	for _, b := range j.binds {
+func (e *Engine) release(j ref) {
+	r := e.rec(j.idx)
+	for _, b := range e.binds(r) {
 		b.a.pool.Release(b.cost)
 		b.a.inFlight--
 		e.changed(b.a)
 	}
-	t := j.taker
-	delete(t.inFlight, j)
-	j.taker = nil
+	t := e.takerSlots[r.aux]
+	delete(t.inFlight, j.idx)
+	r.aux = -1
 	e.inFlight--
 	e.gainRoom(t)
 }
 
 // detach takes a live job out of every structure, leaving it stNew.
-func (e *Engine) detach(j *job) {
-	switch j.state {
+func (e *Engine) detach(j ref) {
+	r := e.rec(j.idx)
+	switch r.state {
 	case stScheduled:
-		e.deadlines.remove(j.dl)
-		j.dl = nil
+		e.promos.remove(r.aux)
 	case stWaiting:
 		e.leave(j)
 	case stInFlight:
 		e.release(j)
 	}
-	e.setState(j, stNew)
+	e.setState(j.idx, stNew)
 }
 
 // forget removes a live job from the engine entirely.
-func (e *Engine) forget(j *job) {
+func (e *Engine) forget(j ref) {
 	e.detach(j)
-	e.unbind(j)
-	delete(e.jobs, j.ID)
+	e.unbind(j.idx)
+	r := e.rec(j.idx)
+	e.releaseBinds(r.binds)
+	if r.flags&recOverrides != 0 {
+		delete(e.overrides, j.idx)
+	}
+	delete(e.failedAt, j.idx)
+	e.ids.delete(j.id)
+	e.slab.release(j.idx)
 }
 
-func (e *Engine) unbind(j *job) {
-	for _, b := range j.binds {
+func (e *Engine) unbind(idx int32) {
+	for _, b := range e.binds(e.rec(idx)) {
 		b.a.bind(b.cost, -1)
 	}
 }
 
-// snapshot returns the job as the wire sees it.
-func (j *job) snapshot() store.Job { return j.Job }
+// override returns a job's own settings (nil when it has none).
+func (e *Engine) override(idx int32) *overrides {
+	if e.rec(idx).flags&recOverrides == 0 {
+		return nil
+	}
+	return e.overrides[idx]
+}
+
+// setOverrides replaces a job's own settings.
+func (e *Engine) setOverrides(idx int32, o overrides) {
+	r := e.rec(idx)
+	if o.empty() {
+		delete(e.overrides, idx)
+		r.flags &^= recOverrides
+		return
+	}
+	e.overrides[idx] = &o
+	r.flags |= recOverrides
+}
+
+// view returns a live job as the engine knows it: every field that can
+// change while it lives. The store has the rest, which never change (the
+// payload), and dequeued_at of a job no longer in flight.
+func (e *Engine) view(id string, idx int32) store.Job {
+	r := e.rec(idx)
+	j := store.Job{
+		ID: id, Type: e.types.list[r.typ], Queue: e.queueList[r.q].name, Priority: r.prio,
+		ReadyAt: r.readyAt, Attempts: r.attempts, FailedAt: e.failedAt[idx],
+	}
+	switch r.state {
+	case stScheduled:
+		j.Status = store.Scheduled
+	case stInFlight:
+		j.Status = store.InFlight
+		j.DequeuedAt = e.takerSlots[r.aux].inFlight[idx].dequeuedAt
+	default:
+		j.Status = store.Ready
+	}
+	if o := e.override(idx); o != nil {
+		j.RetryLimit, j.Backoff, j.Retention = o.retryLimit, o.backoff, o.retention
+	}
+	for _, b := range e.binds(r) {
+		j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+	}
+	return j
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
 
@@ -48,11 +49,10 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 		e.addAccount(cfg)
 		ops = append(ops, store.PutBudget(cfg))
 	}
-	jobs := make([]*job, len(specs))
 	out := make([]store.Job, len(specs))
 	for i, s := range specs {
 		sj := store.Job{
-			ID: e.ids.Next(), Type: s.Type, Queue: s.Queue, Priority: s.Priority,
+			ID: e.idgen.Next(), Type: s.Type, Queue: s.Queue, Priority: s.Priority,
 			Status: store.Ready, Payload: s.Payload, ReadyAt: ms,
 			RetryLimit: s.RetryLimit, Backoff: s.Backoff, Retention: s.Retention,
 		}
@@ -65,11 +65,9 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 		for _, b := range s.Budgets {
 			sj.Budgets = append(sj.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
 		}
-		j, err := e.newJob(sj)
-		if err != nil { // cannot happen: bindings were checked
+		if _, err := e.newJob(&sj); err != nil { // cannot happen: bindings were checked
 			return nil, nil, err
 		}
-		jobs[i] = j
 		out[i] = sj
 		ops = append(ops, store.InsertJob(sj))
 	}
@@ -86,8 +84,8 @@ func (e *Engine) Admit(ids []string) {
 	defer e.mu.Unlock()
 	e.enterOp()
 	for _, id := range ids {
-		if j := e.jobs[id]; j != nil && j.state == stNew {
-			e.admit(j)
+		if j, ok := e.lookup(id); ok && e.rec(j.idx).state == stNew {
+			e.schedule(j)
 		}
 	}
 	e.finishOp()
@@ -160,13 +158,13 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	var missing []string
 	ops := make([]store.Op, 0, len(ids))
 	for _, id := range ids {
-		j := e.jobs[id]
-		if j == nil || j.state != stInFlight {
+		j, ok := e.lookup(id)
+		if !ok || e.rec(j.idx).state != stInFlight {
 			missing = append(missing, id)
 			continue
 		}
+		ops = append(ops, e.complete(j, id, ms))
 		e.forget(j)
-		ops = append(ops, e.complete(j, ms))
 	}
 	var w Waiter = done{}
 	if len(ops) > 0 {
@@ -176,21 +174,19 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	return missing, w
 }
 
-// complete turns a finished job into its terminal record: deleted at once
-// when completed jobs are not retained.
-func (e *Engine) complete(j *job, ms int64) store.Op {
+// complete returns the op that makes a finished job terminal: deleted at
+// once when completed jobs are not retained.
+func (e *Engine) complete(j ref, id string, ms int64) store.Op {
 	keep := e.cfg.DefaultCompletedRetentionMs
-	if j.Retention != nil && j.Retention.CompletedMs != nil {
-		keep = *j.Retention.CompletedMs
+	if o := e.override(j.idx); o != nil && o.retention != nil && o.retention.CompletedMs != nil {
+		keep = *o.retention.CompletedMs
 	}
 	if keep == 0 {
-		return store.DeleteJob(j.ID)
+		return store.DeleteJob(id)
 	}
-	j.Status = store.Completed
-	j.CompletedAt = ms
-	j.PurgeAt = addMs(ms, keep)
-	e.schedulePurge(j.ID, j.PurgeAt)
-	return store.PutJob(j.Job)
+	purgeAt := addMs(ms, keep)
+	e.schedulePurge(j.id, purgeAt)
+	return store.Finish(id, store.Completed, e.rec(j.idx).attempts, 0, ms, purgeAt)
 }
 
 func addMs(ms int64, d uint64) int64 {
@@ -200,8 +196,8 @@ func addMs(ms int64, d uint64) int64 {
 	return ms + int64(d)
 }
 
-func (e *Engine) schedulePurge(id string, at int64) {
-	e.deadlines.push(&deadline{at: at * int64(time.Millisecond), kind: dlPurge, purgeID: id})
+func (e *Engine) schedulePurge(id jobid.ID, at int64) {
+	e.purges.push(purge{at: at * int64(time.Millisecond), id: id})
 }
 
 // Failure is a worker's report that a job failed.
@@ -213,69 +209,80 @@ type Failure struct {
 	Kill      bool
 }
 
-// Fail records a failure of an in-flight job and retries it or lets it die.
+// Fail records a failure of an in-flight job and retries it or lets it
+// die. The job returned is as the engine knows it after the failure
+// (ErrorRecord and history are the store's).
 func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	j := e.jobs[id]
-	if j == nil || j.state != stInFlight {
+	j, ok := e.lookup(id)
+	if !ok || e.rec(j.idx).state != stInFlight {
 		return store.Job{}, nil, errorf(NotFound, "job not found in in-flight set")
 	}
 	ms := e.nowMs()
+	r := e.rec(j.idx)
+	out := e.view(id, j.idx) // dequeued_at, before the job leaves its taker
 	e.detach(j)
-	j.Attempts++
-	j.FailedAt = ms
+	r.attempts++
 	rec := store.ErrorRecord{
-		JobID: j.ID, Attempt: j.Attempts, Message: f.Message, ErrorType: f.ErrorType,
-		Backtrace: f.Backtrace, DequeuedAt: j.DequeuedAt, FailedAt: ms,
+		JobID: id, Attempt: r.attempts, Message: f.Message, ErrorType: f.ErrorType,
+		Backtrace: f.Backtrace, DequeuedAt: out.DequeuedAt, FailedAt: ms,
 	}
+	out.Attempts, out.FailedAt = r.attempts, ms
+	e.failedAt[j.idx] = ms
 	limit := e.cfg.DefaultRetryLimit
-	if j.RetryLimit != nil {
-		limit = *j.RetryLimit
+	o := e.override(j.idx)
+	if o != nil && o.retryLimit != nil {
+		limit = *o.retryLimit
 	}
 	var op store.Op
 	switch {
-	case f.Kill || (f.RetryAt == nil && j.Attempts > limit):
-		op = e.die(j, ms)
+	case f.Kill || (f.RetryAt == nil && r.attempts > limit):
+		out.Status = store.Dead
+		op, out.PurgeAt = e.die(j, id, ms)
 	default:
-		j.ReadyAt = ms + e.backoffMs(j)
+		r.readyAt = ms + e.backoffMs(r.attempts, o)
 		if f.RetryAt != nil {
-			j.ReadyAt = *f.RetryAt
+			r.readyAt = *f.RetryAt
 		}
+		out.ReadyAt = r.readyAt
 		e.schedule(j)
-		op = store.PutJob(j.Job)
+		out.Status = store.Ready
+		if e.rec(j.idx).state == stScheduled {
+			out.Status = store.Scheduled
+		}
+		op = store.Retry(id, r.attempts, ms, r.readyAt, out.Status)
 	}
-	out := j.snapshot()
 	w := e.journal.Append(op, store.AddError(rec))
 	return out, w, nil
 }
 
 // die makes the job dead: deleted at once when dead jobs are not retained
-// (the response still says dead).
-func (e *Engine) die(j *job, ms int64) store.Op {
-	e.forget(j)
-	j.Status = store.Dead
+// (the response still says dead). It returns the op and the purge time.
+func (e *Engine) die(j ref, id string, ms int64) (store.Op, int64) {
 	keep := e.cfg.DefaultDeadRetentionMs
-	if j.Retention != nil && j.Retention.DeadMs != nil {
-		keep = *j.Retention.DeadMs
+	if o := e.override(j.idx); o != nil && o.retention != nil && o.retention.DeadMs != nil {
+		keep = *o.retention.DeadMs
 	}
+	attempts := e.rec(j.idx).attempts
+	e.forget(j)
 	if keep == 0 {
-		return store.DeleteJob(j.ID)
+		return store.DeleteJob(id), 0
 	}
-	j.PurgeAt = addMs(ms, keep)
-	e.schedulePurge(j.ID, j.PurgeAt)
-	return store.PutJob(j.Job)
+	purgeAt := addMs(ms, keep)
+	e.schedulePurge(j.id, purgeAt)
+	return store.Finish(id, store.Dead, attempts, ms, 0, purgeAt), purgeAt
 }
 
 // backoffMs is Zizq 0.6.1's retry delay: a^exponent·1000 + base + U[0,1)·jitter·a.
-func (e *Engine) backoffMs(j *job) int64 {
+func (e *Engine) backoffMs(attempts uint32, o *overrides) int64 {
 	b := e.cfg.DefaultBackoff
-	if j.Backoff != nil {
-		b = *j.Backoff
+	if o != nil && o.backoff != nil {
+		b = *o.backoff
 	}
-	a := float64(j.Attempts)
+	a := float64(attempts)
 	d := math.Pow(a, float64(b.Exponent))*1000 + float64(b.BaseMs) + e.cfg.Random()*float64(b.JitterMs)*a
 	if d > float64(math.MaxInt64/int64(time.Millisecond)/2) || math.IsNaN(d) {
 		return math.MaxInt64 / int64(time.Millisecond) / 2
@@ -293,7 +300,7 @@ func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 	live := make([]bool, len(ids))
 	ops := make([]store.Op, len(ids))
 	for i, id := range ids {
-		if j := e.jobs[id]; j != nil {
+		if j, ok := e.lookup(id); ok {
 			e.forget(j)
 			live[i] = true
 		}
@@ -304,23 +311,26 @@ func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 	return live, w
 }
 
-// Patch changes a live job. The change function edits a copy of the job (its
-// Status is the live wire status) and may refuse with an error. Queue,
-// priority and ready_at changes move the job; an in-flight job only takes
-// the data.
+// Patch changes a live job. The change function edits the job as the
+// engine knows it (its Status is the live wire status; fields the engine
+// does not keep are zero) and may refuse with an error. Queue, priority,
+// ready_at, retry limit, backoff and retention may change; a change of
+// queue, priority or ready_at moves the job, and an in-flight job only
+// takes the data. It returns the job as the engine knows it.
 func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	j := e.jobs[id]
-	if j == nil {
+	j, ok := e.lookup(id)
+	if !ok {
 		return store.Job{}, nil, errorf(NotFound, "job not found")
 	}
-	if err := e.patch(j, change); err != nil {
+	op, err := e.patch(j, id, change)
+	if err != nil {
 		return store.Job{}, nil, err
 	}
-	return j.snapshot(), e.journal.Append(store.PutJob(j.Job)), nil
+	return e.view(id, j.idx), e.journal.Append(op), nil
 }
 
 // PatchMany applies one change to every live job of ids that it accepts
@@ -334,8 +344,12 @@ func (e *Engine) PatchMany(ids []string, change func(now int64, j *store.Job) er
 	defer e.finishOp()
 	ops := make([]store.Op, 0, len(ids))
 	for _, id := range ids {
-		if j := e.jobs[id]; j != nil && e.patch(j, change) == nil {
-			ops = append(ops, store.PutJob(j.Job))
+		j, ok := e.lookup(id)
+		if !ok {
+			continue
+		}
+		if op, err := e.patch(j, id, change); err == nil {
+			ops = append(ops, op)
 		}
 	}
 	var w Waiter = done{}
@@ -345,43 +359,47 @@ func (e *Engine) PatchMany(ids []string, change func(now int64, j *store.Job) er
 	return int64(len(ops)), w
 }
 
-// patch applies a change to a live job and places it again.
-func (e *Engine) patch(j *job, change func(now int64, j *store.Job) error) error {
+// patch applies a change to a live job and places it again; it returns the
+// op that records it.
+func (e *Engine) patch(j ref, id string, change func(now int64, j *store.Job) error) (store.Op, error) {
 	ms := e.nowMs()
-	next := j.Job
+	next := e.view(id, j.idx)
 	if err := change(ms, &next); err != nil {
-		return err
+		return store.Op{}, err
 	}
-	next.ID, next.Type, next.Payload, next.Budgets = j.ID, j.Type, j.Payload, j.Budgets
-	if j.state == stInFlight {
-		next.Status, next.DequeuedAt = j.Status, j.DequeuedAt
-		e.moveQueue(j, next.Queue)
-		j.Job = next
-		j.k.prio = next.Priority
-		return nil
+	r := e.rec(j.idx)
+	moved := r.state != stInFlight
+	if moved {
+		e.detach(j)
 	}
-	e.detach(j)
-	e.moveQueue(j, next.Queue)
-	j.Job = next
-	j.k.prio = next.Priority
-	j.Status = store.Ready
-	if j.ReadyAt > ms {
-		j.Status = store.Scheduled
+	e.moveQueue(j.idx, next.Queue)
+	r.prio, r.readyAt = next.Priority, next.ReadyAt
+	e.setOverrides(j.idx, overrides{retryLimit: next.RetryLimit, backoff: next.Backoff, retention: next.Retention})
+	if moved {
+		e.schedule(j)
 	}
-	e.admit(j)
-	return nil
+	status := e.view(id, j.idx).Status
+	return store.PatchJob(store.JobPatch{
+		ID: id, Queue: next.Queue, Priority: next.Priority, Status: status, ReadyAt: next.ReadyAt,
+		RetryLimit: next.RetryLimit, Backoff: next.Backoff, Retention: next.Retention,
+	}), nil
 }
 
 // moveQueue re-homes a detached (or in-flight) job's counters to another
 // queue. An in-flight job keeps its taker; its new queue applies once it
 // waits again.
-func (e *Engine) moveQueue(j *job, name string) {
-	if j.q.name == name {
+func (e *Engine) moveQueue(idx int32, name string) {
+	r := e.rec(idx)
+	if e.queueList[r.q].name == name {
 		return
 	}
-	j.q.counts[j.state]--
-	j.q = e.queue(name)
-	j.q.counts[j.state]++
+	if r.state != stNew {
+		e.queueList[r.q].counts[r.state]--
+	}
+	r.q = e.queue(name).idx
+	if r.state != stNew {
+		e.queueList[r.q].counts[r.state]++
+	}
 }
 
 // Reset deletes every job (in flight included) and every budget.
@@ -389,34 +407,31 @@ func (e *Engine) Reset() Waiter {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
-	for _, j := range e.jobs {
+	for _, j := range e.ids.all() {
 		e.forget(j)
 	}
 	for key, a := range e.accounts {
 		if a.dl != nil {
-			e.deadlines.remove(a.dl)
+			e.refills.remove(a.dl)
 		}
 		delete(e.accounts, key)
 	}
-	for _, d := range append([]*deadline(nil), e.deadlines.items...) {
-		if d.kind == dlPurge {
-			e.deadlines.remove(d)
-		}
-	}
+	e.purges.items = nil
 	w := e.journal.Append(store.DeleteEverything())
 	e.finishOp()
 	return w
 }
 
-// Job returns a live job as the wire sees it; false if it is not live.
+// Job returns a live job as the engine knows it (no payload; see view);
+// false if it is not live.
 func (e *Engine) Job(id string) (store.Job, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	j := e.jobs[id]
-	if j == nil {
+	j, ok := e.lookup(id)
+	if !ok {
 		return store.Job{}, false
 	}
-	return j.snapshot(), true
+	return e.view(id, j.idx), true
 }
 
 // done is a Waiter for nothing.

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"github.com/tidwall/btree"
-	"github.com/zizq/zizq/server/jobid"
-)
+import "github.com/zizq/zizq/server/jobid"
 
 // key is a job's place in the one dispatch order: (priority, id).
 type key struct {
@@ -18,51 +15,59 @@ func (a key) less(b key) bool {
 	return a.id.Less(b.id)
 }
 
-// item is a member of an ordered job set.
+// item is a member of an ordered job set: the job's key and its record,
+// laid out in 24 bytes and no pointer, so sets of millions cost the
+// collector nothing.
 type item struct {
-	k key
-	j *job
+	id   jobid.ID
+	idx  int32
+	prio uint16
 }
 
-func itemLess(a, b item) bool { return a.k.less(b.k) }
+// none is the absent item (a record index is never negative).
+var none = item{idx: -1}
 
-// jobSet is a set of jobs in dispatch order that can count its members
-// before a key (GetAt is O(log n), so rank is O(log² n)).
-type jobSet struct{ t *btree.BTreeG[item] }
+func (it item) ok() bool           { return it.idx >= 0 }
+func (it item) k() key             { return key{prio: it.prio, id: it.id} }
+func (it item) less(o item) bool   { return it.k().less(o.k()) }
+func itemAt(k key, idx int32) item { return item{id: k.id, idx: idx, prio: k.prio} }
 
-func newJobSet() jobSet {
-	return jobSet{btree.NewBTreeGOptions(itemLess, btree.Options{NoLocks: true, Degree: 32})}
+// jobSet is a set of jobs in dispatch order that counts its members.
+type jobSet struct{ t *bptree[item] }
+
+func newJobSet() jobSet { return jobSet{&bptree[item]{}} }
+
+func (s jobSet) insert(it item) { s.t.set(it) }
+func (s jobSet) remove(k key)   { s.t.delete(itemAt(k, 0)) }
+func (s jobSet) len() int       { return s.t.len() }
+
+func (s jobSet) min() item {
+	if it, ok := s.t.first(); ok {
+		return it
+	}
+	return none
 }
 
-func (s jobSet) insert(j *job)          { s.t.Set(item{j.k, j}) }
-func (s jobSet) remove(j *job)          { s.t.Delete(item{k: j.k}) }
-func (s jobSet) len() int               { return s.t.Len() }
-func (s jobSet) min() *job              { it, _ := s.t.Min(); return it.j }
-func (s jobSet) max() *job              { it, _ := s.t.Max(); return it.j }
-func (s jobSet) at(i int) *job          { it, _ := s.t.GetAt(i); return it.j }
-func (s jobSet) each(f func(*job) bool) { s.t.Scan(func(it item) bool { return f(it.j) }) }
-
-// first returns the first member at or after k (nil if none).
-func (s jobSet) first(k key) *job {
-	var found *job
-	s.t.Ascend(item{k: k}, func(it item) bool { found = it.j; return false })
-	return found
+func (s jobSet) max() item {
+	if it, ok := s.t.last(); ok {
+		return it
+	}
+	return none
 }
+
+func (s jobSet) at(i int) item {
+	if it, ok := s.t.at(i); ok {
+		return it
+	}
+	return none
+}
+
+// ascend calls f on every member from the i-th on, in order, while f
+// returns true.
+func (s jobSet) ascend(i int, f func(item) bool) { s.t.ascend(i, f) }
 
 // rank counts the members before k, or at or before it when inclusive.
-func (s jobSet) rank(k key, inclusive bool) int {
-	lo, hi := 0, s.t.Len()
-	for lo < hi {
-		mid := int(uint(lo+hi) >> 1)
-		it, _ := s.t.GetAt(mid)
-		if it.k.less(k) || (inclusive && it.k == k) {
-			lo = mid + 1
-		} else {
-			hi = mid
-		}
-	}
-	return lo
-}
+func (s jobSet) rank(k key, inclusive bool) int { return s.t.rank(itemAt(k, 0), inclusive) }
 
 // bound is a prefix of the dispatch order: every key, no key, or the keys
 // before k (and k itself when incl). A budget's pay region over a group is

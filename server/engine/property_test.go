@@ -49,7 +49,8 @@ func newPropRun(t testing.TB, seed uint64) *propRun {
 	cfg.GlobalInFlightLimit = limit
 	cfg.MaxPendingFrames = 1 << 30 // the transport's back-pressure is not the rule's
 	cfg.OnDispatch = func(j store.Job, at time.Time, _ int64) {
-		r.got = append(r.got, engineDispatch{id: j.ID, t: r.e.jobs[j.ID].taker, at: at.UnixNano()})
+		jr, _ := r.e.lookup(j.ID)
+		r.got = append(r.got, engineDispatch{id: j.ID, t: r.e.takerSlots[r.e.rec(jr.idx).aux], at: at.UnixNano()})
 	}
 	r.e = New(cfg, r.clk, &recJournal{}, jobid.New(r.clk.Now))
 	r.m = newRefModel(epoch.UnixNano(), limit)
@@ -307,22 +308,22 @@ func (r *propRun) compare() {
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if len(e.jobs) != len(r.m.jobs) {
-		r.fail("live jobs: engine %d, model %d", len(e.jobs), len(r.m.jobs))
+	if e.ids.len() != len(r.m.jobs) {
+		r.fail("live jobs: engine %d, model %d", e.ids.len(), len(r.m.jobs))
 	}
 	for id, mj := range r.m.jobs {
-		j := e.jobs[id]
+		j, ok := e.lookup(id)
 		want := map[refState]jobState{refScheduled: stScheduled, refWaiting: stWaiting, refInFlight: stInFlight}[mj.state]
-		if j == nil || j.state != want {
-			r.fail("job %s: engine %v, model %v", id, j, mj.state)
+		if !ok || e.rec(j.idx).state != want {
+			r.fail("job %s: engine %v, model %v", id, ok, mj.state)
 		}
 	}
 	for key, mb := range r.m.budgets {
 		a := e.accounts[key]
-		if (a.head == nil) != (mb.head == nil) || (a.head != nil && a.head.ID != mb.head.id) {
+		if a.head.ok() != (mb.head != nil) || (a.head.ok() && a.head.id.String() != mb.head.id) {
 			r.fail("head of %s: engine %v, model %v", key, a, mb.head)
 		}
-		if got, want := e.view(a, true).State.Parked, r.m.parked(mb); got != want {
+		if got, want := e.budgetView(a, true).State.Parked, r.m.parked(mb); got != want {
 			r.fail("parked on %s: engine %d, model %d", key, got, want)
 		}
 	}
@@ -338,7 +339,8 @@ func (r *propRun) compare() {
 			continue
 		}
 		want := r.m.why(id)
-		got := r.engineWhy(e.jobs[id])
+		j, _ := e.lookup(id)
+		got := r.engineWhy(e.waitingJob(j))
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			r.fail("why %s: engine %+v, model %+v", id, got, want)
 		}
@@ -346,10 +348,10 @@ func (r *propRun) compare() {
 }
 
 // engineWhy is Why without the lock (compare holds it).
-func (r *propRun) engineWhy(j *job) refWhy {
+func (r *propRun) engineWhy(j waitingJob) refWhy {
 	e := r.e
 	switch {
-	case !e.served(j.q) || e.affordable(j):
+	case !e.served(j.g.q) || e.affordable(j):
 		return refWhy{waitingFor: "worker"}
 	}
 	w := refWhy{waitingFor: "budget"}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
 
@@ -15,8 +16,8 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	if j := e.jobs[sj.ID]; j != nil {
-		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, j.Status)
+	if j, ok := e.lookup(sj.ID); ok {
+		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, e.view(sj.ID, j.idx).Status)
 	}
 	if sj.Status != store.Dead {
 		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, sj.Status)
@@ -29,33 +30,23 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	// A dead job's purge deadline is pending until its purge is journalled;
 	// without one the row is gone (or about to be), so there is nothing to
 	// revive.
-	if sj.PurgeAt != 0 && !e.cancelPurge(sj.ID) {
+	if id, ok := jobid.Parse(sj.ID); sj.PurgeAt != 0 && (!ok || !e.purges.cancel(id)) {
 		return store.Job{}, nil, errorf(NotFound, "job not found")
 	}
 	ms := e.nowMs()
 	sj.Status = store.Ready
 	sj.ReadyAt = ms
 	sj.PurgeAt = 0
-	j, err := e.newJob(sj)
+	j, err := e.newJob(&sj)
 	if err != nil { // cannot happen: bindings were checked
 		return store.Job{}, nil, err
 	}
-	e.ids.Observe(sj.ID)
-	w := e.journal.Append(store.PutJob(j.Job))
-	out := j.snapshot() // as readmitted, like Enqueue: it may be dispatched at once
-	e.admit(j)
+	e.idgen.Observe(sj.ID)
+	w := e.journal.Append(store.PatchJob(store.JobPatch{
+		ID: sj.ID, Queue: sj.Queue, Priority: sj.Priority, Status: store.Ready, ReadyAt: ms,
+		RetryLimit: sj.RetryLimit, Backoff: sj.Backoff, Retention: sj.Retention,
+	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0))
+	out := sj // as readmitted, like Enqueue: it may be dispatched at once
+	e.schedule(j)
 	return out, w, nil
-}
-
-// cancelPurge removes the pending purge of a retained job; false if there
-// is none. Retries of dead jobs are rare operator actions, so a scan of the
-// deadlines is fine.
-func (e *Engine) cancelPurge(id string) bool {
-	for _, d := range e.deadlines.items {
-		if d.kind == dlPurge && d.purgeID == id {
-			e.deadlines.remove(d)
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"sort"
 
+	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
 
@@ -12,9 +13,10 @@ import (
 type Taker struct {
 	e        *Engine
 	conn     uint64   // connection order
+	slot     int32    // index in Engine.takerSlots
 	queues   []*queue // nil: every queue
 	prefetch int      // 0: unlimited
-	inFlight map[*job]struct{}
+	inFlight map[int32]flight
 	out      []store.Job
 	notify   chan struct{}
 	// Room order: a taker with room sits in the room lists (one per queue
@@ -26,6 +28,12 @@ type Taker struct {
 	roomy   bool
 	gained  bool // gained room during the current operation
 	closed  bool
+}
+
+// flight is one job a taker holds: its ID and when it was dispatched (ms).
+type flight struct {
+	id         jobid.ID
+	dequeuedAt int64
 }
 
 // takerList is a room list: takers with room, earliest roomSeq first.
@@ -45,7 +53,8 @@ func (e *Engine) NewTaker(queues []string, prefetch int) *Taker {
 	defer e.mu.Unlock()
 	e.enterOp()
 	e.conns++
-	t := &Taker{e: e, conn: e.conns, prefetch: prefetch, inFlight: map[*job]struct{}{}, notify: make(chan struct{}, 1)}
+	t := &Taker{e: e, conn: e.conns, prefetch: prefetch, inFlight: map[int32]flight{}, notify: make(chan struct{}, 1)}
+	e.seat(t)
 	for _, name := range dedupe(queues) {
 		t.queues = append(t.queues, e.queue(name))
 	}
@@ -138,18 +147,19 @@ func (t *Taker) Close() {
 	e.setRoomy(t, false)
 	delete(e.takers, t)
 	e.serve(t, -1)
-	held := make([]*job, 0, len(t.inFlight))
-	for j := range t.inFlight {
-		held = append(held, j)
+	held := make([]ref, 0, len(t.inFlight))
+	for idx, f := range t.inFlight {
+		held = append(held, ref{id: f.id, idx: idx})
 	}
-	sort.Slice(held, func(a, b int) bool { return held[a].k.less(held[b].k) })
+	sort.Slice(held, func(a, b int) bool { return held[a].id.Less(held[b].id) })
 	for _, j := range held {
 		e.release(j)
-		e.setState(j, stNew)
-		e.journal.Append(store.SetStatus(j.ID, store.Ready, 0))
-		e.join(j, e.nowMs())
+		e.setState(j.idx, stNew)
+		e.journal.Append(store.SetStatus(j.id.String(), store.Ready, 0))
+		e.join(j)
 	}
 	t.out = nil
+	e.unseat(t)
 	e.finishOp()
 }
 
@@ -219,17 +229,34 @@ func (e *Engine) globalFull() bool {
 	return e.cfg.GlobalInFlightLimit > 0 && e.inFlight >= e.cfg.GlobalInFlightLimit
 }
 
+// seat gives a taker a slot, which in-flight records name.
+func (e *Engine) seat(t *Taker) {
+	if n := len(e.freeSlots); n > 0 {
+		t.slot = e.freeSlots[n-1]
+		e.freeSlots = e.freeSlots[:n-1]
+		e.takerSlots[t.slot] = t
+		return
+	}
+	t.slot = int32(len(e.takerSlots))
+	e.takerSlots = append(e.takerSlots, t)
+}
+
+func (e *Engine) unseat(t *Taker) {
+	e.takerSlots[t.slot] = nil
+	e.freeSlots = append(e.freeSlots, t.slot)
+}
+
 // bestFor returns the earliest affordable job among the taker's queues.
-func (e *Engine) bestFor(t *Taker) *job {
+func (e *Engine) bestFor(t *Taker) item {
 	if t.queues == nil {
 		if q := e.hot.min(); q != nil {
 			return q.best()
 		}
-		return nil
+		return none
 	}
-	var best *job
+	best := none
 	for _, q := range t.queues {
-		if j := q.best(); j != nil && (best == nil || j.k.less(best.k)) {
+		if j := q.best(); j.ok() && (!best.ok() || j.less(best)) {
 			best = j
 		}
 	}
@@ -253,6 +280,7 @@ func (e *Engine) dispatchOne() bool {
 	if winner == nil {
 		return false
 	}
-	e.deliver(e.bestFor(winner), winner)
+	best := e.bestFor(winner)
+	e.deliver(ref{id: best.id, idx: best.idx}, winner)
 	return true
 }

@@ -61,7 +61,7 @@ func (e *Engine) queueCounts(q *queue) Counts {
 		return c
 	}
 	for _, g := range q.groups {
-		if len(g.sig) == 0 {
+		if g.sig == nil {
 			continue
 		}
 		parked := int64(g.set.len() - e.affordBound(g).count(g.set))
@@ -85,18 +85,30 @@ func (e *Engine) lineBounds(a *account, g *group) (pb, wb bound) {
 
 // refusedIn counts the members of g that wait in a's line and a cannot pay
 // (the parked jobs of a in g), and returns the first of them.
-func (e *Engine) refusedIn(a *account, g *group) (int, *job) {
+func (e *Engine) refusedIn(a *account, g *group) (int, item) {
 	pb, wb := e.lineBounds(a, g)
 	from, to := pb.count(g.set), wb.count(g.set)
 	if from >= to {
-		return 0, nil
+		return 0, none
 	}
 	return to - from, g.set.at(from)
 }
 
+// waitingJob is a waiting job with what the views ask of it.
+type waitingJob struct {
+	ref
+	k key
+	g *group
+}
+
+func (e *Engine) waitingJob(j ref) waitingJob {
+	r := e.rec(j.idx)
+	return waitingJob{ref: j, k: key{prio: r.prio, id: j.id}, g: e.queueList[r.q].groups[e.sigOf(r)]}
+}
+
 // inLine reports whether a waiting job waits in a's line.
-func (e *Engine) inLine(a *account, j *job) bool {
-	if a.head == j {
+func (e *Engine) inLine(a *account, j waitingJob) bool {
+	if a.head.idx == j.idx {
 		return true
 	}
 	pb, wb := e.lineBounds(a, j.g)
@@ -104,12 +116,12 @@ func (e *Engine) inLine(a *account, j *job) bool {
 }
 
 // affordable reports whether every budget pays a waiting job now.
-func (e *Engine) affordable(j *job) bool {
-	return e.served(j.q) && e.affordBound(j.g).admits(j.k)
+func (e *Engine) affordable(j waitingJob) bool {
+	return e.served(j.g.q) && e.affordBound(j.g).admits(j.k)
 }
 
 // ahead counts the jobs of a's line before j, and what they cost a.
-func (e *Engine) ahead(a *account, j *job) (n, cost int64) {
+func (e *Engine) ahead(a *account, j waitingJob) (n, cost int64) {
 	before := bound{kind: boundAt, k: j.k}
 	for g := range a.served {
 		pb, wb := e.lineBounds(a, g)
@@ -118,7 +130,7 @@ func (e *Engine) ahead(a *account, j *job) (n, cost int64) {
 			n += int64(k)
 			cost += int64(k) * c
 		}
-		if h := a.head; h != nil && h.g == g && h.k.less(j.k) && (pb.admits(h.k) || !wb.admits(h.k)) {
+		if h := a.head; h.ok() && a.headGroup == g && h.k().less(j.k) && (pb.admits(h.k()) || !wb.admits(h.k())) {
 			n++
 			cost += a.headCost
 		}
@@ -155,41 +167,43 @@ func (e *Engine) Why(id string) (Why, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.catchUp()
-	j := e.jobs[id]
-	if j == nil {
+	j, ok := e.lookup(id)
+	if !ok {
 		return Why{}, false
 	}
-	w := Why{Job: j.snapshot(), WaitingFor: "nothing"}
+	r := e.rec(j.idx)
+	w := Why{Job: e.view(id, j.idx), WaitingFor: "nothing"}
+	q := e.queueList[r.q]
 	switch {
-	case j.state == stScheduled:
+	case r.state == stScheduled:
 		w.WaitingFor = "schedule"
-	case j.state != stWaiting:
-	case !e.served(j.q):
-		w.WaitingFor, w.Reason = "worker", "no worker serves queue "+j.q.name
-	case e.affordable(j):
-		w.WaitingFor, w.Reason = "worker", "every worker of queue "+j.q.name+" is busy"
+	case r.state != stWaiting:
+	case !e.served(q):
+		w.WaitingFor, w.Reason = "worker", "no worker serves queue "+q.name
+	case e.affordable(e.waitingJob(j)):
+		w.WaitingFor, w.Reason = "worker", "every worker of queue "+q.name+" is busy"
 		if e.globalFull() {
 			w.Reason = "the global in-flight limit is reached"
 		}
 	default:
 		w.WaitingFor = "budget"
-		w.Budgets = e.refusals(j)
+		w.Budgets = e.refusals(e.waitingJob(j))
 	}
 	return w, true
 }
 
 // refusals describes each line a parked job waits in whose budget cannot
 // pay it now (a head its budget can pay waits on its other budgets).
-func (e *Engine) refusals(j *job) []WhyBudget {
+func (e *Engine) refusals(j waitingJob) []WhyBudget {
 	var out []WhyBudget
-	for _, b := range j.binds {
+	for _, b := range e.binds(e.rec(j.idx)) {
 		if !e.inLine(b.a, j) || e.payBound(b.a, b.cost, j.g).admits(j.k) {
 			continue
 		}
 		n, cost := e.ahead(b.a, j)
 		wb := WhyBudget{Key: b.a.cfg.Key, Cost: b.cost, Available: round3(b.a.pool.Available(e.vnow)), Ahead: n}
-		if h := b.a.head; h != nil && h != j && h.k.less(j.k) && e.pays(b.a, b.cost) {
-			wb.ReservedBy = h.ID
+		if h := b.a.head; h.ok() && h.idx != j.idx && h.k().less(j.k) && e.pays(b.a, b.cost) {
+			wb.ReservedBy = h.id.String()
 		}
 		if b.a.timeBased() {
 			at := e.affordableAt(b.a, cost+b.cost)
@@ -229,16 +243,12 @@ func (e *Engine) Parked() []string {
 			continue
 		}
 		for _, g := range q.groups {
-			if len(g.sig) == 0 {
-				continue
-			}
-			n := e.affordBound(g).count(g.set)
-			if n == g.set.len() {
+			if g.sig == nil {
 				continue
 			}
 			// The affordable prefix ends at member n: the rest are parked.
-			g.set.t.Ascend(item{k: g.set.at(n).k}, func(it item) bool {
-				out = append(out, it.j.ID)
+			g.set.ascend(e.affordBound(g).count(g.set), func(it item) bool {
+				out = append(out, it.id.String())
 				return true
 			})
 		}

@@ -1,0 +1,232 @@
+// Package core is zizq's one service: every transport (the HTTP API, the
+// admin port) calls it, and it joins the engine (the live state and every
+// dispatch decision) to the store (the durable record) by the rules that
+// keep them agreeing:
+//
+//   - A change is applied to the engine, which journals it to the store in
+//     the engine's own order, and answered once it is durable.
+//   - An enqueue is dispatched only after its commit; a failed commit
+//     undoes it, so no worker ever sees a job that was not stored.
+//   - A job's live fields (status, queue, priority, attempts, bindings, ...)
+//     are the engine's; its payload and whatever else never changes come
+//     from the store, or from a small cache of jobs enqueued moments ago,
+//     so the hot enqueue → take path does not read back what it just wrote.
+//   - Start-up returns jobs left in flight to ready and loads only what the
+//     engine needs.
+//
+// Errors are *Error values of a few kinds (errors.Is with ErrNotFound, ...);
+// transports map each kind to their own status in one place.
+//
+// Lock order: Engine.mu, then the store writer's lock (taken by
+// Journal.Append under the engine lock); the payload cache's lock is taken
+// alone.
+package core
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/jobid"
+	"github.com/zizq/zizq/store"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Open opens the store; the service closes it.
+	Open   func(ctx context.Context) (Store, error)
+	Engine engine.Config
+	// PayloadCacheBytes bounds the payloads of recent enqueues kept for
+	// their dispatch (0: DefaultPayloadCacheBytes; negative: none).
+	PayloadCacheBytes int64
+	Clock             clock.Clock  // nil: the real clock
+	Logger            *slog.Logger // nil: slog.Default()
+	// BeforeRestore, when set, runs once the store is open and before the
+	// engine is rebuilt (tests hold the start there).
+	BeforeRestore func(context.Context)
+}
+
+// DefaultPayloadCacheBytes is the payload cache's default bound: enough for
+// the jobs between an enqueue and its dispatch to an idle worker, small
+// beside a backlog's records.
+const DefaultPayloadCacheBytes = 16 << 20
+
+// Service is the core. Its methods are safe for concurrent use; those that
+// need the loaded state answer ErrStarting until Ready is closed.
+type Service struct {
+	opts   Options
+	clock  clock.Clock
+	log    *slog.Logger
+	engine *engine.Engine
+	store  Store
+	cache  *payloadCache
+	life   lifecycle
+	closed sync.Once
+}
+
+// lifecycle tracks the start.
+type lifecycle struct {
+	ready  chan struct{} // closed once the engine is loaded
+	failed chan struct{} // closed if the start failed; err says why
+	done   chan struct{} // closed when the start goroutine returns
+	err    error
+	cancel context.CancelFunc
+}
+
+// Start returns a service at once and opens its store, returns the last
+// run's in-flight jobs to ready and loads the engine in the background.
+// Close it to close the store; Close also ends a start in progress.
+func Start(ctx context.Context, opts Options) *Service {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.PayloadCacheBytes == 0 {
+		opts.PayloadCacheBytes = DefaultPayloadCacheBytes
+	}
+	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes)}
+	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
+	ctx, s.life.cancel = context.WithCancel(ctx)
+	go s.start(ctx)
+	return s
+}
+
+func (s *Service) start(ctx context.Context) {
+	defer close(s.life.done)
+	st, err := s.opts.Open(ctx)
+	if err != nil {
+		s.fail(fmt.Errorf("open store: %w", err))
+		return
+	}
+	if s.opts.BeforeRestore != nil {
+		s.opts.BeforeRestore(ctx)
+	}
+	e, err := s.restore(ctx, st)
+	if err != nil {
+		_ = st.Close()
+		s.fail(err)
+		return
+	}
+	s.engine, s.store = e, st
+	close(s.life.ready)
+}
+
+func (s *Service) fail(err error) {
+	s.log.Error("server failed to start", "err", err)
+	s.life.err = err
+	close(s.life.failed)
+}
+
+// restore rebuilds the engine from the store.
+func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error) {
+	requeued, err := st.RecoverInFlight(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
+	}
+	state, err := loadState(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	ids := jobid.New(s.clock.Now)
+	ids.Observe(state.maxID)
+	journal := journal{st}
+	e := engine.New(s.opts.Engine, s.clock, journal, ids)
+	jobs := 0
+	count := func(yield func(store.Job) error) error {
+		return state.jobs(func(j store.Job) error { jobs++; return yield(j) })
+	}
+	if err := e.Restore(state.budgets, count, state.purges); err != nil {
+		return nil, err
+	}
+	s.log.Info("engine restored", "jobs", jobs, "budgets", len(state.budgets), "requeued", requeued)
+	return e, nil
+}
+
+// journal adapts the store to the engine's Journal.
+type journal struct{ st Store }
+
+func (j journal) Append(ops ...store.Op) engine.Waiter { return j.st.Append(ops...) }
+
+// Ready is closed once the service serves every call.
+func (s *Service) Ready() <-chan struct{} { return s.life.ready }
+
+// Failed is closed if the start failed; Err says why.
+func (s *Service) Failed() <-chan struct{} { return s.life.failed }
+
+// Err returns why the start failed, or nil.
+func (s *Service) Err() error {
+	select {
+	case <-s.life.failed:
+		return s.life.err
+	default:
+		return nil
+	}
+}
+
+// IsReady reports whether the service serves every call.
+func (s *Service) IsReady() bool {
+	select {
+	case <-s.life.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// Wait waits for the start to end: nil once ready, its error if it failed.
+func (s *Service) Wait(ctx context.Context) error {
+	select {
+	case <-s.life.ready:
+		return nil
+	case <-s.life.failed:
+		return s.life.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ready returns ErrStarting until the service is ready.
+func (s *Service) ready() error {
+	if s.IsReady() {
+		return nil
+	}
+	return refuse(KindStarting, "server is starting")
+}
+
+// Close ends a start in progress and closes the store; call it once every
+// transport has stopped calling.
+func (s *Service) Close() error {
+	s.life.cancel()
+	<-s.life.done
+	var err error
+	s.closed.Do(func() {
+		if s.store != nil {
+			err = s.store.Close()
+		}
+	})
+	return err
+}
+
+// Store returns the store (for maintenance and metrics); nil before ready.
+func (s *Service) Store() Store {
+	if !s.IsReady() {
+		return nil
+	}
+	return s.store
+}
+
+// Engine returns the engine (for metrics hooks and tests); nil before
+// ready.
+func (s *Service) Engine() *engine.Engine {
+	if !s.IsReady() {
+		return nil
+	}
+	return s.engine
+}
+
+func (s *Service) nowMs() int64 { return s.clock.Now().UnixMilli() }

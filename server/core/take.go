@@ -1,0 +1,70 @@
+package core
+
+import (
+	"context"
+
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// Taker is one take stream: the jobs dispatched to it come out of Next,
+// whole (payload included), in dispatch order.
+type Taker struct {
+	s *Service
+	t *engine.Taker
+}
+
+// Take connects a taker serving the named queues (none: all) with at most
+// prefetch unacknowledged jobs (0: unlimited).
+func (s *Service) Take(queues []string, prefetch int) (*Taker, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	return &Taker{s: s, t: s.engine.NewTaker(queues, prefetch)}, nil
+}
+
+// Notify is signalled when jobs are waiting for Next.
+func (t *Taker) Notify() <-chan struct{} { return t.t.Notify() }
+
+// Next appends the jobs dispatched since the last call to buf. Payloads
+// come from the cache of recent enqueues, else from the store in one query
+// for the batch; a job deleted since its dispatch is left out.
+func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) {
+	start := len(buf)
+	buf = t.t.Drain(buf)
+	frames := buf[start:]
+	var missing []string
+	for i := range frames {
+		if p, ok := t.s.cache.take(frames[i].ID); ok {
+			frames[i].Payload = p
+		} else {
+			missing = append(missing, frames[i].ID)
+		}
+	}
+	if len(missing) == 0 {
+		return buf, nil
+	}
+	rows, err := getJobs(ctx, t.s.store, missing)
+	if err != nil {
+		return buf[:start], translate(err)
+	}
+	stored := make(map[string]store.Job, len(rows))
+	for _, r := range rows {
+		stored[r.ID] = r
+	}
+	kept := frames[:0]
+	for _, f := range frames {
+		if f.Payload == nil {
+			r, ok := stored[f.ID]
+			if !ok {
+				continue // deleted since it was dispatched
+			}
+			f.Payload = r.Payload
+		}
+		kept = append(kept, f)
+	}
+	return buf[:start+len(kept)], nil
+}
+
+// Close disconnects the taker: the jobs it holds go back to ready.
+func (t *Taker) Close() { t.t.Close() }

@@ -1,0 +1,381 @@
+package engine
+
+// bptree is an ordered set of T that counts its members (rank and index
+// lookups in O(log n)) and stays dense under the engine's usual pattern:
+// new jobs have increasing IDs, so most inserts land after every member,
+// and dispatch removes from the front. A full rightmost leaf then starts a
+// new leaf instead of splitting, so leaves end full (a plain B-tree leaves
+// each split node half empty, doubling the memory of a backlog).
+//
+// It was written for the engine rather than taken from a library because
+// the libraries tried (github.com/tidwall/btree, google/btree) keep a
+// sequentially filled tree about half full: 68 bytes per 24-byte member.
+type bptree[T lesser[T]] struct {
+	root *bnode[T]
+	n    int
+}
+
+// lesser is an item type with its order.
+type lesser[T any] interface{ less(T) bool }
+
+// bmax is the most members of a leaf and children of an inner node.
+const bmax = 64
+
+type bnode[T lesser[T]] struct {
+	n      int // members in this subtree
+	leaf   bool
+	items  []T         // leaf: members, ascending (cap bmax)
+	kids   []*bnode[T] // inner: children
+	firsts []T         // inner: the first member of each child
+}
+
+func (t *bptree[T]) len() int { return t.n }
+
+// first returns the smallest member.
+func (t *bptree[T]) first() (T, bool) {
+	var zero T
+	n := t.root
+	if n == nil {
+		return zero, false
+	}
+	for !n.leaf {
+		n = n.kids[0]
+	}
+	return n.items[0], true
+}
+
+// last returns the largest member.
+func (t *bptree[T]) last() (T, bool) {
+	var zero T
+	n := t.root
+	if n == nil {
+		return zero, false
+	}
+	for !n.leaf {
+		n = n.kids[len(n.kids)-1]
+	}
+	return n.items[len(n.items)-1], true
+}
+
+// get returns the member equal to x.
+func (t *bptree[T]) get(x T) (T, bool) {
+	var zero T
+	n := t.root
+	if n == nil {
+		return zero, false
+	}
+	for !n.leaf {
+		n = n.kids[n.child(x)]
+	}
+	i := lowerBound(n.items, x)
+	if i < len(n.items) && !x.less(n.items[i]) {
+		return n.items[i], true
+	}
+	return zero, false
+}
+
+// child returns the index of the child whose range holds x.
+func (n *bnode[T]) child(x T) int {
+	lo, hi := 1, len(n.firsts)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if x.less(n.firsts[mid]) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo - 1
+}
+
+// lowerBound returns the index of the first item not less than x.
+func lowerBound[T lesser[T]](items []T, x T) int {
+	lo, hi := 0, len(items)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if items[mid].less(x) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// set inserts x, replacing an equal member; it reports whether x is new.
+func (t *bptree[T]) set(x T) bool {
+	if t.root == nil {
+		t.root = &bnode[T]{leaf: true, items: make([]T, 0, bmax)}
+	}
+	added, split := t.root.insert(x, true)
+	if split != nil {
+		old := t.root
+		t.root = &bnode[T]{n: old.n + split.n, kids: []*bnode[T]{old, split}, firsts: []T{old.firstItem(), split.firstItem()}}
+	}
+	if added {
+		t.n++
+	}
+	return added
+}
+
+func (n *bnode[T]) firstItem() T {
+	for !n.leaf {
+		n = n.kids[0]
+	}
+	return n.items[0]
+}
+
+// insert puts x in the subtree; rightmost says the subtree is the last of
+// the tree. It returns whether x was added and a new right sibling when
+// the node had to split.
+func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
+	if n.leaf {
+		i := lowerBound(n.items, x)
+		if i < len(n.items) && !x.less(n.items[i]) {
+			n.items[i] = x
+			return false, nil
+		}
+		if len(n.items) < bmax {
+			n.items = append(n.items, x)
+			copy(n.items[i+1:], n.items[i:])
+			n.items[i] = x
+			n.n++
+			return true, nil
+		}
+		if rightmost && i == len(n.items) {
+			// Appending past a full last leaf: a new leaf, this one stays full.
+			return true, &bnode[T]{leaf: true, n: 1, items: append(make([]T, 0, bmax), x)}
+		}
+		right := n.splitLeaf()
+		if i > len(n.items) {
+			added, _ := right.insert(x, false)
+			return added, right
+		}
+		added, _ := n.insert(x, false)
+		return added, right
+	}
+	c := n.child(x)
+	added, split := n.kids[c].insert(x, rightmost && c == len(n.kids)-1)
+	if added {
+		n.n++ // a split below moves members between children, not out
+	}
+	if x.less(n.firsts[c]) {
+		n.firsts[c] = x
+	}
+	if split == nil {
+		return added, nil
+	}
+	n.kids = append(n.kids, nil)
+	copy(n.kids[c+2:], n.kids[c+1:])
+	n.kids[c+1] = split
+	first := split.firstItem()
+	n.firsts = append(n.firsts, first)
+	copy(n.firsts[c+2:], n.firsts[c+1:])
+	n.firsts[c+1] = first
+	if len(n.kids) <= bmax {
+		return added, nil
+	}
+	if rightmost && c+1 == len(n.kids)-1 {
+		// The split child was the last: move it alone to a new right node.
+		right := &bnode[T]{n: split.n, kids: []*bnode[T]{split}, firsts: []T{split.firstItem()}}
+		n.kids = n.kids[:len(n.kids)-1]
+		n.firsts = n.firsts[:len(n.firsts)-1]
+		n.n -= split.n
+		return added, right
+	}
+	return added, n.splitInner()
+}
+
+func (n *bnode[T]) splitLeaf() *bnode[T] {
+	half := len(n.items) / 2
+	right := &bnode[T]{leaf: true, items: make([]T, len(n.items)-half, bmax)}
+	copy(right.items, n.items[half:])
+	clear(n.items[half:])
+	n.items = n.items[:half]
+	n.n, right.n = len(n.items), len(right.items)
+	return right
+}
+
+func (n *bnode[T]) splitInner() *bnode[T] {
+	half := len(n.kids) / 2
+	right := &bnode[T]{
+		kids:   append([]*bnode[T](nil), n.kids[half:]...),
+		firsts: append([]T(nil), n.firsts[half:]...),
+	}
+	clear(n.kids[half:])
+	n.kids = n.kids[:half]
+	n.firsts = n.firsts[:half]
+	n.n = 0
+	for _, k := range n.kids {
+		n.n += k.n
+	}
+	for _, k := range right.kids {
+		right.n += k.n
+	}
+	return right
+}
+
+// delete removes the member equal to x; it reports whether there was one.
+func (t *bptree[T]) delete(x T) bool {
+	if t.root == nil || !t.root.remove(x) {
+		return false
+	}
+	t.n--
+	for !t.root.leaf && len(t.root.kids) == 1 {
+		t.root = t.root.kids[0]
+	}
+	if t.root.leaf && len(t.root.items) == 0 {
+		t.root = nil
+	}
+	return true
+}
+
+// remove deletes x from the subtree. A child that empties is dropped, and
+// one that runs low is merged into a neighbour that has room, so a tree
+// drained from the front or the middle does not keep sparse nodes.
+func (n *bnode[T]) remove(x T) bool {
+	if n.leaf {
+		i := lowerBound(n.items, x)
+		if i == len(n.items) || x.less(n.items[i]) {
+			return false
+		}
+		copy(n.items[i:], n.items[i+1:])
+		var zero T
+		n.items[len(n.items)-1] = zero
+		n.items = n.items[:len(n.items)-1]
+		n.n--
+		return true
+	}
+	c := n.child(x)
+	if !n.kids[c].remove(x) {
+		return false
+	}
+	n.n--
+	k := n.kids[c]
+	switch {
+	case k.n == 0:
+		n.drop(c)
+	case k.size() < bmax/4:
+		n.mergeLow(c)
+	default:
+		n.firsts[c] = k.firstItem()
+	}
+	return true
+}
+
+func (n *bnode[T]) size() int {
+	if n.leaf {
+		return len(n.items)
+	}
+	return len(n.kids)
+}
+
+// drop removes child c.
+func (n *bnode[T]) drop(c int) {
+	copy(n.kids[c:], n.kids[c+1:])
+	n.kids[len(n.kids)-1] = nil
+	n.kids = n.kids[:len(n.kids)-1]
+	copy(n.firsts[c:], n.firsts[c+1:])
+	var zero T
+	n.firsts[len(n.firsts)-1] = zero
+	n.firsts = n.firsts[:len(n.firsts)-1]
+}
+
+// mergeLow merges the low child c into a neighbour when both fit in one.
+func (n *bnode[T]) mergeLow(c int) {
+	k := n.kids[c]
+	if c+1 < len(n.kids) && k.size()+n.kids[c+1].size() <= bmax {
+		k.absorb(n.kids[c+1])
+		n.drop(c + 1)
+		n.firsts[c] = k.firstItem()
+		return
+	}
+	if c > 0 && n.kids[c-1].size()+k.size() <= bmax {
+		n.kids[c-1].absorb(k)
+		n.drop(c)
+		return
+	}
+	n.firsts[c] = k.firstItem()
+}
+
+// absorb appends the members or children of its right neighbour r.
+func (n *bnode[T]) absorb(r *bnode[T]) {
+	if n.leaf {
+		n.items = append(n.items, r.items...)
+	} else {
+		n.kids = append(n.kids, r.kids...)
+		n.firsts = append(n.firsts, r.firsts...)
+	}
+	n.n += r.n
+	r.n = 0
+}
+
+// rank counts the members less than x (or not greater, when inclusive).
+func (t *bptree[T]) rank(x T, inclusive bool) int {
+	r := 0
+	n := t.root
+	if n == nil {
+		return 0
+	}
+	for !n.leaf {
+		c := n.child(x)
+		for _, k := range n.kids[:c] {
+			r += k.n
+		}
+		n = n.kids[c]
+	}
+	i := lowerBound(n.items, x)
+	if inclusive && i < len(n.items) && !x.less(n.items[i]) {
+		i++
+	}
+	return r + i
+}
+
+// at returns the i-th member (0-based).
+func (t *bptree[T]) at(i int) (T, bool) {
+	var zero T
+	if i < 0 || i >= t.n {
+		return zero, false
+	}
+	n := t.root
+	for !n.leaf {
+		for _, k := range n.kids {
+			if i < k.n {
+				n = k
+				break
+			}
+			i -= k.n
+		}
+	}
+	return n.items[i], true
+}
+
+// ascend calls f on the members from the i-th on, in order, while f
+// returns true.
+func (t *bptree[T]) ascend(i int, f func(T) bool) {
+	if t.root != nil && i >= 0 {
+		t.root.ascend(i, f)
+	}
+}
+
+func (n *bnode[T]) ascend(i int, f func(T) bool) bool {
+	if n.leaf {
+		for _, it := range n.items[min(i, len(n.items)):] {
+			if !f(it) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, k := range n.kids {
+		if i >= k.n {
+			i -= k.n
+			continue
+		}
+		if !k.ascend(i, f) {
+			return false
+		}
+		i = 0
+	}
+	return true
+}

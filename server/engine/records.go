@@ -1,0 +1,214 @@
+package engine
+
+import (
+	"strconv"
+
+	"github.com/zizq/zizq/server/jobid"
+	"github.com/zizq/zizq/store"
+)
+
+// jobRec is the engine's record of one live job. It holds only what the
+// engine decides with, in 32 bytes and no pointers, so a backlog of
+// millions costs little memory and nothing to the garbage collector: the
+// payload and the job's history stay in the store, the queue, type and
+// bindings are interned, and the job's ID lives where the job is found
+// (the id index, its group's ordered set, the promotion heap, its taker).
+type jobRec struct {
+	readyAt  int64 // ms
+	attempts uint32
+	q        uint32 // index in Engine.queueList
+	typ      uint32 // index in Engine.types
+	binds    uint32 // index in Engine.bindLists; 0: no bindings
+	// aux is the record's place in the structure of its state: the
+	// promotion heap (scheduled), its taker's slot (in flight), else -1.
+	aux   int32
+	prio  uint16
+	state jobState
+	flags recFlags
+}
+
+type recFlags uint8
+
+const (
+	// recOverrides: the job has a retry limit, backoff or retention of its
+	// own, in Engine.overrides.
+	recOverrides recFlags = 1 << iota
+)
+
+// overrides are a job's own settings, rare enough to keep beside the
+// records.
+type overrides struct {
+	retryLimit *uint32
+	backoff    *store.Backoff
+	retention  *store.Retention
+}
+
+func (o *overrides) empty() bool {
+	return o.retryLimit == nil && o.backoff == nil && o.retention == nil
+}
+
+// slab holds records in fixed chunks, so they never move and growing
+// wastes no more than one chunk; freed slots are reused.
+type slab struct {
+	chunks [][]jobRec
+	free   []int32
+	n      int32
+}
+
+const slabChunk = 1 << 14
+
+func (s *slab) alloc() int32 {
+	if n := len(s.free); n > 0 {
+		i := s.free[n-1]
+		s.free = s.free[:n-1]
+		return i
+	}
+	if int(s.n) == len(s.chunks)*slabChunk {
+		s.chunks = append(s.chunks, make([]jobRec, slabChunk))
+	}
+	s.n++
+	return s.n - 1
+}
+
+func (s *slab) release(i int32) {
+	*s.at(i) = jobRec{}
+	s.free = append(s.free, i)
+}
+
+func (s *slab) at(i int32) *jobRec { return &s.chunks[i/slabChunk][i%slabChunk] }
+
+// names interns strings as small indices.
+type names struct {
+	index map[string]uint32
+	list  []string
+}
+
+func (n *names) intern(s string) uint32 {
+	if i, ok := n.index[s]; ok {
+		return i
+	}
+	if n.index == nil {
+		n.index = map[string]uint32{}
+	}
+	i := uint32(len(n.list))
+	n.list = append(n.list, s)
+	n.index[s] = i
+	return i
+}
+
+// bindList is one interned list of budget bindings, in the order the job
+// gave them (the wire echoes that order), with the canonical signature
+// that groups jobs by their bindings whatever their order.
+type bindList struct {
+	binds []bind
+	sig   *signature
+	key   string
+	refs  int
+}
+
+// signature is a set of bindings in canonical order (by budget key).
+type signature struct {
+	binds []bind
+	key   string
+	refs  int
+}
+
+// internBinds returns the index of the list of binds, counting a reference.
+func (e *Engine) internBinds(binds []bind) uint32 {
+	if len(binds) == 0 {
+		return 0
+	}
+	e.sigBuf = appendBindKey(e.sigBuf[:0], binds)
+	if i, ok := e.bindIndex[string(e.sigBuf)]; ok {
+		e.bindLists[i].refs++
+		return i
+	}
+	l := bindList{binds: binds, key: string(e.sigBuf), refs: 1, sig: e.internSignature(binds)}
+	var i uint32
+	if n := len(e.freeBinds); n > 0 {
+		i = e.freeBinds[n-1]
+		e.freeBinds = e.freeBinds[:n-1]
+		e.bindLists[i] = l
+	} else {
+		i = uint32(len(e.bindLists))
+		e.bindLists = append(e.bindLists, l)
+	}
+	e.bindIndex[l.key] = i
+	return i
+}
+
+// releaseBinds drops a reference to a list, freeing it with the last.
+func (e *Engine) releaseBinds(i uint32) {
+	if i == 0 {
+		return
+	}
+	l := &e.bindLists[i]
+	if l.refs--; l.refs > 0 {
+		return
+	}
+	if l.sig.refs--; l.sig.refs == 0 {
+		delete(e.signatures, l.sig.key)
+	}
+	delete(e.bindIndex, l.key)
+	*l = bindList{}
+	e.freeBinds = append(e.freeBinds, i)
+}
+
+func (e *Engine) internSignature(binds []bind) *signature {
+	sig := sortedBinds(binds)
+	key := string(appendBindKey(nil, sig))
+	s := e.signatures[key]
+	if s == nil {
+		s = &signature{binds: sig, key: key}
+		e.signatures[key] = s
+	}
+	s.refs++
+	return s
+}
+
+func appendBindKey(buf []byte, binds []bind) []byte {
+	for _, b := range binds {
+		buf = append(buf, b.a.cfg.Key...)
+		buf = append(buf, 0)
+		buf = strconv.AppendInt(buf, b.cost, 10)
+		buf = append(buf, 0)
+	}
+	return buf
+}
+
+// binds returns a record's bindings in the job's order.
+func (e *Engine) binds(r *jobRec) []bind { return e.bindLists[r.binds].binds }
+
+// sigOf returns a record's canonical signature (nil: no bindings).
+func (e *Engine) sigOf(r *jobRec) *signature { return e.bindLists[r.binds].sig }
+
+// idIndex finds a live job's record by its ID. It is an ordered set
+// rather than a map: IDs mostly arrive in increasing order, which keeps
+// it dense (about 24 bytes a job, where a map of this size takes 55).
+type idIndex struct{ t bptree[idEntry] }
+
+type idEntry struct {
+	id  jobid.ID
+	idx int32
+}
+
+func (a idEntry) less(b idEntry) bool { return a.id.Less(b.id) }
+
+func (x *idIndex) get(id jobid.ID) (int32, bool) {
+	e, ok := x.t.get(idEntry{id: id})
+	return e.idx, ok
+}
+
+func (x *idIndex) set(id jobid.ID, idx int32) { x.t.set(idEntry{id: id, idx: idx}) }
+func (x *idIndex) delete(id jobid.ID)         { x.t.delete(idEntry{id: id}) }
+func (x *idIndex) len() int                   { return x.t.len() }
+
+// all returns every live job, for an operation that touches them all.
+func (x *idIndex) all() []ref {
+	out := make([]ref, 0, x.t.len())
+	x.t.ascend(0, func(e idEntry) bool {
+		out = append(out, ref{id: e.id, idx: e.idx})
+		return true
+	})
+	return out
+}
