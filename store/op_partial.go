@@ -59,8 +59,8 @@ const (
 )
 
 var updateSQL = [numUpdates]string{
-	updRetry:   `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`,
-	updFinish:  `UPDATE jobs SET status = ?2, attempts = ?3, failed_at = ?4, completed_at = ?5, purge_at = ?6 WHERE id = ?1`,
+	updRetry:  `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`,
+	updFinish: `UPDATE jobs SET status = ?2, attempts = ?3, failed_at = ?4, completed_at = ?5, purge_at = ?6 WHERE id = ?1`,
 	updPatch: `UPDATE jobs SET queue = ?2, priority = ?3, status = ?4, ready_at = ?5, retry_limit = ?6,
 		backoff_exponent = ?7, backoff_base_ms = ?8, backoff_jitter_ms = ?9,
 		retention_completed_ms = ?10, retention_dead_ms = ?11 WHERE id = ?1`,
