@@ -1,9 +1,7 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +19,6 @@ import (
 // of jobs at once.
 const Unlimited = -1
 
-// maxFrame bounds one MessagePack stream frame, so a corrupt length cannot
-// make the client allocate gigabytes.
-const maxFrame = 1 << 30
-
 // TakeOptions select what a take stream receives.
 type TakeOptions struct {
 	// Queues to take from; empty means every queue.
@@ -41,8 +35,7 @@ type TakeOptions struct {
 // was opened with, returns the jobs it still holds to ready.
 type Stream struct {
 	body   io.ReadCloser
-	r      *bufio.Reader
-	format api.StreamFormat
+	frames *api.FrameReader
 	once   sync.Once
 }
 
@@ -69,10 +62,7 @@ func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf := api.NDJSON
-	if c.format == api.MsgPack {
-		sf = api.MsgPackStream
-	}
+	sf := c.format.Stream()
 	req.Header.Set("Accept", api.StreamContentType(sf))
 	req.Header.Set("User-Agent", c.agent)
 	if o.WorkerID != "" {
@@ -96,7 +86,7 @@ func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("take: unexpected content type %q", resp.Header.Get("Content-Type"))
 	}
-	return &Stream{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), format: sf}, nil
+	return &Stream{body: resp.Body, frames: api.NewFrameReader(resp.Body, sf)}, nil
 }
 
 func (c *Client) streamError(ctx context.Context, err error) error {
@@ -109,60 +99,7 @@ func (c *Client) streamError(ctx context.Context, err error) error {
 // Next blocks until the next job arrives, skipping heartbeats. It returns
 // io.EOF when the server ends the stream (on shutdown), and the context's
 // error once the stream's context is cancelled.
-func (s *Stream) Next() (api.Job, error) {
-	for {
-		frame, err := s.frame()
-		if err != nil {
-			return api.Job{}, err
-		}
-		if len(frame) == 0 {
-			continue // heartbeat
-		}
-		f := api.JSON
-		if s.format == api.MsgPackStream {
-			f = api.MsgPack
-		}
-		var j api.Job
-		if err := api.Unmarshal(f, frame, &j); err != nil {
-			return api.Job{}, fmt.Errorf("take: decode frame: %w", err)
-		}
-		return j, nil
-	}
-}
-
-// frame reads one frame; an empty frame is a heartbeat.
-func (s *Stream) frame() ([]byte, error) {
-	if s.format == api.MsgPackStream {
-		var n [4]byte
-		if _, err := io.ReadFull(s.r, n[:]); err != nil {
-			return nil, s.readError(err)
-		}
-		size := binary.BigEndian.Uint32(n[:])
-		if size > maxFrame {
-			return nil, fmt.Errorf("take: frame of %d bytes is too large", size)
-		}
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(s.r, buf); err != nil {
-			return nil, s.readError(err)
-		}
-		return buf, nil
-	}
-	line, err := s.r.ReadBytes('\n')
-	if err != nil {
-		if len(line) > 0 && errors.Is(err, io.EOF) {
-			return nil, s.readError(io.ErrUnexpectedEOF)
-		}
-		return nil, s.readError(err)
-	}
-	return line[:len(line)-1], nil
-}
-
-func (s *Stream) readError(err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("take: stream cut mid-frame: %w", err)
-	}
-	return err
-}
+func (s *Stream) Next() (api.Job, error) { return s.frames.Job() }
 
 // All yields the jobs as they arrive until the stream ends; a clean end
 // (io.EOF) is not yielded as an error.
