@@ -3,23 +3,15 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/zizq/zizq/api"
 )
-
-func stateQuery(state bool) url.Values {
-	if !state {
-		return nil
-	}
-	return url.Values{"state": {"true"}}
-}
 
 // ListBudgets returns every budget, sorted by key (GET /budgets); state
 // adds the live figures (?state=true).
 func (c *Client) ListBudgets(ctx context.Context, state bool) ([]api.Budget, error) {
 	var out api.BudgetList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets", query: stateQuery(state)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets", query: api.StateValues(state)}, &out); err != nil {
 		return nil, err
 	}
 	return out.Budgets, nil
@@ -29,7 +21,7 @@ func (c *Client) ListBudgets(ctx context.Context, state bool) ([]api.Budget, err
 // figures.
 func (c *Client) GetBudget(ctx context.Context, key string, state bool) (*api.Budget, error) {
 	var out api.Budget
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets/" + seg(key), query: stateQuery(state)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets/" + seg(key), query: api.StateValues(state)}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/zizq/zizq/api"
 )
@@ -48,7 +47,7 @@ func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
 // q.Parked lists only the jobs parked now (?parked=true, our extension);
 // the page links keep that filter.
 func (c *Client) ListJobs(ctx context.Context, q api.JobQuery) (*api.JobList, error) {
-	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: listValues(q)})
+	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: q.Values(true)})
 }
 
 // NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
@@ -96,7 +95,7 @@ func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job,
 // (?parked=true, our extension), as GET /stats's jobs.parked does.
 func (c *Client) CountJobs(ctx context.Context, q api.JobQuery) (int64, error) {
 	var out api.Count
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: filterValues(q)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: q.Values(false)}, &out); err != nil {
 		return 0, err
 	}
 	return out.Count, nil
@@ -112,7 +111,7 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // returns how many. An empty filter deletes every job.
 func (c *Client) DeleteJobs(ctx context.Context, q api.JobQuery) (int64, error) {
 	var out api.Deleted
-	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs", query: filterValues(q)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs", query: q.Values(false)}, &out); err != nil {
 		return 0, err
 	}
 	return out.Deleted, nil
@@ -140,36 +139,18 @@ func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p JobPatch) (int
 		return 0, err
 	}
 	var out api.Patched
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: filterValues(q), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: q.Values(false), raw: raw}, &out); err != nil {
 		return 0, err
 	}
 	return out.Patched, nil
 }
 
-// ErrorsQuery pages through a job's error records. The zero value asks for
-// the server's defaults (ascending, 50 a page, from the first).
-type ErrorsQuery struct {
-	// From is the exclusive attempt cursor; it is sent only when HasFrom.
-	From    uint32
-	HasFrom bool
-	Order   string
-	Limit   int
-}
-
 // ListErrors returns a page of a job's error records (GET /jobs/{id}/errors).
-func (c *Client) ListErrors(ctx context.Context, id string, q ErrorsQuery) (*api.ErrorList, error) {
-	v := url.Values{}
-	if q.HasFrom {
-		v.Set("from", strconv.FormatUint(uint64(q.From), 10))
-	}
-	if q.Order != "" {
-		v.Set("order", q.Order)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
+// Zero fields of q are left to the server (ascending, 50 a page, from the
+// first).
+func (c *Client) ListErrors(ctx context.Context, id string, q api.ErrorsQuery) (*api.ErrorList, error) {
 	var out api.ErrorList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/errors", query: v}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/errors", query: q.Values()}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -254,51 +235,6 @@ func (p JobPatch) body() map[string]any {
 		m["retention"] = r
 	}
 	return m
-}
-
-// filterValues renders the filters of q as a query string (no paging).
-func filterValues(q api.JobQuery) url.Values {
-	v := url.Values{}
-	list := func(key string, l []string) {
-		if len(l) > 0 {
-			v.Set(key, strings.Join(l, ","))
-		}
-	}
-	list("id", q.IDs)
-	list("queue", q.Queues)
-	list("type", q.Types)
-	list("status", q.Statuses)
-	list("budgets.key", q.BudgetKeys)
-	rng := func(key string, r *api.Range) {
-		if r != nil && (r.Lo != nil || r.Hi != nil) {
-			v.Set(key, r.String())
-		}
-	}
-	rng("priority", q.Priority)
-	rng("ready_at", q.ReadyAt)
-	rng("attempts", q.Attempts)
-	if q.Filter != "" {
-		v.Set("filter", q.Filter)
-	}
-	if q.Parked {
-		v.Set("parked", "true")
-	}
-	return v
-}
-
-// listValues renders the filters and the paging of q.
-func listValues(q api.JobQuery) url.Values {
-	v := filterValues(q)
-	if q.Order != "" {
-		v.Set("order", q.Order)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.From != "" {
-		v.Set("from", q.From)
-	}
-	return v
 }
 
 // splitLink splits a server page link ("/jobs?from=…") into its path and

@@ -271,11 +271,11 @@ func TestClient_ErrorsAndWhy(t *testing.T) {
 		require.Equal(t, api.StatusDead, failed.Status)
 		require.Equal(t, uint32(1), failed.Attempts)
 
-		errs, err := tb.c.ListErrors(ctx, a.ID, client.ErrorsQuery{})
+		errs, err := tb.c.ListErrors(ctx, a.ID, api.ErrorsQuery{})
 		require.NoError(t, err)
 		require.Len(t, errs.Errors, 1)
 		require.Equal(t, "boom", errs.Errors[0].Message)
-		errs, err = tb.c.ListErrors(ctx, a.ID, client.ErrorsQuery{From: 1, HasFrom: true, Order: "asc", Limit: 10})
+		errs, err = tb.c.ListErrors(ctx, a.ID, api.ErrorsQuery{From: 1, HasFrom: true, Order: "asc", Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, errs.Errors)
 		rec, err := tb.c.GetError(ctx, a.ID, 1)

@@ -7,9 +7,6 @@ import (
 	"io"
 	"iter"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/zizq/zizq/api"
@@ -42,20 +39,17 @@ type Stream struct {
 // Take opens a take stream. It is sent outside resty, never retried and
 // never timed out: it lasts until ctx ends or Close is called.
 func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
-	v := url.Values{}
-	if len(o.Queues) > 0 {
-		v.Set("queue", strings.Join(o.Queues, ","))
-	}
+	q := api.TakeQuery{Queues: o.Queues, Prefetch: o.Prefetch}
 	switch {
 	case o.Prefetch == Unlimited:
-		v.Set("prefetch", "0")
-	case o.Prefetch > 0:
-		v.Set("prefetch", strconv.Itoa(o.Prefetch))
+		q.Prefetch = 0
+	case o.Prefetch == 0:
+		q.Prefetch = api.DefaultPrefetch
 	case o.Prefetch < 0:
 		return nil, fmt.Errorf("invalid prefetch %d", o.Prefetch)
 	}
 	target := c.base + "/jobs/take"
-	if len(v) > 0 {
+	if v := q.Values(); len(v) > 0 {
 		target += "?" + v.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/client"
 )
 
 // JobErrorsOptions are the flags of `job errors`.
@@ -47,7 +46,7 @@ backtrace. -o json prints {"errors":[…]}, or the one record.`,
 				return printErrorDetail(f, rec)
 			}
 			recs := []api.ErrorRecord{}
-			q := client.ErrorsQuery{Limit: api.MaxLimit}
+			q := api.ErrorsQuery{Limit: api.MaxLimit}
 			for {
 				page, err := cl.ListErrors(c.Context(), args[0], q)
 				if err != nil {

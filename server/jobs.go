@@ -376,7 +376,7 @@ func capitalised(status string) string {
 
 func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	from, order, limit, err := api.ParseErrorsQuery(r.URL.Query())
+	q, err := api.ParseErrorsQuery(r.URL.Query())
 	if err == nil {
 		_, err = s.lookup(r.Context(), id)
 	}
@@ -388,29 +388,28 @@ func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o := store.Asc
-	if order == "desc" {
+	if q.Order == "desc" {
 		o = store.Desc
 	}
-	recs, more, err := s.db.ListErrors(r.Context(), id, from, o, limit)
+	recs, more, err := s.db.ListErrors(r.Context(), id, q.From, o, q.Limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	hasFrom := r.URL.Query().Has("from")
-	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs)), Pages: api.Pages{Self: api.ErrorsLink(id, from, hasFrom, order, limit)}}
+	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs)), Pages: api.Pages{Self: q.Link(id)}}
 	for _, rec := range recs {
 		out.Errors = append(out.Errors, wireError(rec))
 	}
 	if more && len(recs) > 0 {
-		next := api.ErrorsLink(id, recs[len(recs)-1].Attempt, true, order, limit)
+		next := api.ErrorsQuery{From: recs[len(recs)-1].Attempt, HasFrom: true, Order: q.Order, Limit: q.Limit}.Link(id)
 		out.Pages.Next = &next
 	}
-	if hasFrom && len(recs) > 0 {
+	if q.HasFrom && len(recs) > 0 {
 		reverse := "desc"
-		if order == "desc" {
+		if q.Order == "desc" {
 			reverse = "asc"
 		}
-		prev := api.ErrorsLink(id, recs[0].Attempt, true, reverse, limit)
+		prev := api.ErrorsQuery{From: recs[0].Attempt, HasFrom: true, Order: reverse, Limit: q.Limit}.Link(id)
 		out.Pages.Prev = &prev
 	}
 	s.respond(w, r, http.StatusOK, out)
