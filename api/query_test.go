@@ -595,6 +595,9 @@ func FuzzParseJobQuery(f *testing.F) {
 			require.Equal(t, q, again, "%v", sent)
 
 			link := q.Link(q.From, q.Order)
+			followed, err := ParseJobsLink(link)
+			require.NoError(t, err, link)
+			require.Equal(t, q, followed, link)
 			rest, ok := strings.CutPrefix(link, "/jobs?")
 			require.True(t, ok, link)
 			back, err := url.ParseQuery(rest)
@@ -631,6 +634,10 @@ func FuzzQueryValues(f *testing.F) {
 			back, err := ParseErrorsQuery(reparse(q.Values()))
 			require.NoError(t, err)
 			require.Equal(t, q, back)
+			id, followed, err := ParseErrorsLink(q.Link(id1))
+			require.NoError(t, err)
+			require.Equal(t, id1, id)
+			require.Equal(t, q, followed)
 		}
 		if state, err := ParseStateQuery(v); err == nil {
 			back, err := ParseStateQuery(reparse(StateValues(state)))

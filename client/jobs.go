@@ -4,7 +4,6 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/zizq/zizq/api"
@@ -47,47 +46,38 @@ func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
 // q.Parked lists only the jobs parked now (?parked=true, our extension);
 // the page links keep that filter.
 func (c *Client) ListJobs(ctx context.Context, q api.JobQuery) (*api.JobList, error) {
-	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: q.Values(true)})
-}
-
-// NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
-func (c *Client) NextJobs(ctx context.Context, link string) (*api.JobList, error) {
-	path, query, err := splitLink(link)
-	if err != nil {
-		return nil, err
-	}
-	return c.jobPage(ctx, call{method: http.MethodGet, path: path, query: query})
-}
-
-func (c *Client) jobPage(ctx context.Context, req call) (*api.JobList, error) {
 	var out api.JobList
-	if _, err := c.do(ctx, req, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: q.Values(true)}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
+// NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
+func (c *Client) NextJobs(ctx context.Context, link string) (*api.JobList, error) {
+	q, err := api.ParseJobsLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListJobs(ctx, q)
+}
+
 // AllJobs lists every job q selects, following the pages; q.Limit is the
 // page size. It stops at the first error, which it yields.
 func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job, error] {
-	return func(yield func(api.Job, error) bool) {
-		page, err := c.ListJobs(ctx, q)
-		for {
-			if err != nil {
-				yield(api.Job{}, err)
-				return
-			}
-			for _, j := range page.Jobs {
-				if !yield(j, nil) {
-					return
-				}
-			}
-			if page.Pages.Next == nil || len(page.Jobs) == 0 {
-				return
-			}
-			page, err = c.NextJobs(ctx, *page.Pages.Next)
+	return follow(func(link string) ([]api.Job, *string, error) {
+		var page *api.JobList
+		var err error
+		if link == "" {
+			page, err = c.ListJobs(ctx, q)
+		} else {
+			page, err = c.NextJobs(ctx, link)
 		}
-	}
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Jobs, page.Pages.Next, nil
+	})
 }
 
 // CountJobs counts the jobs q's filters select (GET /jobs/count); paging
@@ -154,6 +144,62 @@ func (c *Client) ListErrors(ctx context.Context, id string, q api.ErrorsQuery) (
 		return nil, err
 	}
 	return &out, nil
+}
+
+// NextErrors follows a page link of a job's error records
+// (ErrorList.Pages.Next or Prev).
+func (c *Client) NextErrors(ctx context.Context, link string) (*api.ErrorList, error) {
+	id, q, err := api.ParseErrorsLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListErrors(ctx, id, q)
+}
+
+// AllErrors lists every error record of a job from q on, following the
+// pages; q.Limit is the page size. It stops at the first error, which it
+// yields.
+func (c *Client) AllErrors(ctx context.Context, id string, q api.ErrorsQuery) iter.Seq2[api.ErrorRecord, error] {
+	return follow(func(link string) ([]api.ErrorRecord, *string, error) {
+		var page *api.ErrorList
+		var err error
+		if link == "" {
+			page, err = c.ListErrors(ctx, id, q)
+		} else {
+			page, err = c.NextErrors(ctx, link)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Errors, page.Pages.Next, nil
+	})
+}
+
+// follow yields the items of a listing page after page: fetch("") reads the
+// first page and fetch(link) the page a next link names. It ends after a
+// page without a next link (or without items), and at the first error,
+// which it yields.
+func follow[T any](fetch func(link string) (items []T, next *string, err error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		link := ""
+		for {
+			items, next, err := fetch(link)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == nil || len(items) == 0 {
+				return
+			}
+			link = *next
+		}
+	}
 }
 
 // GetError returns one error record of a job (GET /jobs/{id}/errors/{n}).
@@ -235,18 +281,4 @@ func (p JobPatch) body() map[string]any {
 		m["retention"] = r
 	}
 	return m
-}
-
-// splitLink splits a server page link ("/jobs?from=…") into its path and
-// query.
-func splitLink(link string) (string, url.Values, error) {
-	u, err := url.Parse(link)
-	if err != nil {
-		return "", nil, err
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return "", nil, err
-	}
-	return u.EscapedPath(), q, nil
 }

@@ -291,3 +291,47 @@ func TestClient_ErrorsAndWhy(t *testing.T) {
 		require.True(t, client.IsNotFound(err), "%v", err)
 	})
 }
+
+// TestClient_AllErrors: the error records of a job, page by page through
+// the links the server builds.
+func TestClient_AllErrors(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, tb *testBundle) {
+		ctx := ctxT(t)
+		j, err := tb.c.Enqueue(ctx, job("q", "t", ""))
+		require.NoError(t, err)
+		s, err := tb.c.Take(ctx, client.TakeOptions{Queues: []string{"q"}})
+		require.NoError(t, err)
+		defer s.Close()
+		for _, msg := range []string{"one", "two", "three"} {
+			got, err := s.Next()
+			require.NoError(t, err)
+			require.Equal(t, j.ID, got.ID)
+			_, err = tb.c.Fail(ctx, j.ID, api.FailureRequest{Message: api.Ptr(msg), RetryAt: api.Ptr[uint64](1)})
+			require.NoError(t, err)
+		}
+
+		var msgs []string
+		for rec, err := range tb.c.AllErrors(ctx, j.ID, api.ErrorsQuery{Limit: 1}) {
+			require.NoError(t, err)
+			msgs = append(msgs, rec.Message)
+		}
+		require.Equal(t, []string{"one", "two", "three"}, msgs)
+
+		page, err := tb.c.ListErrors(ctx, j.ID, api.ErrorsQuery{Order: api.OrderDesc, Limit: 2})
+		require.NoError(t, err)
+		require.NotNil(t, page.Pages.Next)
+		next, err := tb.c.NextErrors(ctx, *page.Pages.Next)
+		require.NoError(t, err)
+		require.Len(t, next.Errors, 1)
+		require.Equal(t, "one", next.Errors[0].Message)
+		back, err := tb.c.NextErrors(ctx, *next.Pages.Prev)
+		require.NoError(t, err)
+		require.Equal(t, "two", back.Errors[0].Message, "prev runs the other way from the cursor")
+
+		_, err = tb.c.NextErrors(ctx, "/jobs?limit=1")
+		require.Error(t, err)
+		_, err = tb.c.NextJobs(ctx, "/jobs/"+j.ID+"/errors")
+		require.Error(t, err)
+	})
+}

@@ -234,22 +234,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs)), Pages: api.Pages{Self: q.Link(q.From, q.Order)}}
+	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs))}
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, wireJob(j, true))
 	}
-	if more && len(jobs) > 0 {
-		next := q.Link(jobs[len(jobs)-1].ID, q.Order)
-		out.Pages.Next = &next
-	}
-	if q.From != "" && len(jobs) > 0 {
-		reverse := "desc"
-		if q.Order == "desc" {
-			reverse = "asc"
-		}
-		prev := q.Link(jobs[0].ID, reverse)
-		out.Pages.Prev = &prev
-	}
+	out.Pages = q.Pages(out.Jobs, more)
 	s.respond(w, r, http.StatusOK, out)
 }
 
@@ -396,22 +385,11 @@ func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs)), Pages: api.Pages{Self: q.Link(id)}}
+	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs))}
 	for _, rec := range recs {
 		out.Errors = append(out.Errors, wireError(rec))
 	}
-	if more && len(recs) > 0 {
-		next := api.ErrorsQuery{From: recs[len(recs)-1].Attempt, HasFrom: true, Order: q.Order, Limit: q.Limit}.Link(id)
-		out.Pages.Next = &next
-	}
-	if q.HasFrom && len(recs) > 0 {
-		reverse := "desc"
-		if q.Order == "desc" {
-			reverse = "asc"
-		}
-		prev := api.ErrorsQuery{From: recs[0].Attempt, HasFrom: true, Order: reverse, Limit: q.Limit}.Link(id)
-		out.Pages.Prev = &prev
-	}
+	out.Pages = q.Pages(id, out.Errors, more)
 	s.respond(w, r, http.StatusOK, out)
 }
 
