@@ -109,13 +109,9 @@ func (c *Client) DeleteJobs(ctx context.Context, q api.JobQuery) (int64, error) 
 
 // PatchJob changes a live job (PATCH /jobs/{id}) and returns it (without
 // payload).
-func (c *Client) PatchJob(ctx context.Context, id string, p JobPatch) (*api.Job, error) {
-	raw, err := api.Marshal(c.format, p.body())
-	if err != nil {
-		return nil, err
-	}
+func (c *Client) PatchJob(ctx context.Context, id string, p api.JobPatch) (*api.Job, error) {
 	var out api.Job
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs/" + seg(id), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs/" + seg(id), body: p}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -123,13 +119,9 @@ func (c *Client) PatchJob(ctx context.Context, id string, p JobPatch) (*api.Job,
 
 // PatchJobs changes every live job q's filters select (PATCH /jobs) and
 // returns how many changed.
-func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p JobPatch) (int64, error) {
-	raw, err := api.Marshal(c.format, p.body())
-	if err != nil {
-		return 0, err
-	}
+func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p api.JobPatch) (int64, error) {
 	var out api.Patched
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: q.Values(false), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: q.Values(false), body: p}, &out); err != nil {
 		return 0, err
 	}
 	return out.Patched, nil
@@ -219,66 +211,4 @@ func (c *Client) Why(ctx context.Context, id string) (*api.Why, error) {
 		return nil, err
 	}
 	return &out, nil
-}
-
-// JobPatch is a merge patch of a live job (API.md §8.3). Nil fields are
-// left unchanged; the Clear flags send null, which removes an override
-// (ReadyNow makes a scheduled job ready at once).
-type JobPatch struct {
-	Queue      *string
-	Priority   *uint16
-	ReadyAt    *uint64
-	ReadyNow   bool
-	RetryLimit *uint32
-	// ClearRetryLimit falls back to the server's default retry limit.
-	ClearRetryLimit bool
-	Backoff         *api.Backoff
-	ClearBackoff    bool
-	// Retention sets the members it holds; the others are kept.
-	Retention      *api.Retention
-	ClearRetention bool
-}
-
-// body renders the patch as a plain map, so null members survive both
-// encodings.
-func (p JobPatch) body() map[string]any {
-	m := map[string]any{}
-	if p.Queue != nil {
-		m["queue"] = *p.Queue
-	}
-	if p.Priority != nil {
-		m["priority"] = *p.Priority
-	}
-	switch {
-	case p.ReadyNow:
-		m["ready_at"] = nil
-	case p.ReadyAt != nil:
-		m["ready_at"] = *p.ReadyAt
-	}
-	switch {
-	case p.ClearRetryLimit:
-		m["retry_limit"] = nil
-	case p.RetryLimit != nil:
-		m["retry_limit"] = *p.RetryLimit
-	}
-	switch {
-	case p.ClearBackoff:
-		m["backoff"] = nil
-	case p.Backoff != nil:
-		m["backoff"] = map[string]any{"exponent": p.Backoff.Exponent, "base_ms": p.Backoff.BaseMs, "jitter_ms": p.Backoff.JitterMs}
-	}
-	switch {
-	case p.ClearRetention:
-		m["retention"] = nil
-	case p.Retention != nil:
-		r := map[string]any{}
-		if p.Retention.CompletedMs != nil {
-			r["completed_ms"] = *p.Retention.CompletedMs
-		}
-		if p.Retention.DeadMs != nil {
-			r["dead_ms"] = *p.Retention.DeadMs
-		}
-		m["retention"] = r
-	}
-	return m
 }

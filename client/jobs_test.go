@@ -185,10 +185,10 @@ func TestClient_ModifyJobs(t *testing.T) {
 		b, err := tb.c.Enqueue(ctx, job("q", "t", `{}`))
 		require.NoError(t, err)
 
-		p, err := tb.c.PatchJob(ctx, a.ID, client.JobPatch{
-			Queue: api.Ptr("q2"), Priority: api.Ptr[uint16](3), RetryLimit: api.Ptr[uint32](4),
-			Backoff:   &api.Backoff{Exponent: 2, BaseMs: 10, JitterMs: 5},
-			Retention: &api.Retention{DeadMs: api.Ptr[uint64](1000)},
+		p, err := tb.c.PatchJob(ctx, a.ID, api.JobPatch{
+			Queue: api.Ptr("q2"), Priority: api.Ptr[uint16](3), RetryLimit: api.Set[uint32](4),
+			Backoff:   api.Set(api.Backoff{Exponent: 2, BaseMs: 10, JitterMs: 5}),
+			Retention: api.Set(api.RetentionPatch{DeadMs: api.Set[uint64](1000)}),
 		})
 		require.NoError(t, err)
 		require.Equal(t, "q2", p.Queue)
@@ -198,23 +198,25 @@ func TestClient_ModifyJobs(t *testing.T) {
 		require.Equal(t, uint64(1000), *p.Retention.DeadMs)
 		require.Equal(t, api.StatusScheduled, p.Status)
 
-		p, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{ReadyNow: true, ClearRetryLimit: true, ClearBackoff: true, ClearRetention: true})
+		p, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{
+			ReadyAt: api.Null[uint64](), RetryLimit: api.Null[uint32](), Backoff: api.Null[api.Backoff](), Retention: api.Null[api.RetentionPatch](),
+		})
 		require.NoError(t, err)
 		require.Equal(t, api.StatusReady, p.Status)
 		require.Nil(t, p.RetryLimit)
 		require.Nil(t, p.Backoff)
 		require.Nil(t, p.Retention)
 
-		p, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{ReadyAt: &future})
+		p, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{ReadyAt: api.Set(future)})
 		require.NoError(t, err)
 		require.Equal(t, api.StatusScheduled, p.Status)
 
-		_, err = tb.c.PatchJob(ctx, "0000000000000000000000000", client.JobPatch{})
+		_, err = tb.c.PatchJob(ctx, "0000000000000000000000000", api.JobPatch{})
 		require.True(t, client.IsNotFound(err), "%v", err)
-		_, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{Queue: api.Ptr("bad*")})
+		_, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{Queue: api.Ptr("bad*")})
 		require.True(t, client.IsValidation(err), "%v", err)
 
-		n, err := tb.c.PatchJobs(ctx, api.JobQuery{Queues: []string{"q"}}, client.JobPatch{Priority: api.Ptr[uint16](9)})
+		n, err := tb.c.PatchJobs(ctx, api.JobQuery{Queues: []string{"q"}}, api.JobPatch{Priority: api.Ptr[uint16](9)})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), n)
 		got, err := tb.c.GetJob(ctx, b.ID)
