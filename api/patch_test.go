@@ -98,18 +98,7 @@ func TestDecodeJobPatch_RoundTrip(t *testing.T) {
 		"Nulls":  {ReadyAt: Null[uint64](), RetryLimit: Null[uint32](), Backoff: Null[Backoff](), Retention: Null[RetentionPatch]()},
 		"Mixed":  {Retention: Set(RetentionPatch{CompletedMs: Null[uint64](), DeadMs: Set[uint64](0)})},
 	}
-	for name, p := range patches {
-		for _, bf := range bodyFormats {
-			t.Run(name+"/"+bf.name, func(t *testing.T) {
-				t.Parallel()
-				b, err := Marshal(bf.f, p)
-				require.NoError(t, err)
-				got, err := DecodeJobPatch(bf.f, b)
-				require.NoError(t, err)
-				require.Equal(t, p, got)
-			})
-		}
-	}
+	requireRoundTrips(t, patches, DecodeJobPatch)
 }
 
 func TestDecodeBudgetPatch_RoundTrip(t *testing.T) {
@@ -121,15 +110,22 @@ func TestDecodeBudgetPatch_RoundTrip(t *testing.T) {
 		"Strategy":      {Strategy: &StrategyPatch{Type: Ptr(StrategyWhileInFlight), DurationMs: Ptr[int64](9), Burst: Set[int64](2)}},
 		"NoBurst":       {Allocation: Ptr[int64](1), Strategy: &StrategyPatch{Burst: Null[int64]()}},
 	}
+	requireRoundTrips(t, patches, DecodeBudgetPatch)
+}
+
+// requireRoundTrips encodes each patch as a client does, in both formats,
+// and requires decode to give it back.
+func requireRoundTrips[P any](t *testing.T, patches map[string]P, decode func(Format, []byte) (P, error)) {
+	t.Helper()
 	for name, p := range patches {
 		for _, bf := range bodyFormats {
 			t.Run(name+"/"+bf.name, func(t *testing.T) {
 				t.Parallel()
 				b, err := Marshal(bf.f, p)
 				require.NoError(t, err)
-				got, err := DecodeBudgetPatch(bf.f, b)
-				require.NoError(t, err)
-				require.Equal(t, p, got)
+				got, err := decode(bf.f, b)
+				require.NoError(t, err, "%s", b)
+				require.Equal(t, p, got, "%s", b)
 			})
 		}
 	}
@@ -254,24 +250,12 @@ func FuzzDecodePatch(f *testing.F) {
 			require.True(t, errors.As(err, &de) || errors.As(err, &fe), "%T %v", err, err)
 		}
 		if p, err := DecodeJobPatch(JSON, body); err == nil {
-			for _, bf := range bodyFormats {
-				b, err := Marshal(bf.f, p)
-				require.NoError(t, err)
-				back, err := DecodeJobPatch(bf.f, b)
-				require.NoError(t, err, "%s %s", bf.name, b)
-				require.Equal(t, p, back, "%s %s", bf.name, b)
-			}
+			requireRoundTrips(t, map[string]JobPatch{"Job": p}, DecodeJobPatch)
 		} else {
 			refused(err)
 		}
 		if p, err := DecodeBudgetPatch(JSON, body); err == nil {
-			for _, bf := range bodyFormats {
-				b, err := Marshal(bf.f, p)
-				require.NoError(t, err)
-				back, err := DecodeBudgetPatch(bf.f, b)
-				require.NoError(t, err, "%s %s", bf.name, b)
-				require.Equal(t, p, back, "%s %s", bf.name, b)
-			}
+			requireRoundTrips(t, map[string]BudgetPatch{"Budget": p}, DecodeBudgetPatch)
 		} else {
 			refused(err)
 		}
