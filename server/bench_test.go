@@ -153,7 +153,7 @@ func (w *worker) ackLoop(ids <-chan string) {
 		if len(batch) == 0 {
 			return
 		}
-		body, _ := json.Marshal(map[string][]string{"ids": batch})
+		body, _ := json.Marshal(api.AckIDs{IDs: batch})
 		_, _ = postJSON(w.c, w.url+"/jobs/success", body)
 		batch = batch[:0]
 	}
