@@ -144,18 +144,6 @@ func lowerASCII(s string) string {
 	return s
 }
 
-// Heartbeat returns the idle frame of a take stream: "\n", four zero bytes,
-// or an SSE comment.
-func Heartbeat(f StreamFormat) []byte {
-	switch f {
-	case MsgPackStream:
-		return []byte{0, 0, 0, 0}
-	case SSE:
-		return []byte(": heartbeat\n\n")
-	}
-	return []byte("\n")
-}
-
 // DecodeError is an undecodable request body. Its message is the text of the
 // 400 error body: "invalid JSON: <detail>" or "invalid MessagePack: <detail>".
 type DecodeError struct {
@@ -264,39 +252,6 @@ func jsonErrorDetail(err error) string {
 		return fmt.Sprintf("%s: cannot unmarshal %s into %s", te.Field, te.Value, want)
 	}
 	return strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// AppendStreamFrame appends one take stream frame holding v to dst. On error
-// dst is returned unchanged.
-func AppendStreamFrame(dst []byte, f StreamFormat, v any) ([]byte, error) {
-	start := len(dst)
-	var err error
-	switch f {
-	case NDJSON:
-		dst, err = appendJSON(dst, v)
-		dst = append(dst, '\n')
-	case SSE:
-		dst = append(dst, "data: "...)
-		dst, err = appendJSON(dst, v)
-		dst = append(dst, "\n\n"...)
-	case MsgPackStream:
-		dst = append(dst, 0, 0, 0, 0)
-		dst, err = appendMsgPack(dst, v)
-		if err == nil {
-			n := len(dst) - start - 4
-			if uint64(n) > math.MaxUint32 {
-				err = errors.New("stream frame: message too large")
-			} else {
-				binary.BigEndian.PutUint32(dst[start:], uint32(n))
-			}
-		}
-	default:
-		err = fmt.Errorf("stream frame: unknown format %d", f)
-	}
-	if err != nil {
-		return dst[:start], err
-	}
-	return dst, nil
 }
 
 // Pooled encoders: every take stream frame is encoded here, so neither the

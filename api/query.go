@@ -230,64 +230,162 @@ func (q JobQuery) Link(from, order string) string {
 	return string(b)
 }
 
-// ParseTakeQuery parses the query string of GET /jobs/take: the queues to
-// take from (nil for all, sorted and without duplicates) and the prefetch
-// (1 by default, 0 for unlimited).
-func ParseTakeQuery(v url.Values) (queues []string, prefetch int, err error) {
+// Values renders q as the query string that ParseJobQuery, with the same
+// paging, reads back into q: the filters that are set and, with paging, the
+// order, limit and cursor that are set. Lists are joined with ','. Zero
+// fields are left out, so that the server's defaults apply to them.
+func (q JobQuery) Values(paging bool) url.Values {
+	v := url.Values{}
+	setList(v, keyID, q.IDs)
+	setList(v, keyQueue, q.Queues)
+	setList(v, keyType, q.Types)
+	setList(v, keyStatus, q.Statuses)
+	setList(v, keyBudgetKeys, q.BudgetKeys)
+	setRange(v, keyPriority, q.Priority)
+	setRange(v, keyReadyAt, q.ReadyAt)
+	setRange(v, keyAttempts, q.Attempts)
+	if q.Filter != "" {
+		v.Set(keyFilter, q.Filter)
+	}
+	if q.Parked {
+		v.Set(keyParked, "true")
+	}
+	if !paging {
+		return v
+	}
+	if q.Order != "" {
+		v.Set(keyOrder, q.Order)
+	}
+	if q.Limit > 0 {
+		v.Set(keyLimit, strconv.Itoa(q.Limit))
+	}
+	if q.From != "" {
+		v.Set(keyFrom, q.From)
+	}
+	return v
+}
+
+func setList(v url.Values, key string, list []string) {
+	if len(list) > 0 {
+		v.Set(key, strings.Join(list, ","))
+	}
+}
+
+func setRange(v url.Values, key string, r *Range) {
+	if r != nil && (r.Lo != nil || r.Hi != nil) {
+		v.Set(key, r.String())
+	}
+}
+
+// DefaultPrefetch is the prefetch of a take stream that asks for none.
+const DefaultPrefetch = 1
+
+// TakeQuery is the query string of GET /jobs/take.
+type TakeQuery struct {
+	// Queues to take from, sorted and without duplicates; nil for every
+	// queue.
+	Queues []string
+	// Prefetch is how many unacknowledged jobs the stream may hold, 0 for
+	// no limit (so the zero TakeQuery is unlimited: DefaultPrefetch is what
+	// a query without prefetch gets).
+	Prefetch int
+}
+
+// ParseTakeQuery parses the query string of GET /jobs/take.
+func ParseTakeQuery(v url.Values) (TakeQuery, error) {
 	if err := checkKeys(v, takeKeys); err != nil {
-		return nil, 0, err
+		return TakeQuery{}, err
 	}
-	queues = parseList(v, keyQueue)
+	q := TakeQuery{Queues: parseList(v, keyQueue), Prefetch: DefaultPrefetch}
 	s, ok, err := single(v, keyPrefetch)
-	if err != nil {
-		return nil, 0, err
-	}
-	if !ok {
-		return queues, 1, nil
+	if err != nil || !ok {
+		return q, err
 	}
 	n, ok := parseDigits(s)
 	if !ok || n > MaxPrefetch {
-		return nil, 0, invalidQuery("prefetch must be an integer between 0 and %d, not %q", MaxPrefetch, s)
+		return TakeQuery{}, invalidQuery("prefetch must be an integer between 0 and %d, not %q", MaxPrefetch, s)
 	}
 	if n > uint64(maxInt) {
 		n = uint64(maxInt) // only on 32-bit platforms
 	}
-	return queues, int(n), nil
+	q.Prefetch = int(n)
+	return q, nil
+}
+
+// Values renders q as the query string ParseTakeQuery reads back into q;
+// a prefetch of DefaultPrefetch is left out.
+func (q TakeQuery) Values() url.Values {
+	v := url.Values{}
+	setList(v, keyQueue, q.Queues)
+	if q.Prefetch != DefaultPrefetch {
+		v.Set(keyPrefetch, strconv.Itoa(q.Prefetch))
+	}
+	return v
 }
 
 const maxInt = int(^uint(0) >> 1)
 
-// ParseErrorsQuery parses the query string of GET /jobs/{id}/errors. from is
-// the exclusive attempt cursor, 0 when absent: attempts are numbered from 1,
-// so 0 excludes nothing in ascending order. A caller that needs to tell an
-// explicit from=0 apart uses v.Has("from").
-func ParseErrorsQuery(v url.Values) (from uint32, order string, limit int, err error) {
+// ErrorsQuery is the query string of GET /jobs/{id}/errors: the paging of
+// a job's error records.
+type ErrorsQuery struct {
+	// From is the exclusive attempt cursor, in the query only when
+	// HasFrom. Attempts are numbered from 1, so from=0 excludes nothing in
+	// ascending order; it still makes a page with a previous link.
+	From    uint32
+	HasFrom bool
+	// Order is OrderAsc or OrderDesc (OrderAsc when the query has none).
+	Order string
+	// Limit is the page size (DefaultLimit when the query has none).
+	Limit int
+}
+
+// ParseErrorsQuery parses the query string of GET /jobs/{id}/errors.
+func ParseErrorsQuery(v url.Values) (ErrorsQuery, error) {
 	if err := checkKeys(v, errorsKeys); err != nil {
-		return 0, "", 0, err
+		return ErrorsQuery{}, err
 	}
+	var q ErrorsQuery
 	s, ok, err := single(v, keyFrom)
 	if err != nil {
-		return 0, "", 0, err
+		return ErrorsQuery{}, err
 	}
 	if ok {
 		n, ok := parseDigits(s)
 		if !ok || n > MaxAttempts {
-			return 0, "", 0, invalidQuery("invalid from: %q is not an attempt number", s)
+			return ErrorsQuery{}, invalidQuery("invalid from: %q is not an attempt number", s)
 		}
-		from = uint32(n)
+		q.From, q.HasFrom = uint32(n), true
 	}
-	if order, err = parseOrder(v); err != nil {
-		return 0, "", 0, err
+	if q.Order, err = parseOrder(v); err != nil {
+		return ErrorsQuery{}, err
 	}
-	if limit, err = parseLimit(v); err != nil {
-		return 0, "", 0, err
+	if q.Limit, err = parseLimit(v); err != nil {
+		return ErrorsQuery{}, err
 	}
-	return from, order, limit, nil
+	return q, nil
 }
 
-// ErrorsLink renders the relative link of a page of a job's error records:
-// "/jobs/<id>/errors?[from=N&]order=<o>&limit=<n>".
-func ErrorsLink(jobID string, from uint32, hasFrom bool, order string, limit int) string {
+// Values renders q as the query string ParseErrorsQuery reads back into q;
+// zero fields are left out, so that the server's defaults apply.
+func (q ErrorsQuery) Values() url.Values {
+	v := url.Values{}
+	if q.HasFrom {
+		v.Set(keyFrom, strconv.FormatUint(uint64(q.From), 10))
+	}
+	if q.Order != "" {
+		v.Set(keyOrder, q.Order)
+	}
+	if q.Limit > 0 {
+		v.Set(keyLimit, strconv.Itoa(q.Limit))
+	}
+	return v
+}
+
+// Link renders the relative link of this page of a job's error records, in
+// the layout of Zizq: "/jobs/<id>/errors?[from=N&]order=<o>&limit=<n>". An
+// empty order renders as OrderAsc.
+func (q ErrorsQuery) Link(jobID string) string {
+	order := q.Order
 	if order == "" {
 		order = OrderAsc
 	}
@@ -295,15 +393,15 @@ func ErrorsLink(jobID string, from uint32, hasFrom bool, order string, limit int
 	b = append(b, "/jobs/"...)
 	b = append(b, url.PathEscape(jobID)...)
 	b = append(b, "/errors?"...)
-	if hasFrom {
+	if q.HasFrom {
 		b = append(b, "from="...)
-		b = strconv.AppendUint(b, uint64(from), 10)
+		b = strconv.AppendUint(b, uint64(q.From), 10)
 		b = append(b, '&')
 	}
 	b = append(b, "order="...)
 	b = appendQueryValue(b, order)
 	b = append(b, "&limit="...)
-	b = strconv.AppendInt(b, int64(limit), 10)
+	b = strconv.AppendInt(b, int64(q.Limit), 10)
 	return string(b)
 }
 
@@ -314,6 +412,15 @@ func ParseStateQuery(v url.Values) (bool, error) {
 		return false, err
 	}
 	return parseBool(v, keyState)
+}
+
+// StateValues renders the query string ParseStateQuery reads back: nil
+// without the live state, ?state=true with it.
+func StateValues(state bool) url.Values {
+	if !state {
+		return nil
+	}
+	return url.Values{keyState: {"true"}}
 }
 
 // parseBool reads a flag that may appear once: true or 1, false or 0, and

@@ -316,10 +316,12 @@ func TestParseTakeQuery(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			queues, prefetch, err := ParseTakeQuery(mustQuery(t, tt.raw))
+			q, err := ParseTakeQuery(mustQuery(t, tt.raw))
 			require.NoError(t, err)
-			require.Equal(t, tt.queues, queues)
-			require.Equal(t, tt.prefetch, prefetch)
+			require.Equal(t, TakeQuery{Queues: tt.queues, Prefetch: tt.prefetch}, q)
+			back, err := ParseTakeQuery(q.Values())
+			require.NoError(t, err)
+			require.Equal(t, q, back, "Values parses back")
 		})
 	}
 }
@@ -341,7 +343,7 @@ func TestParseTakeQuery_Errors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, err := ParseTakeQuery(mustQuery(t, tt.raw))
+			_, err := ParseTakeQuery(mustQuery(t, tt.raw))
 			var qe *QueryError
 			require.ErrorAs(t, err, &qe)
 			require.EqualError(t, err, tt.want)
@@ -352,24 +354,24 @@ func TestParseTakeQuery_Errors(t *testing.T) {
 func TestParseErrorsQuery(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
-		raw   string
-		from  uint32
-		order string
-		limit int
+		name string
+		raw  string
+		want ErrorsQuery
 	}{
-		{"Defaults", "", 0, "asc", 50},
-		{"All", "from=3&order=desc&limit=2", 3, "desc", 2},
-		{"MaxFrom", "from=4294967295", 4294967295, "asc", 50},
+		{"Defaults", "", ErrorsQuery{Order: "asc", Limit: 50}},
+		{"All", "from=3&order=desc&limit=2", ErrorsQuery{From: 3, HasFrom: true, Order: "desc", Limit: 2}},
+		{"FromZero", "from=0", ErrorsQuery{HasFrom: true, Order: "asc", Limit: 50}},
+		{"MaxFrom", "from=4294967295", ErrorsQuery{From: 4294967295, HasFrom: true, Order: "asc", Limit: 50}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			from, order, limit, err := ParseErrorsQuery(mustQuery(t, tt.raw))
+			q, err := ParseErrorsQuery(mustQuery(t, tt.raw))
 			require.NoError(t, err)
-			require.Equal(t, tt.from, from)
-			require.Equal(t, tt.order, order)
-			require.Equal(t, tt.limit, limit)
+			require.Equal(t, tt.want, q)
+			back, err := ParseErrorsQuery(q.Values())
+			require.NoError(t, err)
+			require.Equal(t, q, back, "Values parses back")
 		})
 	}
 }
@@ -392,7 +394,7 @@ func TestParseErrorsQuery_Errors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, _, _, err := ParseErrorsQuery(mustQuery(t, tt.raw))
+			_, err := ParseErrorsQuery(mustQuery(t, tt.raw))
 			var qe *QueryError
 			require.ErrorAs(t, err, &qe)
 			require.EqualError(t, err, tt.want)
@@ -400,12 +402,64 @@ func TestParseErrorsQuery_Errors(t *testing.T) {
 	}
 }
 
-func TestErrorsLink(t *testing.T) {
+func TestErrorsQuery_Link(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "/jobs/"+id1+"/errors?order=asc&limit=50", ErrorsLink(id1, 0, false, "asc", 50))
-	require.Equal(t, "/jobs/"+id1+"/errors?from=0&order=desc&limit=2", ErrorsLink(id1, 0, true, "desc", 2))
-	require.Equal(t, "/jobs/"+id1+"/errors?from=7&order=asc&limit=50", ErrorsLink(id1, 7, true, "", 50))
-	require.Equal(t, "/jobs/a%2Fb/errors?order=asc&limit=1", ErrorsLink("a/b", 0, false, "asc", 1))
+	require.Equal(t, "/jobs/"+id1+"/errors?order=asc&limit=50", ErrorsQuery{Order: "asc", Limit: 50}.Link(id1))
+	require.Equal(t, "/jobs/"+id1+"/errors?from=0&order=desc&limit=2", ErrorsQuery{HasFrom: true, Order: "desc", Limit: 2}.Link(id1))
+	require.Equal(t, "/jobs/"+id1+"/errors?from=7&order=asc&limit=50", ErrorsQuery{From: 7, HasFrom: true, Limit: 50}.Link(id1))
+	require.Equal(t, "/jobs/a%2Fb/errors?order=asc&limit=1", ErrorsQuery{Order: "asc", Limit: 1}.Link("a/b"))
+}
+
+func TestErrorsQuery_Values(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, ErrorsQuery{}.Values(), "zero fields are left to the server")
+	require.Equal(t, "from=0", ErrorsQuery{HasFrom: true}.Values().Encode())
+	require.Equal(t, "from=9&limit=3&order=desc", ErrorsQuery{From: 9, HasFrom: true, Order: "desc", Limit: 3}.Values().Encode())
+}
+
+func TestTakeQuery_Values(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "prefetch=0", TakeQuery{}.Values().Encode(), "the zero TakeQuery is unlimited")
+	require.Empty(t, TakeQuery{Prefetch: DefaultPrefetch}.Values(), "the default is left out")
+	require.Equal(t, "prefetch=16&queue=a%2Cb%2Cc", TakeQuery{Queues: []string{"a", "b", "c"}, Prefetch: 16}.Values().Encode())
+}
+
+func TestJobQuery_Values(t *testing.T) {
+	t.Parallel()
+	full := JobQuery{
+		IDs: []string{id1, id2}, Queues: []string{"a&b", "c"}, Types: []string{"t"}, Statuses: []string{"ready", "dead"},
+		BudgetKeys: []string{"k:1"}, Priority: rng(u64(5), u64(5)), ReadyAt: rng(nil, u64(99)), Attempts: rng(u64(1), nil),
+		Filter: `.a == "x"`, Parked: true, Order: "desc", Limit: 7, From: id1,
+	}
+	tests := []struct {
+		name   string
+		q      JobQuery
+		paging bool
+		want   string
+	}{
+		{"Zero", JobQuery{}, true, ""},
+		{"OpenRangeLeftOut", JobQuery{Priority: rng(nil, nil)}, false, ""},
+		{"Filters", full, false, "attempts=1..&budgets.key=k%3A1&filter=.a+%3D%3D+%22x%22&id=" + id1 + "%2C" + id2 +
+			"&parked=true&priority=5&queue=a%26b%2Cc&ready_at=..99&status=ready%2Cdead&type=t"},
+		{"Paging", JobQuery{Order: "asc", Limit: 50, From: id2}, true, "from=" + id2 + "&limit=50&order=asc"},
+		{"PagingLeftOutOfFilters", JobQuery{Order: "asc", Limit: 50, From: id2}, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tt.want, tt.q.Values(tt.paging).Encode())
+		})
+	}
+}
+
+func TestStateValues(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, StateValues(false))
+	for _, state := range []bool{false, true} {
+		got, err := ParseStateQuery(StateValues(state))
+		require.NoError(t, err)
+		require.Equal(t, state, got)
+	}
 }
 
 func TestParseStateQuery(t *testing.T) {
@@ -533,7 +587,17 @@ func FuzzParseJobQuery(f *testing.F) {
 				require.ErrorAs(t, err, &qe)
 				continue
 			}
+			// What the client sends is read back as what it meant.
+			sent, err := url.ParseQuery(q.Values(paging).Encode())
+			require.NoError(t, err)
+			again, err := ParseJobQuery(sent, paging)
+			require.NoError(t, err, "%v", sent)
+			require.Equal(t, q, again, "%v", sent)
+
 			link := q.Link(q.From, q.Order)
+			followed, err := ParseJobsLink(link)
+			require.NoError(t, err, link)
+			require.Equal(t, q, followed, link)
 			rest, ok := strings.CutPrefix(link, "/jobs?")
 			require.True(t, ok, link)
 			back, err := url.ParseQuery(rest)
@@ -541,6 +605,44 @@ func FuzzParseJobQuery(f *testing.F) {
 			q2, err := ParseJobQuery(back, true)
 			require.NoError(t, err, link)
 			require.Equal(t, q, q2, link)
+		}
+	})
+}
+
+// FuzzQueryValues checks the other query strings both ways: whatever
+// parses renders (Values) as a query string that parses back the same.
+func FuzzQueryValues(f *testing.F) {
+	for _, s := range []string{"", "queue=b,a&prefetch=0", "prefetch=1", "prefetch=2147483648&queue=%2C", "from=0", "from=7&order=desc&limit=2000", "state=1", "state=false"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		v, err := url.ParseQuery(raw)
+		if err != nil {
+			return
+		}
+		reparse := func(v url.Values) url.Values {
+			back, err := url.ParseQuery(v.Encode())
+			require.NoError(t, err)
+			return back
+		}
+		if q, err := ParseTakeQuery(v); err == nil {
+			back, err := ParseTakeQuery(reparse(q.Values()))
+			require.NoError(t, err)
+			require.Equal(t, q, back)
+		}
+		if q, err := ParseErrorsQuery(v); err == nil {
+			back, err := ParseErrorsQuery(reparse(q.Values()))
+			require.NoError(t, err)
+			require.Equal(t, q, back)
+			id, followed, err := ParseErrorsLink(q.Link(id1))
+			require.NoError(t, err)
+			require.Equal(t, id1, id)
+			require.Equal(t, q, followed)
+		}
+		if state, err := ParseStateQuery(v); err == nil {
+			back, err := ParseStateQuery(reparse(StateValues(state)))
+			require.NoError(t, err)
+			require.Equal(t, state, back)
 		}
 	})
 }

@@ -90,7 +90,7 @@ func (c *Client) UnbindJobsAll(ctx context.Context, q api.JobQuery) (*api.Bindin
 
 func (c *Client) bindMany(ctx context.Context, method, path string, q api.JobQuery, body any) (*api.BindingChange, error) {
 	var out api.BindingChange
-	if _, err := c.do(ctx, call{method: method, path: path, query: filterValues(q), body: body}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: method, path: path, query: q.Values(false), body: body}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

@@ -3,23 +3,15 @@ package client
 import (
 	"context"
 	"net/http"
-	"net/url"
 
 	"github.com/zizq/zizq/api"
 )
-
-func stateQuery(state bool) url.Values {
-	if !state {
-		return nil
-	}
-	return url.Values{"state": {"true"}}
-}
 
 // ListBudgets returns every budget, sorted by key (GET /budgets); state
 // adds the live figures (?state=true).
 func (c *Client) ListBudgets(ctx context.Context, state bool) ([]api.Budget, error) {
 	var out api.BudgetList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets", query: stateQuery(state)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets", query: api.StateValues(state)}, &out); err != nil {
 		return nil, err
 	}
 	return out.Budgets, nil
@@ -29,7 +21,7 @@ func (c *Client) ListBudgets(ctx context.Context, state bool) ([]api.Budget, err
 // figures.
 func (c *Client) GetBudget(ctx context.Context, key string, state bool) (*api.Budget, error) {
 	var out api.Budget
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets/" + seg(key), query: stateQuery(state)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets/" + seg(key), query: api.StateValues(state)}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -54,51 +46,10 @@ func (c *Client) writeBudget(ctx context.Context, method, key string, in api.Bud
 	return &out, nil
 }
 
-// BudgetPatch is a merge patch of a budget (API.md §17.4.2): nil fields
-// are left unchanged. A Type that differs from the budget's replaces its
-// whole strategy, so it must come with what that strategy needs.
-type BudgetPatch struct {
-	Allocation *int64
-	Type       *string
-	DurationMs *int64
-	Burst      *int64
-	// ClearBurst removes the burst override (capacity falls back to the
-	// allocation); it wins over Burst.
-	ClearBurst bool
-}
-
-func (p BudgetPatch) body() map[string]any {
-	m := map[string]any{}
-	if p.Allocation != nil {
-		m["allocation"] = *p.Allocation
-	}
-	s := map[string]any{}
-	if p.Type != nil {
-		s["type"] = *p.Type
-	}
-	if p.DurationMs != nil {
-		s["duration_ms"] = *p.DurationMs
-	}
-	switch {
-	case p.ClearBurst:
-		s["burst"] = nil
-	case p.Burst != nil:
-		s["burst"] = *p.Burst
-	}
-	if len(s) > 0 {
-		m["strategy"] = s
-	}
-	return m
-}
-
 // PatchBudget changes a budget (PATCH /budgets/{key}); it never creates one.
-func (c *Client) PatchBudget(ctx context.Context, key string, p BudgetPatch) (*api.Budget, error) {
-	raw, err := api.Marshal(c.format, p.body())
-	if err != nil {
-		return nil, err
-	}
+func (c *Client) PatchBudget(ctx context.Context, key string, p api.BudgetPatch) (*api.Budget, error) {
 	var out api.Budget
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/budgets/" + seg(key), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/budgets/" + seg(key), body: p}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil

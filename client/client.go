@@ -151,8 +151,6 @@ type call struct {
 	path   string
 	query  url.Values
 	body   any
-	// raw is a body already encoded (merge patches); it wins over body.
-	raw []byte
 }
 
 // do sends a request and decodes a successful answer into out (nil: the
@@ -166,15 +164,12 @@ func (c *Client) do(ctx context.Context, req call, out any) (int, error) {
 	r := c.rc.R().SetContext(ctx).
 		SetHeader("Accept", api.ContentType(c.format)).
 		SetHeader("User-Agent", c.agent)
-	if req.raw == nil && req.body != nil {
+	if req.body != nil {
 		b, err := api.Marshal(c.format, req.body)
 		if err != nil {
 			return 0, fmt.Errorf("encode request: %w", err)
 		}
-		req.raw = b
-	}
-	if req.raw != nil {
-		r.SetHeader("Content-Type", api.ContentType(c.format)).SetBody(req.raw)
+		r.SetHeader("Content-Type", api.ContentType(c.format)).SetBody(b)
 	}
 	target := c.base + req.path
 	if len(req.query) > 0 {

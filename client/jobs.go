@@ -4,9 +4,7 @@ import (
 	"context"
 	"iter"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/zizq/zizq/api"
 )
@@ -48,47 +46,38 @@ func (c *Client) GetJob(ctx context.Context, id string) (*api.Job, error) {
 // q.Parked lists only the jobs parked now (?parked=true, our extension);
 // the page links keep that filter.
 func (c *Client) ListJobs(ctx context.Context, q api.JobQuery) (*api.JobList, error) {
-	return c.jobPage(ctx, call{method: http.MethodGet, path: "/jobs", query: listValues(q)})
-}
-
-// NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
-func (c *Client) NextJobs(ctx context.Context, link string) (*api.JobList, error) {
-	path, query, err := splitLink(link)
-	if err != nil {
-		return nil, err
-	}
-	return c.jobPage(ctx, call{method: http.MethodGet, path: path, query: query})
-}
-
-func (c *Client) jobPage(ctx context.Context, req call) (*api.JobList, error) {
 	var out api.JobList
-	if _, err := c.do(ctx, req, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: q.Values(true)}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
+// NextJobs follows a page link of a listing (JobList.Pages.Next or Prev).
+func (c *Client) NextJobs(ctx context.Context, link string) (*api.JobList, error) {
+	q, err := api.ParseJobsLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListJobs(ctx, q)
+}
+
 // AllJobs lists every job q selects, following the pages; q.Limit is the
 // page size. It stops at the first error, which it yields.
 func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job, error] {
-	return func(yield func(api.Job, error) bool) {
-		page, err := c.ListJobs(ctx, q)
-		for {
-			if err != nil {
-				yield(api.Job{}, err)
-				return
-			}
-			for _, j := range page.Jobs {
-				if !yield(j, nil) {
-					return
-				}
-			}
-			if page.Pages.Next == nil || len(page.Jobs) == 0 {
-				return
-			}
-			page, err = c.NextJobs(ctx, *page.Pages.Next)
+	return follow(func(link string) ([]api.Job, *string, error) {
+		var page *api.JobList
+		var err error
+		if link == "" {
+			page, err = c.ListJobs(ctx, q)
+		} else {
+			page, err = c.NextJobs(ctx, link)
 		}
-	}
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Jobs, page.Pages.Next, nil
+	})
 }
 
 // CountJobs counts the jobs q's filters select (GET /jobs/count); paging
@@ -96,7 +85,7 @@ func (c *Client) AllJobs(ctx context.Context, q api.JobQuery) iter.Seq2[api.Job,
 // (?parked=true, our extension), as GET /stats's jobs.parked does.
 func (c *Client) CountJobs(ctx context.Context, q api.JobQuery) (int64, error) {
 	var out api.Count
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: filterValues(q)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: q.Values(false)}, &out); err != nil {
 		return 0, err
 	}
 	return out.Count, nil
@@ -112,7 +101,7 @@ func (c *Client) DeleteJob(ctx context.Context, id string) error {
 // returns how many. An empty filter deletes every job.
 func (c *Client) DeleteJobs(ctx context.Context, q api.JobQuery) (int64, error) {
 	var out api.Deleted
-	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs", query: filterValues(q)}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/jobs", query: q.Values(false)}, &out); err != nil {
 		return 0, err
 	}
 	return out.Deleted, nil
@@ -120,13 +109,9 @@ func (c *Client) DeleteJobs(ctx context.Context, q api.JobQuery) (int64, error) 
 
 // PatchJob changes a live job (PATCH /jobs/{id}) and returns it (without
 // payload).
-func (c *Client) PatchJob(ctx context.Context, id string, p JobPatch) (*api.Job, error) {
-	raw, err := api.Marshal(c.format, p.body())
-	if err != nil {
-		return nil, err
-	}
+func (c *Client) PatchJob(ctx context.Context, id string, p api.JobPatch) (*api.Job, error) {
 	var out api.Job
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs/" + seg(id), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs/" + seg(id), body: p}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -134,45 +119,79 @@ func (c *Client) PatchJob(ctx context.Context, id string, p JobPatch) (*api.Job,
 
 // PatchJobs changes every live job q's filters select (PATCH /jobs) and
 // returns how many changed.
-func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p JobPatch) (int64, error) {
-	raw, err := api.Marshal(c.format, p.body())
-	if err != nil {
-		return 0, err
-	}
+func (c *Client) PatchJobs(ctx context.Context, q api.JobQuery, p api.JobPatch) (int64, error) {
 	var out api.Patched
-	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: filterValues(q), raw: raw}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodPatch, path: "/jobs", query: q.Values(false), body: p}, &out); err != nil {
 		return 0, err
 	}
 	return out.Patched, nil
 }
 
-// ErrorsQuery pages through a job's error records. The zero value asks for
-// the server's defaults (ascending, 50 a page, from the first).
-type ErrorsQuery struct {
-	// From is the exclusive attempt cursor; it is sent only when HasFrom.
-	From    uint32
-	HasFrom bool
-	Order   string
-	Limit   int
-}
-
 // ListErrors returns a page of a job's error records (GET /jobs/{id}/errors).
-func (c *Client) ListErrors(ctx context.Context, id string, q ErrorsQuery) (*api.ErrorList, error) {
-	v := url.Values{}
-	if q.HasFrom {
-		v.Set("from", strconv.FormatUint(uint64(q.From), 10))
-	}
-	if q.Order != "" {
-		v.Set("order", q.Order)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
+// Zero fields of q are left to the server (ascending, 50 a page, from the
+// first).
+func (c *Client) ListErrors(ctx context.Context, id string, q api.ErrorsQuery) (*api.ErrorList, error) {
 	var out api.ErrorList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/errors", query: v}, &out); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/" + seg(id) + "/errors", query: q.Values()}, &out); err != nil {
 		return nil, err
 	}
 	return &out, nil
+}
+
+// NextErrors follows a page link of a job's error records
+// (ErrorList.Pages.Next or Prev).
+func (c *Client) NextErrors(ctx context.Context, link string) (*api.ErrorList, error) {
+	id, q, err := api.ParseErrorsLink(link)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListErrors(ctx, id, q)
+}
+
+// AllErrors lists every error record of a job from q on, following the
+// pages; q.Limit is the page size. It stops at the first error, which it
+// yields.
+func (c *Client) AllErrors(ctx context.Context, id string, q api.ErrorsQuery) iter.Seq2[api.ErrorRecord, error] {
+	return follow(func(link string) ([]api.ErrorRecord, *string, error) {
+		var page *api.ErrorList
+		var err error
+		if link == "" {
+			page, err = c.ListErrors(ctx, id, q)
+		} else {
+			page, err = c.NextErrors(ctx, link)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		return page.Errors, page.Pages.Next, nil
+	})
+}
+
+// follow yields the items of a listing page after page: fetch("") reads the
+// first page and fetch(link) the page a next link names. It ends after a
+// page without a next link (or without items), and at the first error,
+// which it yields.
+func follow[T any](fetch func(link string) (items []T, next *string, err error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		link := ""
+		for {
+			items, next, err := fetch(link)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == nil || len(items) == 0 {
+				return
+			}
+			link = *next
+		}
+	}
 }
 
 // GetError returns one error record of a job (GET /jobs/{id}/errors/{n}).
@@ -192,125 +211,4 @@ func (c *Client) Why(ctx context.Context, id string) (*api.Why, error) {
 		return nil, err
 	}
 	return &out, nil
-}
-
-// JobPatch is a merge patch of a live job (API.md §8.3). Nil fields are
-// left unchanged; the Clear flags send null, which removes an override
-// (ReadyNow makes a scheduled job ready at once).
-type JobPatch struct {
-	Queue      *string
-	Priority   *uint16
-	ReadyAt    *uint64
-	ReadyNow   bool
-	RetryLimit *uint32
-	// ClearRetryLimit falls back to the server's default retry limit.
-	ClearRetryLimit bool
-	Backoff         *api.Backoff
-	ClearBackoff    bool
-	// Retention sets the members it holds; the others are kept.
-	Retention      *api.Retention
-	ClearRetention bool
-}
-
-// body renders the patch as a plain map, so null members survive both
-// encodings.
-func (p JobPatch) body() map[string]any {
-	m := map[string]any{}
-	if p.Queue != nil {
-		m["queue"] = *p.Queue
-	}
-	if p.Priority != nil {
-		m["priority"] = *p.Priority
-	}
-	switch {
-	case p.ReadyNow:
-		m["ready_at"] = nil
-	case p.ReadyAt != nil:
-		m["ready_at"] = *p.ReadyAt
-	}
-	switch {
-	case p.ClearRetryLimit:
-		m["retry_limit"] = nil
-	case p.RetryLimit != nil:
-		m["retry_limit"] = *p.RetryLimit
-	}
-	switch {
-	case p.ClearBackoff:
-		m["backoff"] = nil
-	case p.Backoff != nil:
-		m["backoff"] = map[string]any{"exponent": p.Backoff.Exponent, "base_ms": p.Backoff.BaseMs, "jitter_ms": p.Backoff.JitterMs}
-	}
-	switch {
-	case p.ClearRetention:
-		m["retention"] = nil
-	case p.Retention != nil:
-		r := map[string]any{}
-		if p.Retention.CompletedMs != nil {
-			r["completed_ms"] = *p.Retention.CompletedMs
-		}
-		if p.Retention.DeadMs != nil {
-			r["dead_ms"] = *p.Retention.DeadMs
-		}
-		m["retention"] = r
-	}
-	return m
-}
-
-// filterValues renders the filters of q as a query string (no paging).
-func filterValues(q api.JobQuery) url.Values {
-	v := url.Values{}
-	list := func(key string, l []string) {
-		if len(l) > 0 {
-			v.Set(key, strings.Join(l, ","))
-		}
-	}
-	list("id", q.IDs)
-	list("queue", q.Queues)
-	list("type", q.Types)
-	list("status", q.Statuses)
-	list("budgets.key", q.BudgetKeys)
-	rng := func(key string, r *api.Range) {
-		if r != nil && (r.Lo != nil || r.Hi != nil) {
-			v.Set(key, r.String())
-		}
-	}
-	rng("priority", q.Priority)
-	rng("ready_at", q.ReadyAt)
-	rng("attempts", q.Attempts)
-	if q.Filter != "" {
-		v.Set("filter", q.Filter)
-	}
-	if q.Parked {
-		v.Set("parked", "true")
-	}
-	return v
-}
-
-// listValues renders the filters and the paging of q.
-func listValues(q api.JobQuery) url.Values {
-	v := filterValues(q)
-	if q.Order != "" {
-		v.Set("order", q.Order)
-	}
-	if q.Limit > 0 {
-		v.Set("limit", strconv.Itoa(q.Limit))
-	}
-	if q.From != "" {
-		v.Set("from", q.From)
-	}
-	return v
-}
-
-// splitLink splits a server page link ("/jobs?from=…") into its path and
-// query.
-func splitLink(link string) (string, url.Values, error) {
-	u, err := url.Parse(link)
-	if err != nil {
-		return "", nil, err
-	}
-	q, err := url.ParseQuery(u.RawQuery)
-	if err != nil {
-		return "", nil, err
-	}
-	return u.EscapedPath(), q, nil
 }

@@ -185,10 +185,10 @@ func TestClient_ModifyJobs(t *testing.T) {
 		b, err := tb.c.Enqueue(ctx, job("q", "t", `{}`))
 		require.NoError(t, err)
 
-		p, err := tb.c.PatchJob(ctx, a.ID, client.JobPatch{
-			Queue: api.Ptr("q2"), Priority: api.Ptr[uint16](3), RetryLimit: api.Ptr[uint32](4),
-			Backoff:   &api.Backoff{Exponent: 2, BaseMs: 10, JitterMs: 5},
-			Retention: &api.Retention{DeadMs: api.Ptr[uint64](1000)},
+		p, err := tb.c.PatchJob(ctx, a.ID, api.JobPatch{
+			Queue: api.Ptr("q2"), Priority: api.Ptr[uint16](3), RetryLimit: api.Set[uint32](4),
+			Backoff:   api.Set(api.Backoff{Exponent: 2, BaseMs: 10, JitterMs: 5}),
+			Retention: api.Set(api.RetentionPatch{DeadMs: api.Set[uint64](1000)}),
 		})
 		require.NoError(t, err)
 		require.Equal(t, "q2", p.Queue)
@@ -198,23 +198,25 @@ func TestClient_ModifyJobs(t *testing.T) {
 		require.Equal(t, uint64(1000), *p.Retention.DeadMs)
 		require.Equal(t, api.StatusScheduled, p.Status)
 
-		p, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{ReadyNow: true, ClearRetryLimit: true, ClearBackoff: true, ClearRetention: true})
+		p, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{
+			ReadyAt: api.Null[uint64](), RetryLimit: api.Null[uint32](), Backoff: api.Null[api.Backoff](), Retention: api.Null[api.RetentionPatch](),
+		})
 		require.NoError(t, err)
 		require.Equal(t, api.StatusReady, p.Status)
 		require.Nil(t, p.RetryLimit)
 		require.Nil(t, p.Backoff)
 		require.Nil(t, p.Retention)
 
-		p, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{ReadyAt: &future})
+		p, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{ReadyAt: api.Set(future)})
 		require.NoError(t, err)
 		require.Equal(t, api.StatusScheduled, p.Status)
 
-		_, err = tb.c.PatchJob(ctx, "0000000000000000000000000", client.JobPatch{})
+		_, err = tb.c.PatchJob(ctx, "0000000000000000000000000", api.JobPatch{})
 		require.True(t, client.IsNotFound(err), "%v", err)
-		_, err = tb.c.PatchJob(ctx, a.ID, client.JobPatch{Queue: api.Ptr("bad*")})
+		_, err = tb.c.PatchJob(ctx, a.ID, api.JobPatch{Queue: api.Ptr("bad*")})
 		require.True(t, client.IsValidation(err), "%v", err)
 
-		n, err := tb.c.PatchJobs(ctx, api.JobQuery{Queues: []string{"q"}}, client.JobPatch{Priority: api.Ptr[uint16](9)})
+		n, err := tb.c.PatchJobs(ctx, api.JobQuery{Queues: []string{"q"}}, api.JobPatch{Priority: api.Ptr[uint16](9)})
 		require.NoError(t, err)
 		require.Equal(t, int64(1), n)
 		got, err := tb.c.GetJob(ctx, b.ID)
@@ -271,11 +273,11 @@ func TestClient_ErrorsAndWhy(t *testing.T) {
 		require.Equal(t, api.StatusDead, failed.Status)
 		require.Equal(t, uint32(1), failed.Attempts)
 
-		errs, err := tb.c.ListErrors(ctx, a.ID, client.ErrorsQuery{})
+		errs, err := tb.c.ListErrors(ctx, a.ID, api.ErrorsQuery{})
 		require.NoError(t, err)
 		require.Len(t, errs.Errors, 1)
 		require.Equal(t, "boom", errs.Errors[0].Message)
-		errs, err = tb.c.ListErrors(ctx, a.ID, client.ErrorsQuery{From: 1, HasFrom: true, Order: "asc", Limit: 10})
+		errs, err = tb.c.ListErrors(ctx, a.ID, api.ErrorsQuery{From: 1, HasFrom: true, Order: "asc", Limit: 10})
 		require.NoError(t, err)
 		require.Empty(t, errs.Errors)
 		rec, err := tb.c.GetError(ctx, a.ID, 1)
@@ -289,5 +291,49 @@ func TestClient_ErrorsAndWhy(t *testing.T) {
 		require.Equal(t, api.WaitingFinished, w.WaitingFor)
 		_, err = tb.c.Why(ctx, "0000000000000000000000000")
 		require.True(t, client.IsNotFound(err), "%v", err)
+	})
+}
+
+// TestClient_AllErrors: the error records of a job, page by page through
+// the links the server builds.
+func TestClient_AllErrors(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, tb *testBundle) {
+		ctx := ctxT(t)
+		j, err := tb.c.Enqueue(ctx, job("q", "t", ""))
+		require.NoError(t, err)
+		s, err := tb.c.Take(ctx, client.TakeOptions{Queues: []string{"q"}})
+		require.NoError(t, err)
+		defer s.Close()
+		for _, msg := range []string{"one", "two", "three"} {
+			got, err := s.Next()
+			require.NoError(t, err)
+			require.Equal(t, j.ID, got.ID)
+			_, err = tb.c.Fail(ctx, j.ID, api.FailureRequest{Message: api.Ptr(msg), RetryAt: api.Ptr[uint64](1)})
+			require.NoError(t, err)
+		}
+
+		var msgs []string
+		for rec, err := range tb.c.AllErrors(ctx, j.ID, api.ErrorsQuery{Limit: 1}) {
+			require.NoError(t, err)
+			msgs = append(msgs, rec.Message)
+		}
+		require.Equal(t, []string{"one", "two", "three"}, msgs)
+
+		page, err := tb.c.ListErrors(ctx, j.ID, api.ErrorsQuery{Order: api.OrderDesc, Limit: 2})
+		require.NoError(t, err)
+		require.NotNil(t, page.Pages.Next)
+		next, err := tb.c.NextErrors(ctx, *page.Pages.Next)
+		require.NoError(t, err)
+		require.Len(t, next.Errors, 1)
+		require.Equal(t, "one", next.Errors[0].Message)
+		back, err := tb.c.NextErrors(ctx, *next.Pages.Prev)
+		require.NoError(t, err)
+		require.Equal(t, "two", back.Errors[0].Message, "prev runs the other way from the cursor")
+
+		_, err = tb.c.NextErrors(ctx, "/jobs?limit=1")
+		require.Error(t, err)
+		_, err = tb.c.NextJobs(ctx, "/jobs/"+j.ID+"/errors")
+		require.Error(t, err)
 	})
 }

@@ -1,17 +1,12 @@
 package client
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/zizq/zizq/api"
@@ -20,10 +15,6 @@ import (
 // Unlimited is the TakeOptions.Prefetch of a stream that holds any number
 // of jobs at once.
 const Unlimited = -1
-
-// maxFrame bounds one MessagePack stream frame, so a corrupt length cannot
-// make the client allocate gigabytes.
-const maxFrame = 1 << 30
 
 // TakeOptions select what a take stream receives.
 type TakeOptions struct {
@@ -41,38 +32,31 @@ type TakeOptions struct {
 // was opened with, returns the jobs it still holds to ready.
 type Stream struct {
 	body   io.ReadCloser
-	r      *bufio.Reader
-	format api.StreamFormat
+	frames *api.FrameReader
 	once   sync.Once
 }
 
 // Take opens a take stream. It is sent outside resty, never retried and
 // never timed out: it lasts until ctx ends or Close is called.
 func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
-	v := url.Values{}
-	if len(o.Queues) > 0 {
-		v.Set("queue", strings.Join(o.Queues, ","))
-	}
+	q := api.TakeQuery{Queues: o.Queues, Prefetch: o.Prefetch}
 	switch {
 	case o.Prefetch == Unlimited:
-		v.Set("prefetch", "0")
-	case o.Prefetch > 0:
-		v.Set("prefetch", strconv.Itoa(o.Prefetch))
+		q.Prefetch = 0
+	case o.Prefetch == 0:
+		q.Prefetch = api.DefaultPrefetch
 	case o.Prefetch < 0:
 		return nil, fmt.Errorf("invalid prefetch %d", o.Prefetch)
 	}
 	target := c.base + "/jobs/take"
-	if len(v) > 0 {
+	if v := q.Values(); len(v) > 0 {
 		target += "?" + v.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return nil, err
 	}
-	sf := api.NDJSON
-	if c.format == api.MsgPack {
-		sf = api.MsgPackStream
-	}
+	sf := c.format.Stream()
 	req.Header.Set("Accept", api.StreamContentType(sf))
 	req.Header.Set("User-Agent", c.agent)
 	if o.WorkerID != "" {
@@ -96,7 +80,7 @@ func (c *Client) Take(ctx context.Context, o TakeOptions) (*Stream, error) {
 		resp.Body.Close()
 		return nil, fmt.Errorf("take: unexpected content type %q", resp.Header.Get("Content-Type"))
 	}
-	return &Stream{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 64<<10), format: sf}, nil
+	return &Stream{body: resp.Body, frames: api.NewFrameReader(resp.Body, sf)}, nil
 }
 
 func (c *Client) streamError(ctx context.Context, err error) error {
@@ -109,60 +93,7 @@ func (c *Client) streamError(ctx context.Context, err error) error {
 // Next blocks until the next job arrives, skipping heartbeats. It returns
 // io.EOF when the server ends the stream (on shutdown), and the context's
 // error once the stream's context is cancelled.
-func (s *Stream) Next() (api.Job, error) {
-	for {
-		frame, err := s.frame()
-		if err != nil {
-			return api.Job{}, err
-		}
-		if len(frame) == 0 {
-			continue // heartbeat
-		}
-		f := api.JSON
-		if s.format == api.MsgPackStream {
-			f = api.MsgPack
-		}
-		var j api.Job
-		if err := api.Unmarshal(f, frame, &j); err != nil {
-			return api.Job{}, fmt.Errorf("take: decode frame: %w", err)
-		}
-		return j, nil
-	}
-}
-
-// frame reads one frame; an empty frame is a heartbeat.
-func (s *Stream) frame() ([]byte, error) {
-	if s.format == api.MsgPackStream {
-		var n [4]byte
-		if _, err := io.ReadFull(s.r, n[:]); err != nil {
-			return nil, s.readError(err)
-		}
-		size := binary.BigEndian.Uint32(n[:])
-		if size > maxFrame {
-			return nil, fmt.Errorf("take: frame of %d bytes is too large", size)
-		}
-		buf := make([]byte, size)
-		if _, err := io.ReadFull(s.r, buf); err != nil {
-			return nil, s.readError(err)
-		}
-		return buf, nil
-	}
-	line, err := s.r.ReadBytes('\n')
-	if err != nil {
-		if len(line) > 0 && errors.Is(err, io.EOF) {
-			return nil, s.readError(io.ErrUnexpectedEOF)
-		}
-		return nil, s.readError(err)
-	}
-	return line[:len(line)-1], nil
-}
-
-func (s *Stream) readError(err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return fmt.Errorf("take: stream cut mid-frame: %w", err)
-	}
-	return err
-}
+func (s *Stream) Next() (api.Job, error) { return s.frames.Job() }
 
 // All yields the jobs as they arrive until the stream ends; a clean end
 // (io.EOF) is not yielded as an error.

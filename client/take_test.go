@@ -3,6 +3,9 @@ package client_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -105,4 +108,38 @@ func TestClient_TakeUnreachable(t *testing.T) {
 	_, err = c.Take(ctxT(t), client.TakeOptions{})
 	require.True(t, client.IsUnreachable(err), "%v", err)
 	require.Contains(t, err.Error(), url)
+}
+
+// TestStream_NextCutMidFrame: a stream that ends inside a frame is an
+// error, never the clean end (io.EOF) of a server shutting down; a
+// MessagePack frame cut right after its length prefix counts too.
+func TestStream_NextCutMidFrame(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		f    api.Format
+		body string
+	}{
+		{"NDJSONLine", api.JSON, `{"id":"x"`},
+		{"MsgPackAfterLength", api.MsgPack, "\x00\x00\x00\x05"},
+		{"MsgPackInBody", api.MsgPack, "\x00\x00\x00\x05\x81"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", api.StreamContentType(tt.f.Stream()))
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			t.Cleanup(srv.Close)
+			c, err := client.New(srv.URL, client.Options{Format: tt.f})
+			require.NoError(t, err)
+			s, err := c.Take(ctxT(t), client.TakeOptions{})
+			require.NoError(t, err)
+			defer s.Close()
+			_, err = s.Next()
+			require.ErrorIs(t, err, io.ErrUnexpectedEOF)
+			require.NotErrorIs(t, err, io.EOF)
+		})
+	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/client"
 )
 
 // budgetPatchFlags are the flags of `budget patch` that change something.
@@ -36,7 +35,8 @@ removes the burst, so the budget holds at most --allocation tokens. A
 			if err := b.checkDuration(c); err != nil {
 				return err
 			}
-			var p client.BudgetPatch
+			var p api.BudgetPatch
+			var st api.StrategyPatch
 			fl := c.Flags()
 			if fl.Changed("allocation") {
 				p.Allocation = &b.Allocation
@@ -45,15 +45,20 @@ removes the burst, so the budget holds at most --allocation tokens. A
 				if err := b.checkStrategy(); err != nil {
 					return err
 				}
-				p.Type = &b.Strategy
+				st.Type = &b.Strategy
 			}
 			if fl.Changed("duration") {
-				p.DurationMs = api.Ptr(b.Duration.Milliseconds())
+				st.DurationMs = api.Ptr(b.Duration.Milliseconds())
 			}
-			if fl.Changed("burst") {
-				p.Burst = &b.Burst
+			switch {
+			case b.NoBurst:
+				st.Burst = api.Null[int64]()
+			case fl.Changed("burst"):
+				st.Burst = api.Set(b.Burst)
 			}
-			p.ClearBurst = b.NoBurst
+			if st != (api.StrategyPatch{}) {
+				p.Strategy = &st
+			}
 			cl, err := f.Client()
 			if err != nil {
 				return err

@@ -151,11 +151,11 @@ func consume(ctx context.Context, url, queue string, l *ledger) {
 		return
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		var j api.Job
-		if len(sc.Bytes()) == 0 || json.Unmarshal(sc.Bytes(), &j) != nil {
-			continue
+	frames := api.NewFrameReader(resp.Body, api.NDJSON)
+	for {
+		j, err := frames.Job()
+		if err != nil {
+			return
 		}
 		l.add(l.acking, j.ID)
 		if status, _, err := tryDo("POST", url+"/jobs/"+j.ID+"/success", nil); err == nil && status == http.StatusNoContent {
@@ -257,11 +257,11 @@ func takeCount(t *testing.T, url, queue string, d time.Duration) int {
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	n := 0
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if len(sc.Bytes()) > 0 {
-			n++
+	frames := api.NewFrameReader(resp.Body, api.NDJSON)
+	for {
+		if _, err := frames.Job(); err != nil {
+			return n
 		}
+		n++
 	}
-	return n
 }

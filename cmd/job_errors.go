@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/client"
 )
 
 // JobErrorsOptions are the flags of `job errors`.
@@ -47,17 +46,11 @@ backtrace. -o json prints {"errors":[…]}, or the one record.`,
 				return printErrorDetail(f, rec)
 			}
 			recs := []api.ErrorRecord{}
-			q := client.ErrorsQuery{Limit: api.MaxLimit}
-			for {
-				page, err := cl.ListErrors(c.Context(), args[0], q)
+			for rec, err := range cl.AllErrors(c.Context(), args[0], api.ErrorsQuery{Limit: api.MaxLimit}) {
 				if err != nil {
 					return err
 				}
-				recs = append(recs, page.Errors...)
-				if page.Pages.Next == nil || len(page.Errors) == 0 {
-					break
-				}
-				q.From, q.HasFrom = page.Errors[len(page.Errors)-1].Attempt, true
+				recs = append(recs, rec)
 			}
 			if f.JSON() {
 				return writeJSON(f.IO.Out, struct {

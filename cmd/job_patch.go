@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/client"
 )
 
 // JobPatchOptions are the flags of `job patch`: the changes, and the
@@ -127,8 +126,8 @@ change them. Completed and dead jobs are skipped.
 
 // patch builds the merge patch from the flags; every mistake is a usage
 // error.
-func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatch, error) {
-	var p client.JobPatch
+func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (api.JobPatch, error) {
+	var p api.JobPatch
 	fl := c.Flags()
 	if !anyChanged(c, patchFlags...) {
 		return p, usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(patchFlags))}
@@ -152,17 +151,17 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatc
 		if err != nil {
 			return p, usageError{err}
 		}
-		p.ReadyAt = &at
+		p.ReadyAt = api.Set(at)
 	case fl.Changed("in"):
-		p.ReadyAt = api.Ptr(uint64(now.Add(o.In).UnixMilli()))
+		p.ReadyAt = api.Set(uint64(now.Add(o.In).UnixMilli()))
 	case o.Now:
-		p.ReadyNow = true
+		p.ReadyAt = api.Null[uint64]()
 	}
 	switch {
 	case fl.Changed("retry-limit"):
-		p.RetryLimit = &o.RetryLimit
+		p.RetryLimit = api.Set(o.RetryLimit)
 	case o.DefaultRetryLimit:
-		p.ClearRetryLimit = true
+		p.RetryLimit = api.Null[uint32]()
 	}
 	backoff := 0
 	for _, n := range []string{"backoff-base", "backoff-exponent", "backoff-jitter"} {
@@ -172,23 +171,24 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (client.JobPatc
 	}
 	switch {
 	case backoff == 3:
-		p.Backoff = &api.Backoff{Exponent: o.BackoffExponent, BaseMs: uint32(o.BackoffBase.Milliseconds()), JitterMs: uint32(o.BackoffJitter.Milliseconds())}
+		p.Backoff = api.Set(api.Backoff{Exponent: o.BackoffExponent, BaseMs: uint32(o.BackoffBase.Milliseconds()), JitterMs: uint32(o.BackoffJitter.Milliseconds())})
 	case backoff > 0:
 		return p, usageError{fmt.Errorf("--backoff-base, --backoff-exponent and --backoff-jitter go together")}
 	case o.DefaultBackoff:
-		p.ClearBackoff = true
+		p.Backoff = api.Null[api.Backoff]()
 	}
 	switch {
 	case o.DefaultRetention:
-		p.ClearRetention = true
+		p.Retention = api.Null[api.RetentionPatch]()
 	case fl.Changed("completed-retention") || fl.Changed("dead-retention"):
-		p.Retention = &api.Retention{}
+		var r api.RetentionPatch
 		if fl.Changed("completed-retention") {
-			p.Retention.CompletedMs = api.Ptr(uint64(o.CompletedRetention.Milliseconds()))
+			r.CompletedMs = api.Set(uint64(o.CompletedRetention.Milliseconds()))
 		}
 		if fl.Changed("dead-retention") {
-			p.Retention.DeadMs = api.Ptr(uint64(o.DeadRetention.Milliseconds()))
+			r.DeadMs = api.Set(uint64(o.DeadRetention.Milliseconds()))
 		}
+		p.Retention = api.Set(r)
 	}
 	return p, nil
 }

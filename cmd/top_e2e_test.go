@@ -1,9 +1,7 @@
 package cmd_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -140,17 +138,11 @@ func TestTop_EndToEnd(t *testing.T) {
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	frames := bufio.NewScanner(resp.Body)
+	frames := api.NewFrameReader(resp.Body, api.NDJSON)
 	next := func() api.Job {
-		for frames.Scan() {
-			if len(frames.Bytes()) > 0 {
-				var j api.Job
-				require.NoError(t, json.Unmarshal(frames.Bytes(), &j))
-				return j
-			}
-		}
-		t.Fatal("take stream ended")
-		return api.Job{}
+		j, err := frames.Job()
+		require.NoError(t, err, "take stream ended")
+		return j
 	}
 	held := []api.Job{next(), next()}
 	tm.waitFor("5 parked while 2 run", 15*time.Second, func(s string) bool {

@@ -1,17 +1,19 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/store"
 )
@@ -120,17 +122,22 @@ func (w *worker) run(ctx context.Context) error {
 	acks.Add(1)
 	go func() { defer acks.Done(); w.ackLoop(ids) }()
 	defer func() { close(ids); acks.Wait() }()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 {
-			continue
+	frames := api.NewFrameReader(resp.Body, api.NDJSON)
+	for {
+		msg, err := frames.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(msg) == 0 {
+			continue // heartbeat
 		}
 		var j struct {
 			ID string `json:"id"`
 		}
-		if err := json.Unmarshal(line, &j); err != nil {
+		if err := json.Unmarshal(msg, &j); err != nil {
 			return err
 		}
 		if w.onJob != nil {
@@ -138,7 +145,6 @@ func (w *worker) run(ctx context.Context) error {
 		}
 		ids <- j.ID
 	}
-	return nil
 }
 
 func (w *worker) ackLoop(ids <-chan string) {
@@ -147,7 +153,7 @@ func (w *worker) ackLoop(ids <-chan string) {
 		if len(batch) == 0 {
 			return
 		}
-		body, _ := json.Marshal(map[string][]string{"ids": batch})
+		body, _ := json.Marshal(api.AckIDs{IDs: batch})
 		_, _ = postJSON(w.c, w.url+"/jobs/success", body)
 		batch = batch[:0]
 	}

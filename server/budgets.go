@@ -105,101 +105,50 @@ func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, http.StatusOK, wireBudget(b))
 }
 
-// budgetPatch is a JSON merge patch of a budget (API.md §17.4.2).
+// budgetPatch is a PATCH /budgets/{key} body (API.md §17.4.2), decoded by
+// package api.
 type budgetPatch struct {
-	allocation *int64
-	typ        *string
-	duration   *int64
-	burst      field
-	burstVal   int64
+	api.BudgetPatch
 }
 
 func (s *Server) decodeBudgetPatch(w http.ResponseWriter, r *http.Request) (*budgetPatch, error) {
-	// key is ignored, as in POST and PUT bodies: the path names the budget.
-	body, err := s.decodePatch(w, r, "allocation", "strategy", "key")
+	f, data, err := s.readBody(w, r)
 	if err != nil {
 		return nil, err
 	}
-	p := &budgetPatch{}
-	if f := body.field("allocation"); f.set {
-		var v int64
-		if err := f.notNull(); err != nil {
-			return nil, err
-		}
-		if err := f.decodeAs(&v, wantInteger); err != nil {
-			return nil, err
-		}
-		p.allocation = &v
-	}
-	strategy := body.field("strategy")
-	if !strategy.set {
-		return p, nil
-	}
-	if err := strategy.notNull(); err != nil {
-		return nil, err
-	}
-	inner, err := strategy.object("type", "duration_ms", "burst")
+	body, err := api.DecodeBudgetPatch(f, data)
 	if err != nil {
 		return nil, err
 	}
-	return p, p.decodeStrategy(inner)
-}
-
-func (p *budgetPatch) decodeStrategy(inner patchObject) error {
-	for _, name := range []string{"type", "duration_ms"} {
-		if err := inner.field(name).notNull(); err != nil {
-			return err
-		}
-	}
-	if f := inner.field("type"); f.set {
-		var t string
-		if err := f.decodeAs(&t, wantString); err != nil {
-			return err
-		}
-		if t != store.WhileInFlight && t != store.TimeBased {
-			return badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", f.prefix, t)
-		}
-		p.typ = &t
-	}
-	if f := inner.field("duration_ms"); f.set {
-		var d int64
-		if err := f.decodeAs(&d, wantInteger); err != nil {
-			return err
-		}
-		p.duration = &d
-	}
-	p.burst = inner.field("burst")
-	if p.burst.set && !p.burst.null {
-		if err := p.burst.decodeAs(&p.burstVal, wantInteger); err != nil {
-			return err
-		}
-	}
-	return nil
+	return &budgetPatch{body}, nil
 }
 
 // apply merges the patch into a budget's configuration and validates the
 // result; a different strategy type replaces the strategy wholesale.
 func (p *budgetPatch) apply(cfg *store.Budget) error {
-	if p.allocation != nil {
-		cfg.Allocation = *p.allocation
+	if p.Allocation != nil {
+		cfg.Allocation = *p.Allocation
 	}
 	hasDuration := cfg.Strategy == store.TimeBased
 	hasBurst := cfg.Burst > 0
-	if p.typ != nil && *p.typ != cfg.Strategy {
-		cfg.Strategy, cfg.DurationMs, cfg.Burst = *p.typ, 0, 0
+	st := api.StrategyPatch{}
+	if p.Strategy != nil {
+		st = *p.Strategy
+	}
+	if st.Type != nil && *st.Type != cfg.Strategy {
+		cfg.Strategy, cfg.DurationMs, cfg.Burst = *st.Type, 0, 0
 		hasDuration, hasBurst = false, false
-		if cfg.Strategy == store.TimeBased && p.duration == nil {
+		if cfg.Strategy == store.TimeBased && st.DurationMs == nil {
 			return ruleErrorf("duration_ms is required for time_based budgets")
 		}
 	}
-	if p.duration != nil {
-		cfg.DurationMs, hasDuration = *p.duration, true
+	if st.DurationMs != nil {
+		cfg.DurationMs, hasDuration = *st.DurationMs, true
 	}
-	switch {
-	case p.burst.null:
+	if burst, ok := st.Burst.Get(); ok {
+		cfg.Burst, hasBurst = burst, true
+	} else if st.Burst.IsNull() {
 		cfg.Burst, hasBurst = 0, false
-	case p.burst.set:
-		cfg.Burst, hasBurst = p.burstVal, true
 	}
 	return checkBudgetRules(*cfg, hasDuration, hasBurst)
 }

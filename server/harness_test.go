@@ -1,10 +1,8 @@
 package server_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -130,16 +128,23 @@ func (tb *testBundle) enqueue(t *testing.T, body string) api.Job {
 	return j
 }
 
-// takeStream is an open GET /jobs/take reading NDJSON (or msgpack-stream).
+// takeStream is an open GET /jobs/take, its frames read by api.FrameReader
+// in the framing the server answered with.
 type takeStream struct {
 	resp   *http.Response
-	rd     *bufio.Reader
-	frames chan []byte
+	format api.StreamFormat
+	frames chan []byte // messages in arrival order; empty: a heartbeat
 	cancel context.CancelFunc
 }
 
 // take opens a take stream with the query (e.g. "prefetch=2&queue=a").
 func (tb *testBundle) take(t *testing.T, query string, header ...string) *takeStream {
+	t.Helper()
+	return takeWith(t, tb, tb.h1, query, header...)
+}
+
+// takeWith is take over any client (tb.h2 for HTTP/2).
+func takeWith(t *testing.T, tb *testBundle, c *http.Client, query string, header ...string) *takeStream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, err := http.NewRequestWithContext(ctx, "GET", tb.url+"/jobs/take?"+query, nil)
@@ -147,36 +152,25 @@ func (tb *testBundle) take(t *testing.T, query string, header ...string) *takeSt
 	for i := 0; i+1 < len(header); i += 2 {
 		r.Header.Set(header[i], header[i+1])
 	}
-	resp, err := tb.h1.Do(r)
+	resp, err := c.Do(r)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	ts := &takeStream{resp: resp, rd: bufio.NewReader(resp.Body), frames: make(chan []byte, 1024), cancel: cancel}
-	msgpack := strings.Contains(resp.Header.Get("Content-Type"), "msgpack")
-	go ts.read(msgpack)
+	format, ok := api.TakeFormat(resp.Header.Get("Content-Type"))
+	require.True(t, ok, "Content-Type %q", resp.Header.Get("Content-Type"))
+	ts := &takeStream{resp: resp, format: format, frames: make(chan []byte, 1024), cancel: cancel}
+	go ts.read(api.NewFrameReader(resp.Body, format))
 	t.Cleanup(ts.close)
 	return ts
 }
 
-func (ts *takeStream) read(msgpack bool) {
+func (ts *takeStream) read(frames *api.FrameReader) {
 	defer close(ts.frames)
 	for {
-		if msgpack {
-			var n uint32
-			if err := binary.Read(ts.rd, binary.BigEndian, &n); err != nil {
-				return
-			}
-			frame := make([]byte, n)
-			if _, err := io.ReadFull(ts.rd, frame); err != nil {
-				return
-			}
-			ts.frames <- frame // empty frame: heartbeat
-			continue
-		}
-		line, err := ts.rd.ReadBytes('\n')
+		msg, err := frames.Next()
 		if err != nil {
 			return
 		}
-		ts.frames <- bytes.TrimSuffix(line, []byte("\n")) // empty line: heartbeat
+		ts.frames <- msg
 	}
 }
 
@@ -188,6 +182,13 @@ func (ts *takeStream) close() {
 // next returns the next job frame (skipping heartbeats), failing after d.
 func (ts *takeStream) next(t *testing.T, d time.Duration) api.Job {
 	t.Helper()
+	j, _ := ts.nextFrame(t, d)
+	return j
+}
+
+// nextFrame returns the next job frame and its message as it came.
+func (ts *takeStream) nextFrame(t *testing.T, d time.Duration) (api.Job, []byte) {
+	t.Helper()
 	deadline := time.After(d)
 	for {
 		select {
@@ -197,8 +198,8 @@ func (ts *takeStream) next(t *testing.T, d time.Duration) api.Job {
 				continue
 			}
 			var j api.Job
-			require.NoError(t, api.Unmarshal(api.JSON, f, &j), "frame: %q", f)
-			return j
+			require.NoError(t, api.Unmarshal(ts.format.Message(), f, &j), "frame: %q", f)
+			return j, f
 		case <-deadline:
 			t.Fatalf("no job frame within %s", d)
 		}

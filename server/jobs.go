@@ -185,22 +185,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs)), Pages: api.Pages{Self: q.Link(q.From, q.Order)}}
+	out := api.JobList{Jobs: make([]api.Job, 0, len(jobs))}
 	for _, j := range jobs {
 		out.Jobs = append(out.Jobs, wireJob(j, true))
 	}
-	if more && len(jobs) > 0 {
-		next := q.Link(jobs[len(jobs)-1].ID, q.Order)
-		out.Pages.Next = &next
-	}
-	if q.From != "" && len(jobs) > 0 {
-		reverse := "desc"
-		if q.Order == "desc" {
-			reverse = "asc"
-		}
-		prev := q.Link(jobs[0].ID, reverse)
-		out.Pages.Prev = &prev
-	}
+	out.Pages = q.Pages(out.Jobs, more)
 	s.respond(w, r, http.StatusOK, out)
 }
 
@@ -285,37 +274,25 @@ func capitalised(status string) string {
 
 func (s *Server) listErrors(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	from, order, limit, err := api.ParseErrorsQuery(r.URL.Query())
+	q, err := api.ParseErrorsQuery(r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	o := store.Asc
-	if order == "desc" {
+	if q.Order == "desc" {
 		o = store.Desc
 	}
-	recs, more, err := s.core.Errors(r.Context(), id, from, o, limit)
+	recs, more, err := s.core.Errors(r.Context(), id, q.From, o, q.Limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	hasFrom := r.URL.Query().Has("from")
-	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs)), Pages: api.Pages{Self: api.ErrorsLink(id, from, hasFrom, order, limit)}}
+	out := api.ErrorList{Errors: make([]api.ErrorRecord, 0, len(recs))}
 	for _, rec := range recs {
 		out.Errors = append(out.Errors, wireError(rec))
 	}
-	if more && len(recs) > 0 {
-		next := api.ErrorsLink(id, recs[len(recs)-1].Attempt, true, order, limit)
-		out.Pages.Next = &next
-	}
-	if hasFrom && len(recs) > 0 {
-		reverse := "desc"
-		if order == "desc" {
-			reverse = "asc"
-		}
-		prev := api.ErrorsLink(id, recs[0].Attempt, true, reverse, limit)
-		out.Pages.Prev = &prev
-	}
+	out.Pages = q.Pages(id, out.Errors, more)
 	s.respond(w, r, http.StatusOK, out)
 }
 

@@ -75,6 +75,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		he *httpError
 		de *api.DecodeError
 		qe *api.QueryError
+		fe *api.FieldError
 		ce *core.Error
 	)
 	switch {
@@ -82,6 +83,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		s.respond(w, r, he.status, api.Error{Error: he.msg, Supported: he.supported})
 	case errors.As(err, &de), errors.As(err, &qe):
 		s.writeError(w, r, http.StatusBadRequest, err.Error())
+	case errors.As(err, &fe):
+		s.writeError(w, r, http.StatusUnprocessableEntity, fe.Msg)
 	case errors.As(err, &ce) && ce.Kind == core.KindStarting:
 		s.notReady(w, r)
 	case errors.As(err, &ce):
@@ -113,17 +116,27 @@ var coreStatus = map[core.Kind]int{
 // decode reads the body into v: 415 for an unknown Content-Type, 413 past
 // the size limit, 400 when it does not decode.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	f, data, err := s.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return api.Unmarshal(f, data, v)
+}
+
+// readBody reads the body whole, with its format: 415 for an unknown
+// Content-Type, 413 past the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (api.Format, []byte, error) {
 	f, ok := api.RequestFormat(r.Header.Get("Content-Type"))
 	if !ok {
-		return &httpError{status: http.StatusUnsupportedMediaType, msg: "unsupported media type", supported: api.SupportedFormats}
+		return f, nil, &httpError{status: http.StatusUnsupportedMediaType, msg: "unsupported media type", supported: api.SupportedFormats}
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit)}
+			return f, nil, &httpError{status: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit)}
 		}
-		return badRequest("read request body: %v", err)
+		return f, nil, badRequest("read request body: %v", err)
 	}
-	return api.Unmarshal(f, data, v)
+	return f, data, nil
 }

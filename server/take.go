@@ -14,7 +14,7 @@ import (
 // a heartbeat after each interval of silence, and on disconnect every job
 // the stream still holds goes back to ready.
 func (s *Server) take(w http.ResponseWriter, r *http.Request) {
-	queues, prefetch, err := api.ParseTakeQuery(r.URL.Query())
+	q, err := api.ParseTakeQuery(r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -35,7 +35,7 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	// Register before answering: a client that has seen the 200 is served.
-	t, err := s.core.Take(queues, prefetch)
+	t, err := s.core.Take(q.Queues, q.Prefetch)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -15,44 +15,6 @@ import (
 	"github.com/zizq/zizq/server"
 )
 
-// takeWith is the harness's take over any client (tb.h2 for HTTP/2).
-func takeWith(t *testing.T, tb *testBundle, c *http.Client, query string, header ...string) *takeStream {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r, err := http.NewRequestWithContext(ctx, "GET", tb.url+"/jobs/take?"+query, nil)
-	require.NoError(t, err)
-	for i := 0; i+1 < len(header); i += 2 {
-		r.Header.Set(header[i], header[i+1])
-	}
-	resp, err := c.Do(r)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	ts := &takeStream{resp: resp, rd: bufio.NewReader(resp.Body), frames: make(chan []byte, 1024), cancel: cancel}
-	go ts.read(strings.Contains(resp.Header.Get("Content-Type"), "msgpack"))
-	t.Cleanup(ts.close)
-	return ts
-}
-
-// nextMsgPack returns the next job frame of a msgpack stream.
-func nextMsgPack(t *testing.T, ts *takeStream, d time.Duration) (api.Job, []byte) {
-	t.Helper()
-	deadline := time.After(d)
-	for {
-		select {
-		case f, ok := <-ts.frames:
-			require.True(t, ok, "take stream closed")
-			if len(f) == 0 {
-				continue
-			}
-			var j api.Job
-			require.NoError(t, api.Unmarshal(api.MsgPack, f, &j), "frame: %q", f)
-			return j, f
-		case <-deadline:
-			t.Fatalf("no job frame within %s", d)
-		}
-	}
-}
-
 // heartbeats waits for n empty frames, failing after d.
 func heartbeats(t *testing.T, ts *takeStream, n int, d time.Duration) {
 	t.Helper()
@@ -289,7 +251,7 @@ func TestTake_Formats(t *testing.T) {
 			j := tb.enqueue(t, `{"type":"t","queue":"`+q+`","payload":{"big":18446744073709551615,"s":"x"}}`)
 			ts := tb.take(t, "queue="+q, "Accept", accept)
 			require.Equal(t, "application/vnd.zizq.msgpack-stream", ts.resp.Header.Get("Content-Type"))
-			got, raw := nextMsgPack(t, ts, 5*time.Second)
+			got, raw := ts.nextFrame(t, 5*time.Second)
 			require.Equal(t, j.ID, got.ID)
 			require.Equal(t, "in_flight", got.Status)
 			require.GreaterOrEqual(t, got.DequeuedAt, before)
@@ -387,7 +349,7 @@ func TestTake_HTTP2Disconnect(t *testing.T) {
 	j := tb.enqueue(t, `{"type":"t","queue":"h2","payload":null}`)
 	ts := takeWith(t, tb, tb.h2, "queue=h2", "Accept", "application/vnd.zizq.msgpack-stream")
 	require.Equal(t, "HTTP/2.0", ts.resp.Proto)
-	got, _ := nextMsgPack(t, ts, 5*time.Second)
+	got, _ := ts.nextFrame(t, 5*time.Second)
 	require.Equal(t, j.ID, got.ID)
 	ts.close()
 	eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, j.ID) == "ready" }, "job requeued after h2 stream reset")

@@ -90,18 +90,19 @@ func backoff(in *api.BackoffRequest, prefix string) (*store.Backoff, error) {
 	if in == nil {
 		return nil, nil
 	}
-	switch {
-	case in.Exponent == nil:
-		return nil, missing(prefix, "exponent")
-	case in.BaseMs == nil:
-		return nil, missing(prefix, "base_ms")
-	case in.JitterMs == nil:
-		return nil, missing(prefix, "jitter_ms")
+	b, absent := in.Complete()
+	if absent != "" {
+		return nil, missing(prefix, absent)
 	}
-	if e := float64(*in.Exponent); math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
+	return checkBackoff(b)
+}
+
+// checkBackoff checks a complete backoff, as enqueued or patched.
+func checkBackoff(b api.Backoff) (*store.Backoff, error) {
+	if e := float64(b.Exponent); math.IsNaN(e) || math.IsInf(e, 0) || e < 0 {
 		return nil, badRequest("backoff exponent must be a finite number, at least 0")
 	}
-	return &store.Backoff{Exponent: *in.Exponent, BaseMs: *in.BaseMs, JitterMs: *in.JitterMs}, nil
+	return &store.Backoff{Exponent: b.Exponent, BaseMs: b.BaseMs, JitterMs: b.JitterMs}, nil
 }
 
 // bindingSpecs checks a job's budget bindings without looking at server
