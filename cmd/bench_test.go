@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/internal/bench"
 )
 
 // tinyBench are sizes that run each scenario in seconds. Workers × prefetch
@@ -24,7 +25,7 @@ var tinyBench = []string{
 
 // runBench runs the real binary (bench starts the server as its own child
 // process) with env added, and decodes its JSON output.
-func runBench(t *testing.T, env []string, args ...string) (cmd.BenchReport, map[string]any) {
+func runBench(t *testing.T, env []string, args ...string) (bench.Report, map[string]any) {
 	t.Helper()
 	c := exec.Command(zizqBin, append(append([]string{"bench", "-o", "json"}, tinyBench...), args...)...)
 	c.Env = append(os.Environ(), env...)
@@ -32,7 +33,7 @@ func runBench(t *testing.T, env []string, args ...string) (cmd.BenchReport, map[
 	c.Stdout, c.Stderr = &stdout, &stderr
 	require.NoError(t, c.Run(), "stderr: %s", stderr.String())
 	require.Empty(t, stderr.String(), "no progress line off a terminal")
-	var rep cmd.BenchReport
+	var rep bench.Report
 	dec := json.NewDecoder(bytes.NewReader(stdout.Bytes()))
 	dec.DisallowUnknownFields()
 	require.NoError(t, dec.Decode(&rep), "output: %s", stdout.String())
@@ -55,7 +56,7 @@ func keys(m any) []string {
 	return out
 }
 
-func requireEnqueue(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
+func requireEnqueue(t *testing.T, rep bench.Report, raw map[string]any) {
 	t.Helper()
 	require.Equal(t, []string{"bulk", "memory", "single"}, keys(raw["enqueue"]))
 	e := rep.Enqueue
@@ -70,7 +71,7 @@ func requireEnqueue(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
 	require.NotNil(t, e.Memory.RSSPerQueuedJobBytes)
 }
 
-func requireE2E(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
+func requireE2E(t *testing.T, rep bench.Report, raw map[string]any) {
 	t.Helper()
 	require.Equal(t, []string{"jobs", "jobs_per_s", "latency_ms", "memory", "seconds", "warmup"}, keys(raw["e2e"]))
 	require.Equal(t, []string{"max", "p50", "p95", "p99"}, keys(raw["e2e"].(map[string]any)["latency_ms"]))
@@ -86,7 +87,7 @@ func requireE2E(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
 	require.Nil(t, raw["e2e"].(map[string]any)["memory"].(map[string]any)["rss_per_queued_job_bytes"], "null, not absent")
 }
 
-func requireBudgets(t *testing.T, rep cmd.BenchReport, raw map[string]any) {
+func requireBudgets(t *testing.T, rep bench.Report, raw map[string]any) {
 	t.Helper()
 	require.Equal(t, []string{"many_budgets", "memory", "time_based", "unserved", "while_in_flight"}, keys(raw["budgets"]))
 	bu := rep.Budgets
@@ -144,7 +145,7 @@ func TestBench_Scenarios(t *testing.T) {
 	env := []string{"ZIZQ_URL=http://127.0.0.1:1", "ZIZQ_DEFAULT_COMMIT_MODE=bogus"}
 	tests := []struct {
 		scenario string
-		check    func(*testing.T, cmd.BenchReport, map[string]any)
+		check    func(*testing.T, bench.Report, map[string]any)
 	}{
 		{"enqueue", requireEnqueue},
 		{"e2e", requireE2E},

@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"encoding/json"
@@ -6,24 +6,26 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 )
 
-// BenchReport is the outcome of `zizq bench`, printed as one JSON object
-// with -o json. Scenarios that did not run are absent.
-type BenchReport struct {
-	Version    string          `json:"version"`
-	Cores      int             `json:"cores"`
-	GOMAXPROCS int             `json:"gomaxprocs"`
-	OS         string          `json:"os"`
-	Server     benchServerInfo `json:"server"`
-	Settings   benchSettings   `json:"settings"`
-	Enqueue    *enqueueReport  `json:"enqueue,omitempty"`
-	E2E        *e2eReport      `json:"e2e,omitempty"`
-	Budgets    *budgetsReport  `json:"budgets,omitempty"`
-	ElapsedS   float64         `json:"elapsed_s"`
+// Report is the outcome of a run, printed by `zizq bench -o json` as one
+// JSON object. Scenarios that did not run are absent.
+type Report struct {
+	Version    string         `json:"version"`
+	Cores      int            `json:"cores"`
+	GOMAXPROCS int            `json:"gomaxprocs"`
+	OS         string         `json:"os"`
+	Server     ServerInfo     `json:"server"`
+	Settings   Settings       `json:"settings"`
+	Enqueue    *EnqueueReport `json:"enqueue,omitempty"`
+	E2E        *E2EReport     `json:"e2e,omitempty"`
+	Budgets    *BudgetsReport `json:"budgets,omitempty"`
+	ElapsedS   float64        `json:"elapsed_s"`
 }
 
-type benchServerInfo struct {
+// ServerInfo says which server the scenarios loaded.
+type ServerInfo struct {
 	// Mode is "child" (a temporary server per scenario) or "url".
 	Mode       string `json:"mode"`
 	URL        string `json:"url,omitempty"`
@@ -31,7 +33,8 @@ type benchServerInfo struct {
 	CommitMode string `json:"commit_mode,omitempty"`
 }
 
-type benchSettings struct {
+// Settings are the options of the run, as the flags name them.
+type Settings struct {
 	Scenario    string  `json:"scenario"`
 	Jobs        int     `json:"jobs"`
 	Workers     int     `json:"workers"`
@@ -48,47 +51,51 @@ type benchSettings struct {
 	Unserved    int     `json:"unserved"`
 }
 
-type benchRate struct {
+// Rate is a measured enqueue rate.
+type Rate struct {
 	Jobs       int     `json:"jobs"`
 	PerRequest int     `json:"per_request"`
 	Seconds    float64 `json:"seconds"`
 	JobsPerS   float64 `json:"jobs_per_s"`
 }
 
-// benchMemory is the server's resident set size, and what it grew by per
+// Memory is the server's resident set size, and what it grew by per
 // job left queued (null when none is).
-type benchMemory struct {
+type Memory struct {
 	RSSBytes             int64    `json:"rss_bytes"`
 	QueuedJobs           int      `json:"queued_jobs"`
 	RSSPerQueuedJobBytes *float64 `json:"rss_per_queued_job_bytes"`
 }
 
-type enqueueReport struct {
-	Single benchRate   `json:"single"`
-	Bulk   benchRate   `json:"bulk"`
-	Memory benchMemory `json:"memory"`
+// EnqueueReport is the enqueue scenario: single and bulk enqueue rates.
+type EnqueueReport struct {
+	Single Rate   `json:"single"`
+	Bulk   Rate   `json:"bulk"`
+	Memory Memory `json:"memory"`
 }
 
-type e2eReport struct {
-	Jobs      int          `json:"jobs"`
-	Warmup    int          `json:"warmup"`
-	Seconds   float64      `json:"seconds"`
-	JobsPerS  float64      `json:"jobs_per_s"`
-	LatencyMs benchLatency `json:"latency_ms"`
-	Memory    benchMemory  `json:"memory"`
+// E2EReport is the e2e scenario: producers and workers together.
+type E2EReport struct {
+	Jobs      int     `json:"jobs"`
+	Warmup    int     `json:"warmup"`
+	Seconds   float64 `json:"seconds"`
+	JobsPerS  float64 `json:"jobs_per_s"`
+	LatencyMs Latency `json:"latency_ms"`
+	Memory    Memory  `json:"memory"`
 }
 
-type budgetsReport struct {
-	WhileInFlight wifReport         `json:"while_in_flight"`
-	TimeBased     []timeBasedReport `json:"time_based"`
-	Many          manyReport        `json:"many_budgets"`
-	Unserved      unservedReport    `json:"unserved"`
-	Memory        benchMemory       `json:"memory"`
+// BudgetsReport is the budgets scenario, parts (a) to (d).
+type BudgetsReport struct {
+	WhileInFlight WhileInFlightReport `json:"while_in_flight"`
+	TimeBased     []TimeBasedReport   `json:"time_based"`
+	Many          ManyBudgetsReport   `json:"many_budgets"`
+	Unserved      UnservedReport      `json:"unserved"`
+	Memory        Memory              `json:"memory"`
 }
 
-// unservedReport is part (d): a served queue on a budget shared with jobs
+// UnservedReport is part (d): a served queue on a budget shared with jobs
 // of a queue no worker serves.
-type unservedReport struct {
+type UnservedReport struct {
 	Unserved        int     `json:"unserved"`
 	Jobs            int     `json:"jobs"`
 	AloneJobsPerS   float64 `json:"alone_jobs_per_s"`
@@ -99,7 +106,8 @@ type unservedReport struct {
 	UnservedDeliver int64   `json:"unserved_delivered"`
 }
 
-type wifReport struct {
+// WhileInFlightReport is part (a): a while_in_flight budget under a backlog.
+type WhileInFlightReport struct {
 	Allocation     int     `json:"allocation"`
 	WorkerSlots    int     `json:"worker_slots"`
 	WorkTimeMs     float64 `json:"work_time_ms"`
@@ -110,24 +118,28 @@ type wifReport struct {
 	IdealJobsPerS  float64 `json:"ideal_jobs_per_s"`
 }
 
-type timeBasedReport struct {
-	RatePerS      int           `json:"rate_per_s"`
-	Burst         int           `json:"burst"`
-	Jobs          int           `json:"jobs"`
-	Seconds       float64       `json:"seconds"`
-	AchievedPerS  float64       `json:"achieved_per_s"`
-	AchievedRatio float64       `json:"achieved_ratio"`
-	Windows       []benchWindow `json:"windows"`
-	LatenessMs    benchLatency  `json:"lateness_ms"`
+// TimeBasedReport is part (b): a time_based budget at one rate.
+type TimeBasedReport struct {
+	RatePerS      int      `json:"rate_per_s"`
+	Burst         int      `json:"burst"`
+	Jobs          int      `json:"jobs"`
+	Seconds       float64  `json:"seconds"`
+	AchievedPerS  float64  `json:"achieved_per_s"`
+	AchievedRatio float64  `json:"achieved_ratio"`
+	Windows       []Window `json:"windows"`
+	LatenessMs    Latency  `json:"lateness_ms"`
 }
 
-type benchWindow struct {
+// Window is the most jobs dispatched in any window of WindowMs, against
+// the budget's bound.
+type Window struct {
 	WindowMs      int64 `json:"window_ms"`
 	MaxDispatched int   `json:"max_dispatched"`
 	Bound         int   `json:"bound"`
 }
 
-type manyReport struct {
+// ManyBudgetsReport is part (c): many budgets, generous and exhausted.
+type ManyBudgetsReport struct {
 	Budgets            int     `json:"budgets"`
 	Parked             int     `json:"parked"`
 	Jobs               int     `json:"jobs"`
@@ -141,7 +153,8 @@ type manyReport struct {
 	ParkedDelivered int64 `json:"parked_delivered"`
 }
 
-func writeBenchJSON(w io.Writer, rep *BenchReport) error {
+// WriteJSON prints the report as one indented JSON object.
+func (rep *Report) WriteJSON(w io.Writer) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode output: %w", err)
@@ -150,7 +163,8 @@ func writeBenchJSON(w io.Writer, rep *BenchReport) error {
 	return err
 }
 
-func writeBenchTable(w io.Writer, rep *BenchReport) error {
+// WriteTable prints the report as a table of figures.
+func (rep *Report) WriteTable(w io.Writer) error {
 	server := "temporary zizq serve per scenario (" + rep.Server.CommitMode + " durability)"
 	if rep.Server.Mode == "url" {
 		server = rep.Server.URL
@@ -196,7 +210,7 @@ func writeBenchTable(w io.Writer, rep *BenchReport) error {
 			fmt.Sprintf("%s (%.1f%%, %.1f entries examined a decision)", jobsPerS(u.BesideJobsPerS), 100*u.BesideRatio, u.ExaminedBeside))
 		t.row("budgets", "server memory", memoryCell(bu.Memory))
 	}
-	if err := t.flush(); err != nil {
+	if err := t.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\nfinished in %.1f s\n", rep.ElapsedS)
@@ -207,13 +221,24 @@ func jobsPerS(v float64) string { return group3(int64(v+0.5)) + " jobs/s" }
 
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
-func memoryCell(m benchMemory) string {
+func memoryCell(m Memory) string {
 	s := fmt.Sprintf("RSS %.1f MiB", float64(m.RSSBytes)/(1<<20))
 	if m.RSSPerQueuedJobBytes != nil {
 		s += fmt.Sprintf(", %d queued: %s B a job", m.QueuedJobs, group3(int64(*m.RSSPerQueuedJobBytes)))
 	}
 	return s
 }
+
+// table writes aligned columns.
+type table struct{ *tabwriter.Writer }
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	t.row(header...)
+	return t
+}
+
+func (t *table) row(cells ...string) { fmt.Fprintln(t, strings.Join(cells, "\t")) }
 
 // group3 writes an integer with thousands separators.
 func group3(n int64) string {
