@@ -16,7 +16,9 @@ throughput and latency, how exactly budgets hold their limits, and memory.
 
 Without --url, bench starts 'zizq serve' as a child process on a temporary
 root directory (real storage, default durability unless --commit-mode), a
-fresh one for each scenario, and removes it afterwards. ZIZQ_URL is not
+fresh one for each scenario, and removes it afterwards. The child is this
+binary, or the one --server-binary names: two builds measured by the same
+load generator, their /version and path in the report. ZIZQ_URL is not
 consulted, so bench never loads a production server by accident: name one
 with --url and its own jobs and budgets are left alone (bench works in
 queues and budgets of its own, prefixed zizq-bench-, and deletes them
@@ -83,6 +85,7 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs.IntVar(&o.Producers, "producers", o.Producers, "concurrent enqueue requests")
 	fs.IntVar(&o.PayloadSize, "payload-size", o.PayloadSize, "bytes of each job's JSON payload")
 	fs.IntVar(&o.Bulk, "bulk", o.Bulk, "jobs per bulk enqueue")
+	fs.StringVar(&o.ServerBinary, "server-binary", "", "zizq executable of the temporary server (default: this one), to measure another build with the same load")
 	fs.StringVar(&o.CommitMode, "commit-mode", "", "durability of the temporary server: buffered or fsync (default: the server's default)")
 	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, budgets or all")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "allocation of the while_in_flight budget")

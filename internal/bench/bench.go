@@ -47,6 +47,9 @@ type Options struct {
 	Producers   int
 	PayloadSize int
 	Bulk        int
+	// ServerBinary is the zizq executable of the child server ("": this
+	// one), so that two builds can be measured by the same load generator.
+	ServerBinary string
 	// CommitMode is the durability of the child server ("": its default).
 	CommitMode string
 	Scenario   string
@@ -114,6 +117,14 @@ func (o *Options) Validate() error {
 	}
 	if o.URL != "" && o.CommitMode != "" {
 		return errors.New("--commit-mode sets up the temporary server; it cannot be used with --url")
+	}
+	if o.URL != "" && o.ServerBinary != "" {
+		return errors.New("--server-binary sets up the temporary server; it cannot be used with --url")
+	}
+	if o.ServerBinary != "" {
+		if _, err := serverBinary(o.ServerBinary); err != nil {
+			return fmt.Errorf("--server-binary: %w", err)
+		}
 	}
 	switch o.CommitMode {
 	case "", "buffered", "fsync":

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,56 +17,102 @@ import (
 // childStartTimeout bounds how long a child server may take to listen.
 const childStartTimeout = 30 * time.Second
 
-// childServer is a `zizq serve` started by bench on a temporary root.
-type childServer struct {
-	cmd    *exec.Cmd
-	url    string
-	root   string
-	stderr *tailBuffer
-	done   chan struct{} // closed once the process has exited
-	err    error         // its exit status, once done
+// childSpec says how to start a child server.
+type childSpec struct {
+	binary     string // "": this very executable
+	commitMode string // "": the server's default
+	port       int    // 0: a free one
 }
 
-// startChild starts `zizq serve` (this very executable) on a temporary
-// root and a free port of 127.0.0.1, and waits until it listens.
-func startChild(ctx context.Context, commitMode string) (*childServer, error) {
-	exe, err := os.Executable()
+// childServer is a `zizq serve` started by bench on a temporary root. It
+// runs one process at a time: restart starts another on the same root with
+// the same binary and flags.
+type childServer struct {
+	binary string   // absolute path of the executable
+	args   []string // of the serve command
+	root   string
+	url    string
+	proc   *process // the latest process
+}
+
+// process is one run of the child server's binary.
+type process struct {
+	cmd       *exec.Cmd
+	stderr    *tailBuffer
+	listening chan string   // receives the URL of its "Listening on" line
+	done      chan struct{} // closed once the process has exited
+	err       error         // its exit status, once done
+}
+
+// serverBinary resolves the executable of the child server: path, looked
+// up like a command, or this very executable when path is empty.
+func serverBinary(path string) (string, error) {
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("find the zizq executable: %w", err)
+		}
+		return exe, nil
+	}
+	exe, err := exec.LookPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("find the zizq executable: %w", err)
+		return "", err
+	}
+	return filepath.Abs(exe)
+}
+
+// startChild starts `zizq serve` on a temporary root and 127.0.0.1, and
+// waits until it serves.
+func startChild(ctx context.Context, spec childSpec) (*childServer, error) {
+	exe, err := serverBinary(spec.binary)
+	if err != nil {
+		return nil, err
 	}
 	root, err := os.MkdirTemp("", "zizq-bench-")
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"serve", "--host", "127.0.0.1", "--port", "0", "--root-dir", root, "--log-level", "warn"}
-	if commitMode != "" {
-		args = append(args, "--default-commit-mode", commitMode)
+	args := []string{"serve", "--host", "127.0.0.1", "--port", strconv.Itoa(spec.port), "--root-dir", root, "--log-level", "warn"}
+	if spec.commitMode != "" {
+		args = append(args, "--default-commit-mode", spec.commitMode)
 	}
-	s := &childServer{root: root, stderr: &tailBuffer{max: 4096}, done: make(chan struct{})}
-	s.cmd = exec.Command(exe, args...)
-	// The server's own defaults, whatever the environment configures.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "ZIZQ_") {
-			s.cmd.Env = append(s.cmd.Env, kv)
-		}
-	}
-	s.cmd.Stderr = s.stderr
-	stdout, err := s.cmd.StdoutPipe()
-	if err != nil {
+	s := &childServer{binary: exe, args: args, root: root}
+	if s.proc, err = s.spawn(); err != nil {
 		os.RemoveAll(root)
 		return nil, err
 	}
-	if err := s.cmd.Start(); err != nil {
-		os.RemoveAll(root)
+	if s.url, err = s.proc.waitListening(ctx); err != nil {
+		_ = s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// spawn starts a process of the child's binary and flags; it does not wait
+// for it to listen.
+func (s *childServer) spawn() (*process, error) {
+	p := &process{stderr: &tailBuffer{max: 4096}, listening: make(chan string, 1), done: make(chan struct{})}
+	p.cmd = exec.Command(s.binary, s.args...)
+	// The server's own defaults, whatever the environment configures.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ZIZQ_") {
+			p.cmd.Env = append(p.cmd.Env, kv)
+		}
+	}
+	p.cmd.Stderr = p.stderr
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start zizq serve: %w", err)
 	}
-	listening := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			if addr, ok := listenLine(sc.Text()); ok {
 				select {
-				case listening <- addr:
+				case p.listening <- addr:
 				default:
 				}
 			}
@@ -72,21 +120,25 @@ func startChild(ctx context.Context, commitMode string) (*childServer, error) {
 		_, _ = io.Copy(io.Discard, stdout)
 	}()
 	go func() {
-		s.err = s.cmd.Wait()
-		close(s.done)
+		p.err = p.cmd.Wait()
+		close(p.done)
 	}()
+	return p, nil
+}
+
+// waitListening waits until the process says it serves, and returns its
+// URL.
+func (p *process) waitListening(ctx context.Context) (string, error) {
 	select {
-	case s.url = <-listening:
-		return s, nil
-	case <-s.done:
-		err = fmt.Errorf("zizq serve exited before listening: %s", s.exited())
+	case url := <-p.listening:
+		return url, nil
+	case <-p.done:
+		return "", fmt.Errorf("zizq serve exited before listening: %s", p.exited())
 	case <-time.After(childStartTimeout):
-		err = fmt.Errorf("zizq serve did not listen within %s", childStartTimeout)
+		return "", fmt.Errorf("zizq serve did not listen within %s", childStartTimeout)
 	case <-ctx.Done():
-		err = ctx.Err()
+		return "", ctx.Err()
 	}
-	_ = s.stop()
-	return nil, err
 }
 
 // listenLine reads the URL from the server's "Listening on URL (primary)"
@@ -103,19 +155,21 @@ func listenLine(line string) (string, bool) {
 	return url, true
 }
 
-// exited describes how the child ended, with the tail of its log; "" while
-// it runs.
-func (s *childServer) exited() string {
+// exited describes how the child's latest process ended, with the tail of
+// its log; "" while it runs.
+func (s *childServer) exited() string { return s.proc.exited() }
+
+func (p *process) exited() string {
 	select {
-	case <-s.done:
+	case <-p.done:
 	case <-time.After(100 * time.Millisecond):
 		return ""
 	}
 	msg := "exit status 0"
-	if s.err != nil {
-		msg = s.err.Error()
+	if p.err != nil {
+		msg = p.err.Error()
 	}
-	if tail := strings.TrimSpace(s.stderr.String()); tail != "" {
+	if tail := strings.TrimSpace(p.stderr.String()); tail != "" {
 		msg += ": " + tail
 	}
 	return msg
@@ -124,17 +178,18 @@ func (s *childServer) exited() string {
 // stop shuts the child down (an interrupt, then a kill after 15 s) and
 // removes its root.
 func (s *childServer) stop() error {
+	p := s.proc
 	select {
-	case <-s.done:
+	case <-p.done:
 	default:
-		if err := s.cmd.Process.Signal(os.Interrupt); err != nil {
-			_ = s.cmd.Process.Kill()
+		if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+			_ = p.cmd.Process.Kill()
 		}
 		select {
-		case <-s.done:
+		case <-p.done:
 		case <-time.After(15 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.done
+			_ = p.cmd.Process.Kill()
+			<-p.done
 		}
 	}
 	if err := os.RemoveAll(s.root); err != nil {

@@ -27,9 +27,12 @@ type Report struct {
 // ServerInfo says which server the scenarios loaded.
 type ServerInfo struct {
 	// Mode is "child" (a temporary server per scenario) or "url".
-	Mode       string `json:"mode"`
-	URL        string `json:"url,omitempty"`
-	Version    string `json:"version"`
+	Mode string `json:"mode"`
+	URL  string `json:"url,omitempty"`
+	// Version is what the server answers on /version.
+	Version string `json:"version"`
+	// Binary is the executable of the child server.
+	Binary     string `json:"binary,omitempty"`
 	CommitMode string `json:"commit_mode,omitempty"`
 }
 
@@ -165,7 +168,7 @@ func (rep *Report) WriteJSON(w io.Writer) error {
 
 // WriteTable prints the report as a table of figures.
 func (rep *Report) WriteTable(w io.Writer) error {
-	server := "temporary zizq serve per scenario (" + rep.Server.CommitMode + " durability)"
+	server := "temporary " + rep.Server.Binary + " serve per scenario (" + rep.Server.CommitMode + " durability)"
 	if rep.Server.Mode == "url" {
 		server = rep.Server.URL
 	}

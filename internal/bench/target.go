@@ -36,10 +36,11 @@ func (b *runner) withTarget(ctx context.Context, name string, rep *Report, fn fu
 	t := &target{url: b.o.URL}
 	if t.url == "" {
 		b.prog.setf("%s: starting zizq serve", name)
-		t.child, err = startChild(ctx, b.o.CommitMode)
+		t.child, err = startChild(ctx, childSpec{binary: b.o.ServerBinary, commitMode: b.o.CommitMode})
 		if err != nil {
 			return err
 		}
+		rep.Server.Binary = t.child.binary
 		defer func() {
 			if serr := t.child.stop(); err == nil {
 				err = serr
