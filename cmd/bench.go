@@ -34,6 +34,9 @@ Scenarios (--scenario, default all):
            in the payload). Producers stay at most 2 x workers x prefetch +
            bulk jobs ahead of the acknowledgements, so the latency is that
            of a saturated queue, not of an ever-growing one.
+  drain    --jobs jobs enqueued up front in bulks of --bulk, then drained by
+           --workers take streams that acknowledge in batches: the rate of
+           the enqueue alone and of the drain alone.
   budgets  (a) a while_in_flight budget of --concurrency: each worker runs up
            to --prefetch jobs at once for --work-time each and counts down
            before it acknowledges; the most jobs seen running at once, and
@@ -79,7 +82,7 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs := c.Flags()
 	// This --url shadows the global one, and so reads no ZIZQ_URL.
 	fs.StringVar(&o.URL, "url", "", "URL of a server to load (default: start a temporary one; ZIZQ_URL is not consulted)")
-	fs.IntVar(&o.Jobs, "jobs", o.Jobs, "jobs of each measured enqueue and end-to-end run")
+	fs.IntVar(&o.Jobs, "jobs", o.Jobs, "jobs of each measured enqueue, end-to-end and drain run")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "take streams (workers)")
 	fs.IntVar(&o.Prefetch, "prefetch", o.Prefetch, "jobs each take stream may hold at once")
 	fs.IntVar(&o.Producers, "producers", o.Producers, "concurrent enqueue requests")
@@ -87,7 +90,7 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs.IntVar(&o.Bulk, "bulk", o.Bulk, "jobs per bulk enqueue")
 	fs.StringVar(&o.ServerBinary, "server-binary", "", "zizq executable of the temporary server (default: this one), to measure another build with the same load")
 	fs.StringVar(&o.CommitMode, "commit-mode", "", "durability of the temporary server: buffered or fsync (default: the server's default)")
-	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, budgets or all")
+	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, drain, budgets or all")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "allocation of the while_in_flight budget")
 	durationFlag(fs, &o.WorkTime, "work-time", o.WorkTime, "how long a worker runs each job of the while_in_flight budget")
 	fs.IntSliceVar(&o.Rates, "rate", o.Rates, "rates per second of the time_based budget (repeatable)")

@@ -27,12 +27,13 @@ import (
 const (
 	ScenarioEnqueue = "enqueue"
 	ScenarioE2E     = "e2e"
+	ScenarioDrain   = "drain"
 	ScenarioBudgets = "budgets"
 	ScenarioAll     = "all"
 )
 
 // Scenarios lists the values of Options.Scenario.
-var Scenarios = []string{ScenarioEnqueue, ScenarioE2E, ScenarioBudgets, ScenarioAll}
+var Scenarios = []string{ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioAll}
 
 // Commit modes of Options.CommitMode ("" leaves the server's default).
 var CommitModes = []string{"buffered", "fsync"}
@@ -88,9 +89,9 @@ func Defaults() Options {
 // flag of `zizq bench` that is wrong.
 func (o *Options) Validate() error {
 	switch o.Scenario {
-	case ScenarioEnqueue, ScenarioE2E, ScenarioBudgets, ScenarioAll:
+	case ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioAll:
 	default:
-		return fmt.Errorf("invalid --scenario %q: use enqueue, e2e, budgets or all", o.Scenario)
+		return fmt.Errorf("invalid --scenario %q: use enqueue, e2e, drain, budgets or all", o.Scenario)
 	}
 	for _, f := range []struct {
 		name string
@@ -201,6 +202,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err == nil {
 		err = run(ScenarioE2E, func(ctx context.Context, t *target) (err error) {
 			rep.E2E, err = b.e2eScenario(ctx, t)
+			return err
+		})
+	}
+	if err == nil {
+		err = run(ScenarioDrain, func(ctx context.Context, t *target) (err error) {
+			rep.Drain, err = b.drainScenario(ctx, t)
 			return err
 		})
 	}

@@ -122,6 +122,21 @@ func requireE2E(t *testing.T, rep bench.Report, raw map[string]any) {
 	require.Nil(t, raw["e2e"].(map[string]any)["memory"].(map[string]any)["rss_per_queued_job_bytes"], "null, not absent")
 }
 
+// requireDrain checks the drain scenario of rep.Settings.Jobs jobs.
+func requireDrain(t *testing.T, rep bench.Report, raw map[string]any) {
+	t.Helper()
+	require.Equal(t, []string{"drain", "enqueue", "jobs", "memory"}, keys(raw["drain"]))
+	d, n := rep.Drain, rep.Settings.Jobs
+	require.Equal(t, n, d.Jobs)
+	require.Equal(t, n, d.Enqueue.Jobs)
+	require.Equal(t, rep.Settings.Bulk, d.Enqueue.PerRequest)
+	require.Positive(t, d.Enqueue.JobsPerS)
+	require.Positive(t, d.Drain.JobsPerS)
+	require.Positive(t, d.Drain.Seconds)
+	require.Equal(t, n, d.Memory.QueuedJobs, "measured with the backlog queued")
+	require.NotNil(t, d.Memory.RSSPerQueuedJobBytes)
+}
+
 func requireBudgets(t *testing.T, rep bench.Report, raw map[string]any) {
 	t.Helper()
 	require.Equal(t, []string{"many_budgets", "memory", "time_based", "unserved", "while_in_flight"}, keys(raw["budgets"]))
@@ -178,17 +193,19 @@ func TestRun_Scenarios(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		scenario string
+		jobs     int
 		check    func(*testing.T, bench.Report, map[string]any)
 	}{
-		{bench.ScenarioEnqueue, requireEnqueue},
-		{bench.ScenarioE2E, requireE2E},
-		{bench.ScenarioBudgets, requireBudgets},
+		{bench.ScenarioEnqueue, 300, requireEnqueue},
+		{bench.ScenarioE2E, 300, requireE2E},
+		{bench.ScenarioDrain, 3000, requireDrain},
+		{bench.ScenarioBudgets, 300, requireBudgets},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
 			t.Parallel()
 			o := tiny()
-			o.Scenario = tt.scenario
+			o.Scenario, o.Jobs = tt.scenario, tt.jobs
 			rep, raw := run(t, o)
 			want := []string{"cores", "elapsed_s", "gomaxprocs", "os", "server", "settings", "version", tt.scenario}
 			slices.Sort(want)
@@ -268,6 +285,7 @@ func TestRun_URL(t *testing.T) {
 	require.Empty(t, rep.Server.Binary)
 	requireEnqueue(t, rep, raw)
 	requireE2E(t, rep, raw)
+	requireDrain(t, rep, raw)
 	requireBudgets(t, rep, raw)
 
 	queues, err := cl.Queues(ctx)

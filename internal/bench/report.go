@@ -20,6 +20,7 @@ type Report struct {
 	Settings   Settings       `json:"settings"`
 	Enqueue    *EnqueueReport `json:"enqueue,omitempty"`
 	E2E        *E2EReport     `json:"e2e,omitempty"`
+	Drain      *DrainReport   `json:"drain,omitempty"`
 	Budgets    *BudgetsReport `json:"budgets,omitempty"`
 	ElapsedS   float64        `json:"elapsed_s"`
 }
@@ -85,6 +86,25 @@ type E2EReport struct {
 	JobsPerS  float64 `json:"jobs_per_s"`
 	LatencyMs Latency `json:"latency_ms"`
 	Memory    Memory  `json:"memory"`
+}
+
+// DrainReport is the drain scenario: a backlog enqueued up front, then
+// drained by take streams that acknowledge in batches.
+type DrainReport struct {
+	Jobs int `json:"jobs"`
+	// Enqueue is the rate of the enqueue alone.
+	Enqueue Rate `json:"enqueue"`
+	// Drain is the rate of the drain alone, from the first take stream
+	// opened to the last acknowledgement.
+	Drain Throughput `json:"drain"`
+	// Memory is the server's with the whole backlog queued.
+	Memory Memory `json:"memory"`
+}
+
+// Throughput is how fast jobs went through.
+type Throughput struct {
+	Seconds  float64 `json:"seconds"`
+	JobsPerS float64 `json:"jobs_per_s"`
 }
 
 // BudgetsReport is the budgets scenario, parts (a) to (d).
@@ -186,6 +206,11 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		t.row("e2e", "throughput", jobsPerS(e.JobsPerS))
 		t.row("e2e", "enqueue to delivery p50/p95/p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", e.LatencyMs.P50, e.LatencyMs.P95, e.LatencyMs.P99))
 		t.row("e2e", "server memory", memoryCell(e.Memory))
+	}
+	if d := rep.Drain; d != nil {
+		t.row("drain", fmt.Sprintf("enqueue up front (%d a request)", d.Enqueue.PerRequest), jobsPerS(d.Enqueue.JobsPerS))
+		t.row("drain", fmt.Sprintf("drain (%d take streams, batched acks)", s.Workers), jobsPerS(d.Drain.JobsPerS))
+		t.row("drain", "server memory", memoryCell(d.Memory))
 	}
 	if bu := rep.Budgets; bu != nil {
 		a := bu.WhileInFlight
