@@ -24,7 +24,7 @@ with --url and its own jobs and budgets are left alone (bench works in
 queues and budgets of its own, prefixed zizq-bench-, and deletes them
 afterwards); its memory is read from /stats.
 
-Scenarios (--scenario, default all):
+Scenarios (--scenario, default all: every scenario but scale):
   enqueue  single (POST /jobs from --producers concurrent clients) and bulk
            (POST /jobs/bulk of --bulk jobs) enqueue rates, --jobs each.
   e2e      producers enqueue in bulks while --workers take streams with
@@ -53,8 +53,19 @@ Scenarios (--scenario, default all):
            (d) a served queue on a budget it shares with --unserved jobs of a
            queue no worker serves, against the same queue alone: throughput,
            and the entries the server examines per decision (/metrics).
-  Memory: the server's resident set size at the end of each scenario, and
-  what it grew by per job left queued.
+  scale    (temporary server only; run only when named) --scale-jobs jobs
+           enqueued in bulks of 1,000 (or --bulk, if more) as fast as the
+           server takes them
+           (queued, or with --scale-parked parked on time_based budgets of
+           one token a day, one budget per 10,000 jobs, with a worker
+           connected); the server's VmRSS 3 s after the last enqueue (from
+           /proc, Linux only), in all and per job; then kill -9 and a
+           restart on the same root with the same binary and flags, timed
+           from the process start to the first byte answered on /health, to
+           /ready 200, and to the first job delivered to a take stream
+           opened as soon as the server accepts one.
+  Memory (of the other scenarios): the server's resident set size at the
+  end of each scenario, and what it grew by per job left queued.
 
 Figures are measured from the client side over real HTTP, warm-up excluded,
 and printed with the machine's core count; the load generator shares the
@@ -68,7 +79,9 @@ func newBenchCmd(f *Factory) *cobra.Command {
 		Long:  benchLong,
 		Example: `  zizq bench                              # every scenario on a temporary server
   zizq bench --scenario e2e --jobs 100000 -o json
-  zizq bench --url http://10.0.0.5:7890 --scenario enqueue`,
+  zizq bench --url http://10.0.0.5:7890 --scenario enqueue
+  zizq bench --scenario scale --scale-jobs 1000000
+  zizq bench --scenario drain --server-binary /tmp/zizq-round1   # another build, same load`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
@@ -90,7 +103,7 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs.IntVar(&o.Bulk, "bulk", o.Bulk, "jobs per bulk enqueue")
 	fs.StringVar(&o.ServerBinary, "server-binary", "", "zizq executable of the temporary server (default: this one), to measure another build with the same load")
 	fs.StringVar(&o.CommitMode, "commit-mode", "", "durability of the temporary server: buffered or fsync (default: the server's default)")
-	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, drain, budgets or all")
+	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, drain, budgets, scale or all (all but scale)")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "allocation of the while_in_flight budget")
 	durationFlag(fs, &o.WorkTime, "work-time", o.WorkTime, "how long a worker runs each job of the while_in_flight budget")
 	fs.IntSliceVar(&o.Rates, "rate", o.Rates, "rates per second of the time_based budget (repeatable)")
@@ -98,6 +111,8 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs.IntVar(&o.Budgets, "budgets", o.Budgets, "budgets of the many-budgets run")
 	fs.IntVar(&o.Parked, "parked", o.Parked, "jobs parked on exhausted budgets in the many-budgets run")
 	fs.IntVar(&o.Unserved, "unserved", o.Unserved, "jobs of a queue no worker serves beside the served queue in the unserved run")
+	fs.IntVar(&o.ScaleJobs, "scale-jobs", o.ScaleJobs, "jobs the scale scenario fills the server with")
+	fs.BoolVar(&o.ScaleParked, "scale-parked", false, "the scale scenario's jobs are parked on exhausted budgets (1 a day per 10,000 jobs), a worker connected")
 	_ = c.RegisterFlagCompletionFunc("scenario", cobra.FixedCompletions(bench.Scenarios, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc("commit-mode", cobra.FixedCompletions(bench.CommitModes, cobra.ShellCompDirectiveNoFileComp))
 	return c

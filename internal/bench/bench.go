@@ -29,11 +29,14 @@ const (
 	ScenarioE2E     = "e2e"
 	ScenarioDrain   = "drain"
 	ScenarioBudgets = "budgets"
+	ScenarioScale   = "scale"
 	ScenarioAll     = "all"
 )
 
-// Scenarios lists the values of Options.Scenario.
-var Scenarios = []string{ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioAll}
+// Scenarios lists the values of Options.Scenario. ScenarioAll runs every
+// scenario but ScenarioScale, which fills a server with a million jobs and
+// kills it: it runs only when named.
+var Scenarios = []string{ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioScale, ScenarioAll}
 
 // Commit modes of Options.CommitMode ("" leaves the server's default).
 var CommitModes = []string{"buffered", "fsync"}
@@ -64,6 +67,11 @@ type Options struct {
 	Parked      int
 	Unserved    int
 
+	// Scale scenario: how many jobs, and whether they are parked on
+	// budgets rather than queued.
+	ScaleJobs   int
+	ScaleParked bool
+
 	// What the caller provides, not settings of the load.
 
 	// TLS configures the client of an https:// URL (nil: the system's CAs).
@@ -82,6 +90,7 @@ func Defaults() Options {
 		Jobs: 100000, Workers: 4, Prefetch: 64, Producers: 8, PayloadSize: 128, Bulk: 100,
 		Scenario: ScenarioAll, Concurrency: 10, WorkTime: 10 * time.Millisecond, Rates: []int{100, 1000},
 		Duration: 5 * time.Second, Budgets: 1000, Parked: 100000, Unserved: 100000,
+		ScaleJobs: 1000000,
 	}
 }
 
@@ -89,15 +98,21 @@ func Defaults() Options {
 // flag of `zizq bench` that is wrong.
 func (o *Options) Validate() error {
 	switch o.Scenario {
-	case ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioAll:
+	case ScenarioEnqueue, ScenarioE2E, ScenarioDrain, ScenarioBudgets, ScenarioScale, ScenarioAll:
 	default:
-		return fmt.Errorf("invalid --scenario %q: use enqueue, e2e, drain, budgets or all", o.Scenario)
+		return fmt.Errorf("invalid --scenario %q: use enqueue, e2e, drain, budgets, scale or all", o.Scenario)
+	}
+	if o.Scenario == ScenarioScale && o.URL != "" {
+		return errors.New("--scenario scale kills and restarts its own temporary server; it cannot be used with --url")
+	}
+	if o.ScaleParked && o.Scenario != ScenarioScale {
+		return errors.New("--scale-parked applies to --scenario scale")
 	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{{"jobs", o.Jobs}, {"workers", o.Workers}, {"prefetch", o.Prefetch}, {"producers", o.Producers},
-		{"bulk", o.Bulk}, {"concurrency", o.Concurrency}, {"budgets", o.Budgets}} {
+		{"bulk", o.Bulk}, {"concurrency", o.Concurrency}, {"budgets", o.Budgets}, {"scale-jobs", o.ScaleJobs}} {
 		if f.v < 1 {
 			return fmt.Errorf("--%s must be at least 1", f.name)
 		}
@@ -190,7 +205,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	start := time.Now()
 	run := func(name string, fn func(context.Context, *target) error) error {
-		if o.Scenario != name && o.Scenario != ScenarioAll {
+		if o.Scenario != name && (o.Scenario != ScenarioAll || name == ScenarioScale) {
 			return nil
 		}
 		return b.withTarget(ctx, name, rep, fn)
@@ -217,6 +232,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return err
 		})
 	}
+	if err == nil {
+		err = run(ScenarioScale, func(ctx context.Context, t *target) (err error) {
+			rep.Scale, err = b.scaleScenario(ctx, t)
+			return err
+		})
+	}
 	b.prog.stop()
 	if err != nil {
 		return nil, err
@@ -230,6 +251,7 @@ func (o *Options) settings() Settings {
 		Scenario: o.Scenario, Jobs: o.Jobs, Workers: o.Workers, Prefetch: o.Prefetch, Producers: o.Producers,
 		PayloadSize: o.PayloadSize, Bulk: o.Bulk, Concurrency: o.Concurrency, WorkTimeMs: ms(o.WorkTime),
 		Rates: o.Rates, DurationS: o.Duration.Seconds(), Budgets: o.Budgets, Parked: o.Parked, Unserved: o.Unserved,
+		ScaleJobs: o.ScaleJobs, ScaleParked: o.ScaleParked,
 	}
 }
 

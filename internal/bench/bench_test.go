@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -233,6 +234,71 @@ func TestRun_ServerBinary(t *testing.T) {
 	require.Equal(t, other, rep.Server.Binary)
 }
 
+// TestRun_Scale fills a child server, reads its memory, kills it with
+// SIGKILL and times its restart on the same root: every job survives it.
+func TestRun_Scale(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		jobs    int
+		parked  bool
+		budgets int
+	}{
+		{"Queued", 3000, false, 0},
+		{"Parked", 12000, true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := tiny()
+			o.Scenario, o.ScaleJobs, o.ScaleParked = bench.ScenarioScale, tt.jobs, tt.parked
+			rep, raw := run(t, o)
+			want := []string{"enqueue", "jobs", "jobs_after_fill", "memory", "parked", "parked_delivered", "restart"}
+			if tt.parked {
+				want = append([]string{"budgets"}, want...)
+			}
+			require.Equal(t, want, keys(raw["scale"]))
+			sc := rep.Scale
+			require.Equal(t, tt.jobs, sc.Jobs)
+			require.Equal(t, tt.parked, sc.Parked)
+			require.Equal(t, tt.budgets, sc.Budgets, "one budget per 10,000 jobs")
+			require.Equal(t, tt.jobs, sc.Enqueue.Jobs)
+			require.Equal(t, 1000, sc.Enqueue.PerRequest)
+			require.Positive(t, sc.Enqueue.JobsPerS)
+
+			m := sc.Memory
+			if runtime.GOOS == "linux" {
+				require.Empty(t, m.Unsupported)
+				require.Positive(t, *m.RSSBytes)
+				require.Positive(t, *m.IdleRSSBytes)
+				require.Positive(t, *m.RSSPerJobBytes)
+				require.NotNil(t, m.GrowthPerJobBytes)
+			} else {
+				require.Contains(t, m.Unsupported, "unsupported")
+				require.Nil(t, m.RSSBytes)
+			}
+
+			live := int64(tt.jobs)
+			if tt.parked {
+				live++ // the probe, in a queue of its own
+				require.EqualValues(t, tt.jobs, sc.JobsAfterFill.Parked, "every job parked on its budget")
+				require.EqualValues(t, 1, sc.JobsAfterFill.Ready)
+			} else {
+				require.EqualValues(t, tt.jobs, sc.JobsAfterFill.Ready)
+			}
+			require.Zero(t, sc.ParkedDelivered)
+
+			r := sc.Restart
+			require.Positive(t, r.HealthMs)
+			require.Positive(t, r.ReadyMs)
+			require.Positive(t, r.FirstJobMs)
+			require.GreaterOrEqual(t, r.TakeAttempts, 1)
+			c := r.JobsAfterRestart
+			require.Equal(t, live, c.Scheduled+c.Ready+c.Parked+c.InFlight, "kill -9 loses no job: %+v", c)
+		})
+	}
+}
+
 // startServer runs `zizq serve` on a temporary root and returns its URL.
 func startServer(t *testing.T) string {
 	t.Helper()
@@ -311,6 +377,9 @@ func TestOptions_Validate(t *testing.T) {
 		{"ServerBinaryWithURL", func(o *bench.Options) { o.URL, o.ServerBinary = "http://127.0.0.1:1", zizqBin }, "--server-binary sets up the temporary server"},
 		{"MissingServerBinary", func(o *bench.Options) { o.ServerBinary = "/nonexistent/zizq" }, "--server-binary: "},
 		{"UnknownScenario", func(o *bench.Options) { o.Scenario = "nope" }, `invalid --scenario "nope"`},
+		{"ScaleWithURL", func(o *bench.Options) { o.URL, o.Scenario = "http://127.0.0.1:1", bench.ScenarioScale }, "--scenario scale kills and restarts its own temporary server"},
+		{"ScaleParkedWithoutScale", func(o *bench.Options) { o.ScaleParked = true }, "--scale-parked applies to --scenario scale"},
+		{"ZeroScaleJobs", func(o *bench.Options) { o.ScaleJobs = 0 }, "--scale-jobs must be at least 1"},
 		{"UnknownCommitMode", func(o *bench.Options) { o.CommitMode = "never" }, `invalid --commit-mode "never"`},
 		{"ZeroWorkers", func(o *bench.Options) { o.Workers = 0 }, "--workers must be at least 1"},
 		{"BadRate", func(o *bench.Options) { o.Rates = []int{0} }, "--rate must be at least 1"},

@@ -3,8 +3,10 @@ package bench
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +141,40 @@ func (p *process) waitListening(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// freePort returns a port of 127.0.0.1 that is free now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// pid is the process ID of the child's latest process.
+func (s *childServer) pid() int { return s.proc.cmd.Process.Pid }
+
+// kill ends the child's process with SIGKILL, so that no shutdown code
+// runs, and waits until it has exited. The root stays.
+func (s *childServer) kill() error {
+	if err := s.proc.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill zizq serve: %w", err)
+	}
+	<-s.proc.done
+	return nil
+}
+
+// restart starts the child again on the same root with the same binary
+// and flags, after kill. It does not wait for it to listen.
+func (s *childServer) restart() error {
+	p, err := s.spawn()
+	if err != nil {
+		return err
+	}
+	s.proc = p
+	return nil
 }
 
 // listenLine reads the URL from the server's "Listening on URL (primary)"

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/zizq/zizq/api"
 )
 
 // Report is the outcome of a run, printed by `zizq bench -o json` as one
@@ -22,6 +24,7 @@ type Report struct {
 	E2E        *E2EReport     `json:"e2e,omitempty"`
 	Drain      *DrainReport   `json:"drain,omitempty"`
 	Budgets    *BudgetsReport `json:"budgets,omitempty"`
+	Scale      *ScaleReport   `json:"scale,omitempty"`
 	ElapsedS   float64        `json:"elapsed_s"`
 }
 
@@ -53,6 +56,8 @@ type Settings struct {
 	Budgets     int     `json:"budgets"`
 	Parked      int     `json:"parked"`
 	Unserved    int     `json:"unserved"`
+	ScaleJobs   int     `json:"scale_jobs"`
+	ScaleParked bool    `json:"scale_parked"`
 }
 
 // Rate is a measured enqueue rate.
@@ -105,6 +110,57 @@ type DrainReport struct {
 type Throughput struct {
 	Seconds  float64 `json:"seconds"`
 	JobsPerS float64 `json:"jobs_per_s"`
+}
+
+// ScaleReport is the scale scenario: a child server filled with jobs, its
+// memory at rest, and its restart after kill -9.
+type ScaleReport struct {
+	Jobs int `json:"jobs"`
+	// Parked says the jobs are parked on exhausted budgets, with a worker
+	// of their queue connected; otherwise they are queued, ready.
+	Parked bool `json:"parked"`
+	// Budgets is how many exhausted budgets the parked jobs share.
+	Budgets int `json:"budgets,omitempty"`
+	// Enqueue is the rate of the fill.
+	Enqueue Rate `json:"enqueue"`
+	// Memory is read 3 s after the last enqueue.
+	Memory ScaleMemory `json:"memory"`
+	// JobsAfterFill counts the live jobs by state, from /stats.
+	JobsAfterFill api.JobCounts `json:"jobs_after_fill"`
+	// ParkedDelivered counts parked jobs that reached the connected worker:
+	// always 0 on a correct server.
+	ParkedDelivered int64         `json:"parked_delivered"`
+	Restart         RestartReport `json:"restart"`
+}
+
+// ScaleMemory is the child server's resident set size (VmRSS, from /proc).
+// Where there is no /proc its figures are null and Unsupported says so.
+type ScaleMemory struct {
+	RSSBytes *int64 `json:"rss_bytes"`
+	// IdleRSSBytes is read before the fill.
+	IdleRSSBytes *int64 `json:"idle_rss_bytes"`
+	// RSSPerJobBytes is RSSBytes over the jobs; GrowthPerJobBytes, what
+	// the fill added over the jobs.
+	RSSPerJobBytes    *float64 `json:"rss_per_job_bytes"`
+	GrowthPerJobBytes *float64 `json:"growth_per_job_bytes"`
+	Unsupported       string   `json:"unsupported,omitempty"`
+}
+
+// RestartReport times a restart after kill -9 on the same root, from just
+// before the process starts.
+type RestartReport struct {
+	// HealthMs is when the first byte of an answer on /health came.
+	HealthMs float64 `json:"health_ms"`
+	// ReadyMs is when /ready first answered 200.
+	ReadyMs float64 `json:"ready_ms"`
+	// FirstJobMs is when the first job frame reached a take stream opened
+	// as soon as the server accepted one; TakeAttempts, how many tries
+	// that took.
+	FirstJobMs   float64 `json:"first_job_ms"`
+	TakeAttempts int     `json:"take_attempts"`
+	// JobsAfterRestart counts the live jobs by state once the first job
+	// came (it is in flight).
+	JobsAfterRestart api.JobCounts `json:"jobs_after_restart"`
 }
 
 // BudgetsReport is the budgets scenario, parts (a) to (d).
@@ -238,6 +294,23 @@ func (rep *Report) WriteTable(w io.Writer) error {
 			fmt.Sprintf("%s (%.1f%%, %.1f entries examined a decision)", jobsPerS(u.BesideJobsPerS), 100*u.BesideRatio, u.ExaminedBeside))
 		t.row("budgets", "server memory", memoryCell(bu.Memory))
 	}
+	if sc := rep.Scale; sc != nil {
+		what := "queued"
+		if sc.Parked {
+			what = fmt.Sprintf("parked on %d budgets", sc.Budgets)
+		}
+		t.row("scale", fmt.Sprintf("fill %s jobs %s (%d a request)", group3(int64(sc.Jobs)), what, sc.Enqueue.PerRequest), jobsPerS(sc.Enqueue.JobsPerS))
+		t.row("scale", "server RSS 3 s after the last enqueue", scaleMemoryCell(sc.Memory))
+		c := sc.JobsAfterFill
+		t.row("scale", "jobs after the fill", fmt.Sprintf("%d ready, %d parked, %d scheduled", c.Ready, c.Parked, c.Scheduled))
+		if sc.Parked {
+			t.row("scale", "parked jobs delivered", strconv.FormatInt(sc.ParkedDelivered, 10))
+		}
+		r := sc.Restart
+		t.row("scale", "after kill -9: first answer on /health", fmt.Sprintf("%.1f ms", r.HealthMs))
+		t.row("scale", "after kill -9: /ready 200", fmt.Sprintf("%.1f ms", r.ReadyMs))
+		t.row("scale", "after kill -9: first job delivered", fmt.Sprintf("%.1f ms (take stream accepted on try %d)", r.FirstJobMs, r.TakeAttempts))
+	}
 	if err := t.Flush(); err != nil {
 		return err
 	}
@@ -255,6 +328,14 @@ func memoryCell(m Memory) string {
 		s += fmt.Sprintf(", %d queued: %s B a job", m.QueuedJobs, group3(int64(*m.RSSPerQueuedJobBytes)))
 	}
 	return s
+}
+
+func scaleMemoryCell(m ScaleMemory) string {
+	if m.RSSBytes == nil {
+		return m.Unsupported
+	}
+	return fmt.Sprintf("%.1f MiB: %s B a job (%s B a job over the idle %.1f MiB)", float64(*m.RSSBytes)/(1<<20),
+		group3(int64(*m.RSSPerJobBytes)), group3(int64(*m.GrowthPerJobBytes)), float64(*m.IdleRSSBytes)/(1<<20))
 }
 
 // table writes aligned columns.

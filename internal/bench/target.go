@@ -36,7 +36,15 @@ func (b *runner) withTarget(ctx context.Context, name string, rep *Report, fn fu
 	t := &target{url: b.o.URL}
 	if t.url == "" {
 		b.prog.setf("%s: starting zizq serve", name)
-		t.child, err = startChild(ctx, childSpec{binary: b.o.ServerBinary, commitMode: b.o.CommitMode})
+		spec := childSpec{binary: b.o.ServerBinary, commitMode: b.o.CommitMode}
+		if name == ScenarioScale {
+			// scale restarts the server with the same flags: a port
+			// known before it starts, not 0.
+			if spec.port, err = freePort(); err != nil {
+				return err
+			}
+		}
+		t.child, err = startChild(ctx, spec)
 		if err != nil {
 			return err
 		}
