@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"testing"
@@ -56,15 +56,15 @@ func TestLatencyOf(t *testing.T) {
 	for k := 100; k >= 1; k-- {
 		d = append(d, time.Duration(k)*time.Millisecond)
 	}
-	require.Equal(t, benchLatency{P50: 50, P95: 95, P99: 99, Max: 100}, latencyOf(d, true))
-	require.Equal(t, benchLatency{P50: 50, P99: 99, Max: 100}, latencyOf(d, false))
-	require.Equal(t, benchLatency{}, latencyOf(nil, true))
+	require.Equal(t, Latency{P50: 50, P95: 95, P99: 99, Max: 100}, latencyOf(d, true))
+	require.Equal(t, Latency{P50: 50, P99: 99, Max: 100}, latencyOf(d, false))
+	require.Equal(t, Latency{}, latencyOf(nil, true))
 }
 
-func TestBench_PayloadSize(t *testing.T) {
+func TestRunner_Payload(t *testing.T) {
 	t.Parallel()
 	for _, size := range []int{0, 10, 64, 128, 4096} {
-		b := &bench{o: &BenchOptions{PayloadSize: size}}
+		b := &runner{o: &Options{PayloadSize: size}}
 		p := b.payload(123456, 987654321*time.Nanosecond)
 		got, err := decodePayload(p)
 		require.NoError(t, err)

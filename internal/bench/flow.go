@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"context"
@@ -117,8 +117,8 @@ type tally struct {
 }
 
 type tallyWaiter struct {
-	target int64
-	ch     chan struct{}
+	want int64
+	ch   chan struct{}
 }
 
 func (t *tally) add(d int64) {
@@ -127,7 +127,7 @@ func (t *tally) add(d int64) {
 	t.n += d
 	keep := t.waiters[:0]
 	for _, w := range t.waiters {
-		if t.n >= w.target {
+		if t.n >= w.want {
 			close(w.ch)
 		} else {
 			keep = append(keep, w)
@@ -142,16 +142,16 @@ func (t *tally) load() int64 {
 	return t.n
 }
 
-// wait blocks until the count reaches target. It fails when the count has
+// wait blocks until the count reaches want. It fails when the count has
 // not moved for stallTimeout.
-func (t *tally) wait(ctx context.Context, target int64) error {
+func (t *tally) wait(ctx context.Context, want int64) error {
 	t.mu.Lock()
-	if t.n >= target {
+	if t.n >= want {
 		t.mu.Unlock()
 		return nil
 	}
 	ch := make(chan struct{})
-	t.waiters = append(t.waiters, tallyWaiter{target, ch})
+	t.waiters = append(t.waiters, tallyWaiter{want, ch})
 	last, moved := t.n, time.Now()
 	t.mu.Unlock()
 	tick := time.NewTicker(time.Second)
@@ -166,14 +166,14 @@ func (t *tally) wait(ctx context.Context, target int64) error {
 			if n := t.load(); n != last {
 				last, moved = n, time.Now()
 			} else if time.Since(moved) > stallTimeout {
-				return fmt.Errorf("stalled: %d of %d after %s without progress", n, target, stallTimeout)
+				return fmt.Errorf("stalled: %d of %d after %s without progress", n, want, stallTimeout)
 			}
 		}
 	}
 }
 
-// benchPayload is what every bench job carries.
-type benchPayload struct {
+// jobPayload is what every bench job carries.
+type jobPayload struct {
 	// I numbers the job in its run; -1 marks a job that must never be
 	// delivered.
 	I int64 `json:"i"`
@@ -184,7 +184,7 @@ type benchPayload struct {
 }
 
 // payload renders a job's payload, padded to --payload-size bytes.
-func (b *bench) payload(i int64, sent time.Duration) api.Payload {
+func (b *runner) payload(i int64, sent time.Duration) api.Payload {
 	out := `{"i":` + strconv.FormatInt(i, 10) + `,"t":` + strconv.FormatInt(int64(sent), 10) + `}`
 	if pad := b.o.PayloadSize - len(out) - len(`,"pad":""`); pad > 0 {
 		out = out[:len(out)-1] + `,"pad":"` + strings.Repeat("x", pad) + `"}`
@@ -192,15 +192,15 @@ func (b *bench) payload(i int64, sent time.Duration) api.Payload {
 	return api.Payload(out)
 }
 
-func decodePayload(p api.Payload) (benchPayload, error) {
-	var out benchPayload
+func decodePayload(p api.Payload) (jobPayload, error) {
+	var out jobPayload
 	err := json.Unmarshal(p, &out)
 	return out, err
 }
 
-// benchWorker takes jobs on one stream and acknowledges them in batches
+// worker takes jobs on one stream and acknowledges them in batches
 // with POST /jobs/success, the way the official clients do.
-type benchWorker struct {
+type worker struct {
 	cl       *client.Client
 	queues   []string
 	prefetch int
@@ -214,7 +214,7 @@ type benchWorker struct {
 	fail func(error)
 }
 
-func (w *benchWorker) run(ctx context.Context) error {
+func (w *worker) run(ctx context.Context) error {
 	s, err := w.cl.Take(ctx, client.TakeOptions{Queues: w.queues, Prefetch: w.prefetch, WorkerID: w.id})
 	if err != nil {
 		return fmt.Errorf("take: %w", err)
@@ -249,7 +249,7 @@ func (w *benchWorker) run(ctx context.Context) error {
 
 // ackLoop acknowledges what is waiting in one request, again and again.
 // After an error it only drains ids, so that no handler blocks.
-func (w *benchWorker) ackLoop(ctx context.Context, ids <-chan string) {
+func (w *worker) ackLoop(ctx context.Context, ids <-chan string) {
 	batch := make([]string, 0, 256)
 	failed := false
 	for id := range ids {
@@ -285,9 +285,9 @@ func (w *benchWorker) ackLoop(ctx context.Context, ids <-chan string) {
 }
 
 // startWorkers starts --workers workers of a queue in g.
-func (b *bench) startWorkers(g *group, t *benchTarget, queue string, handle func(api.Job, func()), acked *tally) {
+func (b *runner) startWorkers(g *group, t *target, queue string, handle func(api.Job, func()), acked *tally) {
 	for i := range b.o.Workers {
-		w := &benchWorker{
+		w := &worker{
 			cl: t.cl, queues: []string{queue}, prefetch: b.o.Prefetch, id: fmt.Sprintf("%s-%d", b.prefix, i),
 			handle: handle, acked: func(n int) { acked.add(int64(n)) }, fail: g.fail,
 		}
@@ -302,7 +302,7 @@ type jobMaker func(i int, sent time.Duration) api.EnqueueRequest
 // when bulk is 1) from --producers concurrent clients. With acked, a
 // producer waits until it is no more than window jobs ahead of the
 // acknowledgements.
-func (b *bench) produce(ctx context.Context, t *benchTarget, from, to, bulk int, mk jobMaker, acked *tally, window int64, sent *atomic.Int64) error {
+func (b *runner) produce(ctx context.Context, t *target, from, to, bulk int, mk jobMaker, acked *tally, window int64, sent *atomic.Int64) error {
 	n := (to - from + bulk - 1) / bulk
 	return parallel(ctx, b.o.Producers, n, func(ctx context.Context, k int) error {
 		lo := from + k*bulk
@@ -334,7 +334,7 @@ func (b *bench) produce(ctx context.Context, t *benchTarget, from, to, bulk int,
 }
 
 // plainJob makes jobs of a queue, unbudgeted or bound by bind.
-func (b *bench) plainJob(queue string, bind func(i int) []api.BindingRequest) jobMaker {
+func (b *runner) plainJob(queue string, bind func(i int) []api.BindingRequest) jobMaker {
 	return func(i int, sent time.Duration) api.EnqueueRequest {
 		req := api.EnqueueRequest{Type: api.Ptr("bench"), Queue: api.Ptr(queue), Payload: b.payload(int64(i), sent)}
 		if bind != nil {
@@ -365,7 +365,7 @@ type flowResult struct {
 // flow runs producers and workers together: warm-up jobs first, then the
 // measured ones, timed from their first enqueue to their last
 // acknowledgement.
-func (b *bench) flow(ctx context.Context, t *benchTarget, s flowSpec) (flowResult, error) {
+func (b *runner) flow(ctx context.Context, t *target, s flowSpec) (flowResult, error) {
 	var res flowResult
 	g := newGroup(ctx)
 	defer g.stop()
@@ -424,8 +424,8 @@ func (b *bench) flow(ctx context.Context, t *benchTarget, s flowSpec) (flowResul
 // warmupOf is how many warm-up jobs precede n measured ones.
 func warmupOf(n int) int { return min(n/10, 2000) }
 
-// benchLatency holds percentiles in milliseconds.
-type benchLatency struct {
+// Latency holds percentiles in milliseconds.
+type Latency struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95,omitempty"`
 	P99 float64 `json:"p99"`
@@ -433,16 +433,16 @@ type benchLatency struct {
 }
 
 // latencyOf computes nearest-rank percentiles of d (which it sorts).
-func latencyOf(d []time.Duration, withP95 bool) benchLatency {
+func latencyOf(d []time.Duration, withP95 bool) Latency {
 	if len(d) == 0 {
-		return benchLatency{}
+		return Latency{}
 	}
 	slices.Sort(d)
 	q := func(p float64) float64 {
 		k := int(math.Ceil(p*float64(len(d)))) - 1
 		return ms(d[max(0, min(k, len(d)-1))])
 	}
-	out := benchLatency{P50: q(0.50), P99: q(0.99), Max: ms(d[len(d)-1])}
+	out := Latency{P50: q(0.50), P99: q(0.99), Max: ms(d[len(d)-1])}
 	if withP95 {
 		out.P95 = q(0.95)
 	}

@@ -1,4 +1,4 @@
-package cmd
+package bench
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // enqueueScenario measures single and bulk enqueues into a queue no worker
 // takes from, then the memory the queued jobs hold.
-func (b *bench) enqueueScenario(ctx context.Context, t *benchTarget) (*enqueueReport, error) {
+func (b *runner) enqueueScenario(ctx context.Context, t *target) (*EnqueueReport, error) {
 	q := t.queue(b.prefix + "-enqueue")
 	rss0, err := t.rss(ctx)
 	if err != nil {
@@ -24,22 +24,22 @@ func (b *bench) enqueueScenario(ctx context.Context, t *benchTarget) (*enqueueRe
 	mk := b.plainJob(q, nil)
 	n, warm := b.o.Jobs, warmupOf(b.o.Jobs)
 	var sent atomic.Int64
-	measure := func(label string, from, bulk int) (benchRate, error) {
+	measure := func(label string, from, bulk int) (Rate, error) {
 		sent.Store(0)
 		b.prog.set(func() string {
 			return fmt.Sprintf("enqueue %s: %d of %d jobs (%d warm-up)", label, sent.Load(), warm+n, warm)
 		})
 		if err := b.produce(ctx, t, from, from+warm, bulk, mk, nil, 0, &sent); err != nil {
-			return benchRate{}, err
+			return Rate{}, err
 		}
 		start := time.Now()
 		if err := b.produce(ctx, t, from+warm, from+warm+n, bulk, mk, nil, 0, &sent); err != nil {
-			return benchRate{}, err
+			return Rate{}, err
 		}
 		d := time.Since(start)
-		return benchRate{Jobs: n, Seconds: round3(d.Seconds()), JobsPerS: perSecond(n, d)}, nil
+		return Rate{Jobs: n, Seconds: round3(d.Seconds()), JobsPerS: perSecond(n, d)}, nil
 	}
-	rep := &enqueueReport{}
+	rep := &EnqueueReport{}
 	if rep.Single, err = measure("single", 0, 1); err != nil {
 		return nil, err
 	}
@@ -54,12 +54,12 @@ func (b *bench) enqueueScenario(ctx context.Context, t *benchTarget) (*enqueueRe
 
 // memory reads the server's RSS and what it grew by per queued job since
 // rss0.
-func (b *bench) memory(ctx context.Context, t *benchTarget, rss0 int64, queued int) (benchMemory, error) {
+func (b *runner) memory(ctx context.Context, t *target, rss0 int64, queued int) (Memory, error) {
 	rss, err := t.rss(ctx)
 	if err != nil {
-		return benchMemory{}, err
+		return Memory{}, err
 	}
-	m := benchMemory{RSSBytes: rss, QueuedJobs: queued}
+	m := Memory{RSSBytes: rss, QueuedJobs: queued}
 	if queued > 0 {
 		per := math.Round(float64(rss-rss0) / float64(queued))
 		m.RSSPerQueuedJobBytes = &per
@@ -69,7 +69,7 @@ func (b *bench) memory(ctx context.Context, t *benchTarget, rss0 int64, queued i
 
 // e2eScenario measures throughput and enqueue-to-delivery latency with
 // producers and workers running together.
-func (b *bench) e2eScenario(ctx context.Context, t *benchTarget) (*e2eReport, error) {
+func (b *runner) e2eScenario(ctx context.Context, t *target) (*E2EReport, error) {
 	res, err := b.flow(ctx, t, flowSpec{label: "e2e", queue: t.queue(b.prefix + "-e2e"), warmup: warmupOf(b.o.Jobs), jobs: b.o.Jobs})
 	if err != nil {
 		return nil, err
@@ -77,7 +77,7 @@ func (b *bench) e2eScenario(ctx context.Context, t *benchTarget) (*e2eReport, er
 	if res.foreign > 0 {
 		return nil, fmt.Errorf("workers received %d jobs that were not sent to them", res.foreign)
 	}
-	rep := &e2eReport{
+	rep := &E2EReport{
 		Jobs: b.o.Jobs, Warmup: warmupOf(b.o.Jobs), Seconds: round3(res.elapsed.Seconds()),
 		JobsPerS: perSecond(b.o.Jobs, res.elapsed), LatencyMs: latencyOf(res.latency, true),
 	}
@@ -86,8 +86,8 @@ func (b *bench) e2eScenario(ctx context.Context, t *benchTarget) (*e2eReport, er
 }
 
 // budgetsScenario runs the three budget measurements.
-func (b *bench) budgetsScenario(ctx context.Context, t *benchTarget) (*budgetsReport, error) {
-	rep := &budgetsReport{}
+func (b *runner) budgetsScenario(ctx context.Context, t *target) (*BudgetsReport, error) {
+	rep := &BudgetsReport{}
 	var err error
 	if rep.WhileInFlight, err = b.whileInFlight(ctx, t); err != nil {
 		return nil, fmt.Errorf("while_in_flight: %w", err)
@@ -112,9 +112,9 @@ func (b *bench) budgetsScenario(ctx context.Context, t *benchTarget) (*budgetsRe
 // --unserved jobs of a queue no worker serves: those jobs are in no line
 // and must cost the served queue nothing (its throughput, and the entries
 // the server examines per decision, read from /metrics).
-func (b *bench) unserved(ctx context.Context, t *benchTarget) (unservedReport, error) {
+func (b *runner) unserved(ctx context.Context, t *target) (UnservedReport, error) {
 	n := b.o.Jobs
-	rep := unservedReport{Unserved: b.o.Unserved, Jobs: n}
+	rep := UnservedReport{Unserved: b.o.Unserved, Jobs: n}
 	key := b.prefix + "-shared"
 	if err := t.putBudget(ctx, key, api.BudgetInput{Allocation: api.Ptr(int64(4 * b.o.Workers * b.o.Prefetch)), Strategy: &api.StrategyInput{Type: api.Ptr(api.StrategyWhileInFlight)}}); err != nil {
 		return rep, err
@@ -166,10 +166,10 @@ func bindTo(key string) func(int) []api.BindingRequest {
 // backlog: workers count the jobs they run at once (counting down before
 // they acknowledge), and how much of the budget's slots they kept busy
 // while jobs were parked.
-func (b *bench) whileInFlight(ctx context.Context, t *benchTarget) (wifReport, error) {
+func (b *runner) whileInFlight(ctx context.Context, t *target) (WhileInFlightReport, error) {
 	n, work := b.o.Concurrency, b.o.WorkTime
 	key := b.prefix + "-wif"
-	rep := wifReport{Allocation: n, WorkerSlots: b.o.Workers * b.o.Prefetch, WorkTimeMs: ms(work), IdealJobsPerS: perSecond(n, work)}
+	rep := WhileInFlightReport{Allocation: n, WorkerSlots: b.o.Workers * b.o.Prefetch, WorkTimeMs: ms(work), IdealJobsPerS: perSecond(n, work)}
 	if err := t.putBudget(ctx, key, api.BudgetInput{Allocation: api.Ptr(int64(n)), Strategy: &api.StrategyInput{Type: api.Ptr(api.StrategyWhileInFlight)}}); err != nil {
 		return rep, err
 	}
@@ -248,11 +248,11 @@ func (b *bench) whileInFlight(ctx context.Context, t *benchTarget) (wifReport, e
 
 // timeBased loads a time_based budget of rate per second (burst rate/10)
 // with a standing backlog, and checks the deliveries against its schedule.
-func (b *bench) timeBased(ctx context.Context, t *benchTarget, rate int) (timeBasedReport, error) {
+func (b *runner) timeBased(ctx context.Context, t *target, rate int) (TimeBasedReport, error) {
 	burst := max(1, rate/10)
 	key := fmt.Sprintf("%s-tb-%d", b.prefix, rate)
 	jobs := burst + int(math.Round(float64(rate)*b.o.Duration.Seconds()))
-	rep := timeBasedReport{RatePerS: rate, Burst: burst, Jobs: jobs}
+	rep := TimeBasedReport{RatePerS: rate, Burst: burst, Jobs: jobs}
 	in := api.BudgetInput{Allocation: api.Ptr(int64(rate)), Strategy: &api.StrategyInput{
 		Type: api.Ptr(api.StrategyTimeBased), DurationMs: api.Ptr(int64(1000)), Burst: api.Ptr(int64(burst))}}
 	if err := t.putBudget(ctx, key, in); err != nil {
@@ -297,7 +297,7 @@ func (b *bench) timeBased(ctx context.Context, t *benchTarget, rate int) (timeBa
 	// stamps (whole milliseconds, rounded down: stamps a..a+w-1 hold the
 	// dispatches of the half-open window [a, a+w)).
 	for _, w := range []int64{10, 100, 1000} {
-		rep.Windows = append(rep.Windows, benchWindow{WindowMs: w, MaxDispatched: mostInWindow(stamps, w), Bound: burst + int(int64(rate)*w/1000)})
+		rep.Windows = append(rep.Windows, Window{WindowMs: w, MaxDispatched: mostInWindow(stamps, w), Bound: burst + int(int64(rate)*w/1000)})
 	}
 
 	// Job k is due max(0, k-burst+1) periods after the first dispatch. The
@@ -367,7 +367,7 @@ func round4(v float64) float64 { return math.Round(v*10000) / 10000 }
 
 // checkParked connects an idle worker of queue (jobs of a queue no worker
 // serves wait for one, in no line) and checks that at least n jobs park.
-func checkParked(ctx context.Context, t *benchTarget, queue string, n int) error {
+func checkParked(ctx context.Context, t *target, queue string, n int) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := t.cl.Take(ctx, client.TakeOptions{Queues: []string{queue}, Prefetch: 1})
@@ -388,10 +388,10 @@ func checkParked(ctx context.Context, t *benchTarget, queue string, n int) error
 // manyBudgets compares unbudgeted end-to-end throughput with the same load
 // bound to --budgets generous budgets, and with --parked jobs parked on
 // --budgets exhausted budgets in the same queue.
-func (b *bench) manyBudgets(ctx context.Context, t *benchTarget) (manyReport, benchMemory, error) {
+func (b *runner) manyBudgets(ctx context.Context, t *target) (ManyBudgetsReport, Memory, error) {
 	m, n := b.o.Budgets, b.o.Jobs
-	rep := manyReport{Budgets: m, Parked: b.o.Parked, Jobs: n}
-	var mem benchMemory
+	rep := ManyBudgetsReport{Budgets: m, Parked: b.o.Parked, Jobs: n}
+	var mem Memory
 	run := func(label, queue string, bind func(int) []api.BindingRequest) (float64, int64, error) {
 		res, err := b.flow(ctx, t, flowSpec{label: label, queue: queue, warmup: warmupOf(n), jobs: n, bind: bind})
 		if err != nil {
