@@ -25,6 +25,9 @@ func (c *payloadCache) put(id string, payload []byte) {
 	if c.max <= 0 || int64(len(payload)) > c.max {
 		return
 	}
+	// A copy: the payload may be a slice of the request's whole body, which
+	// would stay alive with it.
+	payload = append(make([]byte, 0, len(payload)), payload...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.items[id] = payload

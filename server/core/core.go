@@ -52,7 +52,7 @@ type Options struct {
 // DefaultPayloadCacheBytes is the payload cache's default bound: enough for
 // the jobs between an enqueue and its dispatch to an idle worker, small
 // beside a backlog's records.
-const DefaultPayloadCacheBytes = 16 << 20
+const DefaultPayloadCacheBytes = 8 << 20
 
 // Service is the core. Its methods are safe for concurrent use; those that
 // need the loaded state answer ErrStarting until Ready is closed.

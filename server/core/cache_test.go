@@ -1,0 +1,45 @@
+package core
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPayloadCache_BoundsBytesAndEvictsOldest(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(100)
+	for i := range 10 {
+		c.put(fmt.Sprint(i), make([]byte, 18)) // 19 bytes with the ID
+	}
+	require.LessOrEqual(t, c.size, int64(100))
+	_, ok := c.take("0")
+	require.False(t, ok, "the oldest are evicted first")
+	p, ok := c.take("9")
+	require.True(t, ok)
+	require.Len(t, p, 18)
+	_, ok = c.take("9")
+	require.False(t, ok, "a payload is taken once")
+}
+
+func TestPayloadCache_KeepsACopy(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(1 << 20)
+	body := []byte(`{"jobs":[{"a":1},{"b":2}]}`)
+	c.put("x", body[9:16])
+	p, _ := c.take("x")
+	require.Equal(t, `{"a":1}`, string(p))
+	require.Equal(t, len(p), cap(p), "not a slice of the request body")
+}
+
+func TestPayloadCache_OrderStaysSmall(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(1 << 20)
+	for i := range 100_000 {
+		id := fmt.Sprint(i)
+		c.put(id, []byte("{}"))
+		c.take(id)
+	}
+	require.Less(t, len(c.order)-c.head, 5000, "taken IDs do not pile up")
+}
