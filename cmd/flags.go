@@ -122,7 +122,17 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string { return formatDuration(time.Duration(*d)) }
+
+// formatDuration writes a duration as ParseDuration reads it, whole days
+// as days (7d rather than 168h0m0s).
+func formatDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d >= day && d%day == 0 {
+		return strconv.FormatInt(int64(d/day), 10) + "d"
+	}
+	return d.String()
+}
 func (d *durationValue) Type() string   { return "duration" }
 
 func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
@@ -179,7 +189,21 @@ func (v *sizeValue) Set(s string) error {
 	return nil
 }
 
-func (v *sizeValue) String() string { return strconv.FormatInt(int64(*v), 10) }
+func (v *sizeValue) String() string { return formatSize(int64(*v)) }
+
+// formatSize writes a size as ParseSize reads it, in the largest binary
+// unit that divides it (16MiB rather than 16777216).
+func formatSize(n int64) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n != 0 && n%u.mult == 0 {
+			return strconv.FormatInt(n/u.mult, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
 func (v *sizeValue) Type() string   { return "size" }
 
 func sizeFlag(fs *pflag.FlagSet, p *int64, name string, def int64, usage string) {

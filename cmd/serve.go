@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/internal/memlimit"
 	"github.com/zizq/zizq/internal/rootlock"
 	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
@@ -48,6 +50,8 @@ type ServeOptions struct {
 	MaxBudgets         int
 	MaxBodySize        int64
 	MaxTakeConnections int
+	PayloadCacheSize   int64
+	MemoryLimit        int64
 	LicenseKey         string
 	NoAdmin            bool
 	// TLS of the API: certificate and key (PEM), and the CA of the client
@@ -71,6 +75,8 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 		},
 	}
 	fs := c.Flags()
+	// Defaults are the packages' own: each is written once, there.
+	de, dh := engine.DefaultConfig(), server.DefaultConfig()
 	type envFlag struct{ name, env string }
 	var envs []envFlag
 	bind := func(name, env string) { envs = append(envs, envFlag{name, env}) }
@@ -85,21 +91,21 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("log-level", "ZIZQ_LOG_LEVEL")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
 	bind("log-format", "ZIZQ_LOG_FORMAT")
-	durationFlag(fs, &o.Heartbeat, "heartbeat-interval", 3*time.Second, "idle time after which a take stream gets a heartbeat")
+	durationFlag(fs, &o.Heartbeat, "heartbeat-interval", dh.HeartbeatInterval, "idle time after which a take stream gets a heartbeat")
 	bind("heartbeat-interval", "ZIZQ_HEARTBEAT_INTERVAL")
-	fs.IntVarP(&o.GlobalInFlight, "global-in-flight-limit", "l", 1024, "most jobs in flight across all workers (0: no limit)")
+	fs.IntVarP(&o.GlobalInFlight, "global-in-flight-limit", "l", de.GlobalInFlightLimit, "most jobs in flight across all workers (0: no limit)")
 	bind("global-in-flight-limit", "ZIZQ_GLOBAL_IN_FLIGHT_LIMIT")
-	fs.Uint32Var(&o.RetryLimit, "default-retry-limit", 25, "failures a job may have before it dies")
+	fs.Uint32Var(&o.RetryLimit, "default-retry-limit", de.DefaultRetryLimit, "failures a job may have before it dies")
 	bind("default-retry-limit", "ZIZQ_DEFAULT_RETRY_LIMIT")
-	durationFlag(fs, &o.BackoffBase, "default-backoff-base", 15*time.Second, "base delay of retries")
+	durationFlag(fs, &o.BackoffBase, "default-backoff-base", msDuration(int64(de.DefaultBackoff.BaseMs)), "base delay of retries")
 	bind("default-backoff-base", "ZIZQ_DEFAULT_BACKOFF_BASE")
-	fs.Float32Var(&o.BackoffExponent, "default-backoff-exponent", 4, "exponent of the retry delay")
+	fs.Float32Var(&o.BackoffExponent, "default-backoff-exponent", de.DefaultBackoff.Exponent, "exponent of the retry delay")
 	bind("default-backoff-exponent", "ZIZQ_DEFAULT_BACKOFF_EXPONENT")
-	durationFlag(fs, &o.BackoffJitter, "default-backoff-jitter", 30*time.Second, "random jitter per attempt added to retry delays")
+	durationFlag(fs, &o.BackoffJitter, "default-backoff-jitter", msDuration(int64(de.DefaultBackoff.JitterMs)), "random jitter per attempt added to retry delays")
 	bind("default-backoff-jitter", "ZIZQ_DEFAULT_BACKOFF_JITTER")
-	durationFlag(fs, &o.CompletedRetention, "default-completed-job-retention", 0, "how long completed jobs are kept (0: deleted at once)")
+	durationFlag(fs, &o.CompletedRetention, "default-completed-job-retention", msDuration(int64(de.DefaultCompletedRetentionMs)), "how long completed jobs are kept (0: deleted at once)")
 	bind("default-completed-job-retention", "ZIZQ_DEFAULT_COMPLETED_JOB_RETENTION")
-	durationFlag(fs, &o.DeadRetention, "default-dead-job-retention", 7*24*time.Hour, "how long dead jobs are kept")
+	durationFlag(fs, &o.DeadRetention, "default-dead-job-retention", msDuration(int64(de.DefaultDeadRetentionMs)), "how long dead jobs are kept")
 	bind("default-dead-job-retention", "ZIZQ_DEFAULT_DEAD_JOB_RETENTION")
 	durationFlag(fs, &o.ReaperInterval, "reaper-check-interval", 30*time.Second, "accepted for compatibility; expired jobs are purged on their deadline")
 	bind("reaper-check-interval", "ZIZQ_REAPER_CHECK_INTERVAL")
@@ -113,12 +119,16 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
 	fs.IntVar(&o.CompleteBatchSize, "complete-batch-size", 1000, "accepted for compatibility; see --enqueue-batch-size")
 	bind("complete-batch-size", "ZIZQ_COMPLETE_BATCH_SIZE")
-	fs.IntVar(&o.MaxBudgets, "max-budgets", 8192, "most budgets the server keeps")
+	fs.IntVar(&o.MaxBudgets, "max-budgets", de.MaxBudgets, "most budgets the server keeps")
 	bind("max-budgets", "ZIZQ_MAX_BUDGETS")
-	sizeFlag(fs, &o.MaxBodySize, "max-body-size", 16<<20, "largest request body")
+	sizeFlag(fs, &o.MaxBodySize, "max-body-size", dh.MaxBodyBytes, "largest request body")
 	bind("max-body-size", "ZIZQ_MAX_BODY_SIZE")
-	fs.IntVar(&o.MaxTakeConnections, "max-take-connections", 10000, "most concurrent take streams (503 beyond)")
+	fs.IntVar(&o.MaxTakeConnections, "max-take-connections", dh.MaxTakeConnections, "most concurrent take streams (503 beyond)")
 	bind("max-take-connections", "ZIZQ_MAX_TAKE_CONNECTIONS")
+	sizeFlag(fs, &o.PayloadCacheSize, "payload-cache-size", core.DefaultPayloadCacheBytes, "payloads of jobs just enqueued kept for their dispatch, so it does not read them back (0: none)")
+	bind("payload-cache-size", "ZIZQ_PAYLOAD_CACHE_SIZE")
+	sizeFlag(fs, &o.MemoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap: the collector keeps it under this, or under 1.5 x its live data when a backlog needs more (0: the runtime's default)")
+	bind("memory-limit", "ZIZQ_MEMORY_LIMIT")
 	fs.StringVarP(&o.LicenseKey, "license-key", "k", "", "accepted for compatibility; every feature is enabled")
 	bind("license-key", "ZIZQ_LICENSE_KEY")
 	fs.BoolVar(&o.NoAdmin, "no-admin", false, "accepted for compatibility; there is no admin port yet")
@@ -183,11 +193,12 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 		return server.Options{}, err
 	}
 	return server.Options{
-		DataDir: filepath.Join(o.RootDir, "data"),
-		Store:   store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
-		Engine:  ecfg,
-		HTTP:    hcfg,
-		Logger:  log,
+		DataDir:           filepath.Join(o.RootDir, "data"),
+		Store:             store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
+		Engine:            ecfg,
+		HTTP:              hcfg,
+		PayloadCacheBytes: payloadCache(o.PayloadCacheSize),
+		Logger:            log,
 	}, nil
 }
 
@@ -206,6 +217,19 @@ func (o *ServeOptions) checkRanges() error {
 		}
 	}
 	return nil
+}
+
+// defaultMemoryLimit is the default floor of the Go heap's soft limit: a
+// million queued jobs keep the server within 200 MiB.
+const defaultMemoryLimit = 144 << 20
+
+// payloadCache maps --payload-cache-size to the server's option, where 0
+// means the default and a negative bound means none.
+func payloadCache(size int64) int64 {
+	if size == 0 {
+		return -1
+	}
+	return size
 }
 
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
@@ -233,6 +257,7 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go memlimit.Run(ctx, uint64(o.MemoryLimit), 5*time.Second)
 	// The store opens and the engine is rebuilt in the background: /health
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)
@@ -281,3 +306,6 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
 }
+
+// msDuration turns the engine's milliseconds into a flag's duration.
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

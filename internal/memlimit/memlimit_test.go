@@ -1,0 +1,37 @@
+package memlimit
+
+import (
+	"context"
+	"runtime/debug"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		floor, live uint64
+		want        int64
+	}{
+		{floor: 100, live: 10, want: 100},
+		{floor: 100, live: 66, want: 100},
+		{floor: 100, live: 100, want: 150},
+		{floor: 1 << 30, live: 4 << 30, want: 6 << 30},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, Limit(tt.floor, tt.live), "floor %d live %d", tt.floor, tt.live)
+	}
+}
+
+func TestRun_SetsTheLimitAndStops(t *testing.T) {
+	old := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(old)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { Run(ctx, 1<<40, time.Millisecond); close(done) }()
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == 1<<40 }, 5*time.Second, time.Millisecond)
+	cancel()
+	<-done
+}
