@@ -133,7 +133,7 @@ func formatDuration(d time.Duration) string {
 	}
 	return d.String()
 }
-func (d *durationValue) Type() string   { return "duration" }
+func (d *durationValue) Type() string { return "duration" }
 
 func durationFlag(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
 	*p = def
@@ -204,7 +204,7 @@ func formatSize(n int64) string {
 	}
 	return strconv.FormatInt(n, 10)
 }
-func (v *sizeValue) Type() string   { return "size" }
+func (v *sizeValue) Type() string { return "size" }
 
 func sizeFlag(fs *pflag.FlagSet, p *int64, name string, def int64, usage string) {
 	*p = def
