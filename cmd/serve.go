@@ -21,6 +21,7 @@ import (
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // ServeOptions are the settings of `zizq serve`.
@@ -184,7 +185,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	}
 	return server.Options{
 		DataDir: filepath.Join(o.RootDir, "data"),
-		Store:   store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
+		Store:   sqlite.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
 		Engine:  ecfg,
 		HTTP:    hcfg,
 		Logger:  log,

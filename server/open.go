@@ -9,12 +9,13 @@ import (
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Options gather everything needed to start a server on a data directory.
 type Options struct {
 	DataDir string
-	Store   store.Options
+	Store   sqlite.Options
 	Engine  engine.Config
 	HTTP    Config
 	Clock   clock.Clock  // nil: the real clock
@@ -26,7 +27,7 @@ type Options struct {
 }
 
 // journal adapts the store's writer to the engine.
-type journal struct{ db *store.DB }
+type journal struct{ db *sqlite.DB }
 
 func (j journal) Append(ops ...store.Op) engine.Waiter { return j.db.Append(ops...) }
 
@@ -43,7 +44,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-func restore(ctx context.Context, db *store.DB, opts Options) (*engine.Engine, error) {
+func restore(ctx context.Context, db *sqlite.DB, opts Options) (*engine.Engine, error) {
 	requeued, err := db.RecoverInFlight(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
@@ -90,4 +91,4 @@ func (s *Server) CloseStore() error {
 }
 
 // DB exposes the store (for tests and maintenance commands).
-func (s *Server) DB() *store.DB { return s.db }
+func (s *Server) DB() *sqlite.DB { return s.db }

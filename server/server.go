@@ -17,7 +17,7 @@ import (
 	"github.com/zizq/zizq/internal/buildinfo"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Version is the Zizq API level this server speaks.
@@ -59,7 +59,7 @@ func DefaultConfig() Config {
 type Server struct {
 	cfg    Config
 	engine *engine.Engine
-	db     *store.DB
+	db     *sqlite.DB
 	clock  clock.Clock
 	log    *slog.Logger
 	router *router

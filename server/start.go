@@ -13,6 +13,7 @@ import (
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Readiness. A server returned by Start answers at once, while it opens its
@@ -93,7 +94,7 @@ func (s *Server) start(ctx context.Context, opts Options) {
 	defer close(s.life.done)
 	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
 	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
-	db, err := store.Open(ctx, opts.DataDir, opts.Store)
+	db, err := sqlite.Open(ctx, opts.DataDir, opts.Store)
 	if err != nil {
 		s.startFailed(fmt.Errorf("open store: %w", err))
 		return
@@ -111,7 +112,7 @@ func (s *Server) start(ctx context.Context, opts Options) {
 }
 
 // attach makes the server serve e and db, and ready.
-func (s *Server) attach(e *engine.Engine, db *store.DB) {
+func (s *Server) attach(e *engine.Engine, db *sqlite.DB) {
 	s.engine, s.db = e, db
 	s.life.mu.Lock()
 	close(s.life.ready)
@@ -246,11 +247,11 @@ func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.
 	}
 }
 
-func chainCommit(a, b func(store.CommitInfo)) func(store.CommitInfo) {
+func chainCommit(a, b func(sqlite.CommitInfo)) func(sqlite.CommitInfo) {
 	if a == nil {
 		return b
 	}
-	return func(c store.CommitInfo) {
+	return func(c sqlite.CommitInfo) {
 		a(c)
 		b(c)
 	}

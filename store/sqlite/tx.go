@@ -1,10 +1,12 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+
+	"github.com/zizq/zizq/store"
 )
 
 // jobColumns are the columns of jobs, in the order jobArgs and scanJob use.
@@ -17,7 +19,7 @@ const jobColumns = `id, queue, type, priority, status, payload, ready_at, attemp
 // is used by the writer goroutine alone (and by Open before that starts).
 type writer struct {
 	conn *sql.Conn
-	mode CommitMode // the synchronous setting in force
+	mode store.CommitMode // the synchronous setting in force
 
 	begin, commit                   *sql.Stmt
 	insertJob, putJob, setStatus    *sql.Stmt
@@ -27,7 +29,7 @@ type writer struct {
 }
 
 // prepare prepares the writer's statements and sets the initial commit mode.
-func (w *writer) prepare(ctx context.Context, mode CommitMode) error {
+func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 	stmts := []struct {
 		s   **sql.Stmt
 		sql string
@@ -36,8 +38,9 @@ func (w *writer) prepare(ctx context.Context, mode CommitMode) error {
 		{&w.commit, `COMMIT`},
 		{&w.insertJob, `INSERT INTO jobs (` + jobColumns + `)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`},
+		// ?6 (the payload) is left out: PutJob never changes the payload.
 		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
-			payload = ?6, ready_at = ?7, attempts = ?8, retry_limit = ?9,
+			ready_at = ?7, attempts = ?8, retry_limit = ?9,
 			backoff_exponent = ?10, backoff_base_ms = ?11, backoff_jitter_ms = ?12,
 			retention_completed_ms = ?13, retention_dead_ms = ?14,
 			dequeued_at = ?15, failed_at = ?16, completed_at = ?17, purge_at = ?18, budgets = ?19
@@ -84,14 +87,14 @@ func (w *writer) close() error {
 }
 
 // setMode issues PRAGMA synchronous when the mode changes (or when force).
-func (w *writer) setMode(mode CommitMode, force bool) error {
+func (w *writer) setMode(mode store.CommitMode, force bool) error {
 	if mode == w.mode && !force {
 		return nil
 	}
 	// Not a prepared statement: SQLite applies this PRAGMA when it compiles
 	// it, so re-running a prepared one would change nothing.
 	q := "PRAGMA synchronous = NORMAL"
-	if mode == Fsync {
+	if mode == store.Fsync {
 		q = "PRAGMA synchronous = FULL"
 	}
 	if _, err := w.conn.ExecContext(context.Background(), q); err != nil {
@@ -103,10 +106,10 @@ func (w *writer) setMode(mode CommitMode, force bool) error {
 
 // runTx commits the groups in one transaction, in the strongest commit mode
 // any of them needs. On failure it rolls back and returns the error.
-func (db *DB) runTx(groups []*Pending) (err error) {
+func (db *DB) runTx(groups []*group) (err error) {
 	db.txs.Add(1)
 	w := db.w
-	mode := Buffered
+	mode := store.Buffered
 	for _, g := range groups {
 		mode = max(mode, g.mode)
 	}
@@ -143,55 +146,57 @@ func (db *DB) runTx(groups []*Pending) (err error) {
 }
 
 // apply runs one op inside the writer's transaction.
-func (w *writer) apply(op *Op) error {
+func (w *writer) apply(o *op) error {
 	var err error
-	switch op.kind {
+	switch o.kind {
 	case opNone:
 		return nil
-	case opInsertJob:
-		_, err = w.insertJob.Exec(jobArgs(op.job)...)
-		return wrapOp("insert job", op.id, err)
 	case opProbeNew:
 		var exists bool
-		if err = w.probe.QueryRow(op.id).Scan(&exists); err == nil && exists {
-			return fmt.Errorf("insert job %s: job already exists", op.id)
+		if err = w.probe.QueryRow(o.id).Scan(&exists); err == nil && exists {
+			return fmt.Errorf("insert job %s: job already exists", o.id)
 		}
-		return wrapOp("insert job", op.id, err)
-	case opPutJob:
-		_, err = w.putJob.Exec(jobArgs(op.job)...)
-		return wrapOp("put job", op.id, err)
-	case opSetStatus:
-		_, err = w.setStatus.Exec(op.id, int64(op.status), op.at)
-		return wrapOp("set job status", op.id, err)
-	case opDeleteJob:
-		if _, err = w.deleteJob.Exec(op.id); err == nil {
-			_, err = w.deleteErrors.Exec(op.id)
-		}
-		return wrapOp("delete job", op.id, err)
-	case opAddError:
-		r := op.rec
-		_, err = w.addError.Exec(r.JobID, int64(r.Attempt), r.Message, r.ErrorType, r.Backtrace,
-			r.DequeuedAt, r.FailedAt)
-		return wrapOp("add error record of job", op.id, err)
-	case opPutBudget:
-		b := op.budget
-		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
-			b.CreatedAt, b.UpdatedAt)
-		return wrapOp("put budget", op.id, err)
-	case opDeleteBudget:
-		_, err = w.delBudget.Exec(op.id)
-		return wrapOp("delete budget", op.id, err)
-	case opDeleteEverything:
-		_, err = w.deleteEverything.Exec()
-		return wrapOp("delete everything", "", err)
+		return wrapOp("insert job", o.id, err)
 	case opRecoverInFlight:
 		var res sql.Result
 		if res, err = w.recoverFlight.Exec(); err == nil {
-			*op.count, err = res.RowsAffected()
+			*o.count, err = res.RowsAffected()
 		}
 		return wrapOp("recover in-flight jobs", "", err)
 	}
-	return fmt.Errorf("unknown store op %d", op.kind)
+	switch s := o.src.(type) {
+	case store.InsertJobOp:
+		_, err = w.insertJob.Exec(jobArgs(&s.Job)...)
+		return wrapOp("insert job", o.id, err)
+	case store.PutJobOp:
+		_, err = w.putJob.Exec(jobArgs(&s.Job)...)
+		return wrapOp("put job", o.id, err)
+	case store.SetStatusOp:
+		_, err = w.setStatus.Exec(s.ID, int64(s.Status), s.DequeuedAt)
+		return wrapOp("set job status", o.id, err)
+	case store.DeleteJobOp:
+		if _, err = w.deleteJob.Exec(s.ID); err == nil {
+			_, err = w.deleteErrors.Exec(s.ID)
+		}
+		return wrapOp("delete job", o.id, err)
+	case store.AddErrorOp:
+		r := &s.Record
+		_, err = w.addError.Exec(r.JobID, int64(r.Attempt), r.Message, r.ErrorType, r.Backtrace,
+			r.DequeuedAt, r.FailedAt)
+		return wrapOp("add error record of job", o.id, err)
+	case store.PutBudgetOp:
+		b := &s.Budget
+		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
+			b.CreatedAt, b.UpdatedAt)
+		return wrapOp("put budget", o.id, err)
+	case store.DeleteBudgetOp:
+		_, err = w.delBudget.Exec(s.Key)
+		return wrapOp("delete budget", o.id, err)
+	case store.DeleteEverythingOp:
+		_, err = w.deleteEverything.Exec()
+		return wrapOp("delete everything", "", err)
+	}
+	return fmt.Errorf("unknown store op %T", o.src)
 }
 
 // wrapOp gives an op's error its context ("insert job <id>: …").
@@ -206,7 +211,7 @@ func wrapOp(what, id string, err error) error {
 }
 
 // jobArgs returns j's values in jobColumns order, NULL for unset options.
-func jobArgs(j *Job) []any {
+func jobArgs(j *store.Job) []any {
 	var retry, boExp, boBase, boJitter, retCompleted, retDead, purge, budgets any
 	if j.RetryLimit != nil {
 		retry = int64(*j.RetryLimit)
@@ -242,7 +247,7 @@ type binding struct {
 	Cost int64  `json:"cost"`
 }
 
-func encodeBindings(bs []Binding) string {
+func encodeBindings(bs []store.Binding) string {
 	out := make([]binding, len(bs))
 	for i, b := range bs {
 		out[i] = binding(b)
@@ -251,7 +256,7 @@ func encodeBindings(bs []Binding) string {
 	return string(buf)
 }
 
-func decodeBindings(s string) ([]Binding, error) {
+func decodeBindings(s string) ([]store.Binding, error) {
 	var in []binding
 	if err := json.Unmarshal([]byte(s), &in); err != nil {
 		return nil, fmt.Errorf("decode job budgets: %w", err)
@@ -259,9 +264,9 @@ func decodeBindings(s string) ([]Binding, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	out := make([]Binding, len(in))
+	out := make([]store.Binding, len(in))
 	for i, b := range in {
-		out[i] = Binding(b)
+		out[i] = store.Binding(b)
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
 )
 
 // testdata/schema1.db was written by zizq at schema version 1 (the first
@@ -48,24 +49,24 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 	budgets, err := db.Budgets(ctx)
 	require.NoError(t, err)
 	require.Len(t, budgets, 2)
-	require.Equal(t, Budget{Key: "api-eu", Allocation: 3, Strategy: WhileInFlight, CreatedAt: 1795983925074, UpdatedAt: 1795983925074}, budgets[0])
+	require.Equal(t, store.Budget{Key: "api-eu", Allocation: 3, Strategy: store.WhileInFlight, CreatedAt: 1795983925074, UpdatedAt: 1795983925074}, budgets[0])
 	require.Equal(t, "hourly", budgets[1].Key)
 	require.Equal(t, int64(3_600_000), budgets[1].DurationMs)
 
-	var live []Job
-	require.NoError(t, db.LiveJobs(ctx, func(j Job) error { live = append(live, j); return nil }))
+	var live []store.Job
+	require.NoError(t, db.LiveJobs(ctx, func(j store.Job) error { live = append(live, j); return nil }))
 	require.Len(t, live, 2)
 	require.Equal(t, fixtureReady, live[0].ID)
-	require.Equal(t, Ready, live[0].Status)
-	require.Equal(t, []Binding{{Key: "api-eu", Cost: 2}}, live[0].Budgets)
+	require.Equal(t, store.Ready, live[0].Status)
+	require.Equal(t, []store.Binding{{Key: "api-eu", Cost: 2}}, live[0].Budgets)
 	require.Equal(t, `{"to":"a@example.com"}`, string(live[0].Payload))
 	require.Equal(t, uint16(5), live[0].Priority)
 	require.Equal(t, fixtureScheduled, live[1].ID)
-	require.Equal(t, Scheduled, live[1].Status)
+	require.Equal(t, store.Scheduled, live[1].Status)
 
 	dead, err := db.GetJob(ctx, fixtureDead, fixtureNow)
 	require.NoError(t, err)
-	require.Equal(t, Dead, dead.Status)
+	require.Equal(t, store.Dead, dead.Status)
 	require.Equal(t, uint32(1), dead.Attempts)
 	rec, err := db.GetError(ctx, fixtureDead, 1)
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 	require.Equal(t, fixtureDead, maxID)
 
 	// The upgraded database takes writes, and uses incremental auto-vacuum.
-	require.NoError(t, db.Append(InsertJob(job(1)), SetStatus(fixtureReady, InFlight, fixtureNow)).Wait(ctx))
+	require.NoError(t, db.Append(store.InsertJob(job(1)), store.SetStatus(fixtureReady, store.InFlight, fixtureNow)).Wait(ctx))
 	var mode int
 	require.NoError(t, db.rdb.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode))
 	require.Equal(t, 2, mode)
@@ -111,16 +112,16 @@ func TestOpen_UpgradeIsAllOrNothing(t *testing.T) {
 func TestSnapshot_ArchiveRestoresElsewhere(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.apply(t, PutBudget(Budget{Key: "k", Allocation: 2, Strategy: WhileInFlight, CreatedAt: 1, UpdatedAt: 1}))
+	b.apply(t, store.PutBudget(store.Budget{Key: "k", Allocation: 2, Strategy: store.WhileInFlight, CreatedAt: 1, UpdatedAt: 1}))
 	for n := range 300 {
-		b.apply(t, InsertJob(bigJob(n)))
+		b.apply(t, store.InsertJob(bigJob(n)))
 	}
-	b.apply(t, SetStatus(id(3), InFlight, 5), DeleteJob(id(4)))
+	b.apply(t, store.SetStatus(id(3), store.InFlight, 5), store.DeleteJob(id(4)))
 
 	snap, err := b.db.Snapshot(b.ctx)
 	require.NoError(t, err)
 	// Writes after the snapshot are not in it.
-	b.apply(t, InsertJob(job(1000)))
+	b.apply(t, store.InsertJob(job(1000)))
 	var archive bytes.Buffer
 	require.NoError(t, snap.WriteArchive(&archive))
 	require.NoError(t, snap.Close())
@@ -142,14 +143,14 @@ func TestSnapshot_ArchiveRestoresElsewhere(t *testing.T) {
 	db, err := Open(b.ctx, target, quiet())
 	require.NoError(t, err)
 	defer db.Close()
-	ids, err := db.JobIDs(b.ctx, Filter{})
+	ids, err := db.JobIDs(b.ctx, store.Filter{})
 	require.NoError(t, err)
 	require.Len(t, ids, 299)
 	require.NotContains(t, ids, id(4))
 	require.NotContains(t, ids, id(1000))
 	j, err := db.GetJob(b.ctx, id(3), 0)
 	require.NoError(t, err)
-	require.Equal(t, InFlight, j.Status, "a snapshot is the store as it was; recovery runs at start")
+	require.Equal(t, store.InFlight, j.Status, "a snapshot is the store as it was; recovery runs at start")
 	budgets, err := db.Budgets(b.ctx)
 	require.NoError(t, err)
 	require.Len(t, budgets, 1)

@@ -1,17 +1,19 @@
-package store
+package sqlite
 
 import (
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/zizq/zizq/store"
 )
 
 // benchJob returns a job with a payload of typical size.
-func benchJob(n int64) Job {
-	return Job{
+func benchJob(n int64) store.Job {
+	return store.Job{
 		ID: fmt.Sprintf("0bench%019d", n), Type: "send_email", Queue: "emails", Priority: 32768,
-		Status: Ready, ReadyAt: 1_700_000_000_000 + n,
+		Status: store.Ready, ReadyAt: 1_700_000_000_000 + n,
 		Payload: []byte(`{"to":"user@example.com","subject":"Welcome aboard","template":"welcome","locale":"en","user_id":123456}`),
 	}
 }
@@ -19,7 +21,7 @@ func benchJob(n int64) Job {
 // BenchmarkInsert enqueues one job per group from many goroutines, each
 // waiting for its commit: the shape of concurrent POST /jobs.
 func BenchmarkInsert(b *testing.B) {
-	for _, mode := range []CommitMode{Buffered, Fsync} {
+	for _, mode := range []store.CommitMode{store.Buffered, store.Fsync} {
 		b.Run(mode.String(), func(b *testing.B) {
 			t := setup(b, func(o *Options) { o.DefaultMode, o.EnqueueMode = mode, mode })
 			var next atomic.Int64
@@ -28,7 +30,7 @@ func BenchmarkInsert(b *testing.B) {
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					if err := t.db.Append(InsertJob(benchJob(next.Add(1)))).Wait(t.ctx); err != nil {
+					if err := t.db.Append(store.InsertJob(benchJob(next.Add(1)))).Wait(t.ctx); err != nil {
 						b.Error(err)
 						return
 					}
@@ -44,7 +46,7 @@ func BenchmarkInsert(b *testing.B) {
 // few goroutines.
 func BenchmarkInsertBulk(b *testing.B) {
 	const size = 100
-	for _, mode := range []CommitMode{Buffered, Fsync} {
+	for _, mode := range []store.CommitMode{store.Buffered, store.Fsync} {
 		b.Run(mode.String(), func(b *testing.B) {
 			t := setup(b, func(o *Options) { o.DefaultMode, o.EnqueueMode = mode, mode })
 			var next atomic.Int64
@@ -52,10 +54,10 @@ func BenchmarkInsertBulk(b *testing.B) {
 			b.ResetTimer()
 			start := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
-				ops := make([]Op, size)
+				ops := make([]store.Op, size)
 				for pb.Next() {
 					for i := range ops {
-						ops[i] = InsertJob(benchJob(next.Add(1)))
+						ops[i] = store.InsertJob(benchJob(next.Add(1)))
 					}
 					if err := t.db.Append(ops...).Wait(t.ctx); err != nil {
 						b.Error(err)
@@ -81,12 +83,12 @@ func BenchmarkLifecycle(b *testing.B) {
 		for pb.Next() {
 			n := next.Add(1)
 			j := benchJob(n)
-			if err := t.db.Append(InsertJob(j)).Wait(t.ctx); err != nil {
+			if err := t.db.Append(store.InsertJob(j)).Wait(t.ctx); err != nil {
 				b.Error(err)
 				return
 			}
-			t.db.Append(SetStatus(j.ID, InFlight, 1))
-			if err := t.db.Append(DeleteJob(j.ID)).Wait(t.ctx); err != nil {
+			t.db.Append(store.SetStatus(j.ID, store.InFlight, 1))
+			if err := t.db.Append(store.DeleteJob(j.ID)).Wait(t.ctx); err != nil {
 				b.Error(err)
 				return
 			}

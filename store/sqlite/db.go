@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -15,17 +15,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"modernc.org/sqlite"
+	"github.com/zizq/zizq/store"
+	driver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// ErrUnavailable is wrapped by writes that fail because the disk is full,
-// the database is read-only or I/O fails; the message carries the reason
-// ("storage unavailable: database or disk is full").
-var ErrUnavailable = errors.New("storage unavailable")
-
 // errClosed answers appends made after Close.
-var errClosed = fmt.Errorf("%w: database closed", ErrUnavailable)
+var errClosed = fmt.Errorf("%w: database closed", store.ErrUnavailable)
 
 // FileName is the name of the database file inside the data directory.
 const FileName = "zizq.db"
@@ -41,12 +37,12 @@ const (
 // Options configure a DB.
 type Options struct {
 	// DefaultMode is the commit mode of every write.
-	DefaultMode CommitMode
+	DefaultMode store.CommitMode
 	// EnqueueMode is the commit mode of groups that insert jobs (and so of
 	// everything appended in the same group). It replaces DefaultMode for
 	// them, even when weaker: set both alike when there is no override. A
 	// transaction commits in the strongest mode of the groups it holds.
-	EnqueueMode CommitMode
+	EnqueueMode store.CommitMode
 	// BatchSize bounds the ops of one transaction (group commit); a single
 	// larger group still commits in one transaction. 0 means 1000.
 	BatchSize int
@@ -85,7 +81,7 @@ type DB struct {
 	// mu guards the queue and the commit progress below. Lock order: mu is
 	// a leaf; nothing is called while holding it.
 	mu       sync.Mutex
-	queue    []*Pending
+	queue    []*group
 	closed   bool
 	lastSeq  uint64        // sequence number of the last appended group
 	doneSeq  uint64        // every group up to this one has committed or failed
@@ -263,7 +259,7 @@ func (db *DB) closeConns() error {
 // unavailableReason returns the reason a SQLite error makes storage
 // unavailable, or "" when err is not such an error.
 func unavailableReason(err error) string {
-	var se *sqlite.Error
+	var se *driver.Error
 	if !errors.As(err, &se) {
 		return ""
 	}
@@ -285,7 +281,7 @@ func unavailableReason(err error) string {
 // ErrUnavailable with the reason; other errors pass through unchanged.
 func wrapUnavailable(err error) error {
 	if reason := unavailableReason(err); reason != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+		return fmt.Errorf("%w: %s", store.ErrUnavailable, reason)
 	}
 	return err
 }
@@ -294,7 +290,7 @@ func wrapUnavailable(err error) error {
 // bare ("storage unavailable: <reason>"): that text is what clients see.
 func wrapWrite(what string, err error) error {
 	if reason := unavailableReason(err); reason != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+		return fmt.Errorf("%w: %s", store.ErrUnavailable, reason)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

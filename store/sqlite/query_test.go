@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"bytes"
@@ -8,61 +8,65 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
 )
 
 func TestDB_JobRoundTrip(t *testing.T) {
 	t.Parallel()
-	full := Job{
-		ID: id(1), Type: "t", Queue: "q", Priority: math.MaxUint16, Status: Dead,
+	full := store.Job{
+		ID: id(1), Type: "t", Queue: "q", Priority: math.MaxUint16, Status: store.Dead,
 		Payload: []byte(" {\"a\": [1, 2.50, \"é\\u00e9\"]}\n"), // verbatim, not re-encoded
 		ReadyAt: 1, Attempts: math.MaxUint32,
 		RetryLimit: ptr(uint32(math.MaxUint32)),
-		Backoff:    &Backoff{Exponent: 1.1, BaseMs: math.MaxUint32, JitterMs: 7},
-		Retention:  &Retention{CompletedMs: ptr(uint64(0)), DeadMs: ptr(uint64(math.MaxUint64))},
+		Backoff:    &store.Backoff{Exponent: 1.1, BaseMs: math.MaxUint32, JitterMs: 7},
+		Retention:  &store.Retention{CompletedMs: ptr(uint64(0)), DeadMs: ptr(uint64(math.MaxUint64))},
 		DequeuedAt: 2, FailedAt: 3, CompletedAt: 4, PurgeAt: 5,
-		Budgets: []Binding{{Key: "b", Cost: 3}, {Key: "a\"x", Cost: math.MaxInt64}},
+		Budgets: []store.Binding{{Key: "b", Cost: 3}, {Key: "a\"x", Cost: math.MaxInt64}},
 	}
-	with := func(change func(*Job)) Job {
+	with := func(change func(*store.Job)) store.Job {
 		j := job(1)
 		change(&j)
 		return j
 	}
 
 	for name, tc := range map[string]struct {
-		in, want Job
+		in, want store.Job
 	}{
 		"Minimal":            {in: job(1), want: job(1)},
 		"Full":               {in: full, want: full},
-		"RetryLimitZero":     {in: with(func(j *Job) { j.RetryLimit = ptr(uint32(0)) }), want: with(func(j *Job) { j.RetryLimit = ptr(uint32(0)) })},
-		"RetentionCompleted": {in: with(func(j *Job) { j.Retention = &Retention{CompletedMs: ptr(uint64(9))} }), want: with(func(j *Job) { j.Retention = &Retention{CompletedMs: ptr(uint64(9))} })},
-		"RetentionDead":      {in: with(func(j *Job) { j.Retention = &Retention{DeadMs: ptr(uint64(0))} }), want: with(func(j *Job) { j.Retention = &Retention{DeadMs: ptr(uint64(0))} })},
-		"RetentionEmpty":     {in: with(func(j *Job) { j.Retention = &Retention{} }), want: job(1)},
-		"BackoffZero":        {in: with(func(j *Job) { j.Backoff = &Backoff{} }), want: with(func(j *Job) { j.Backoff = &Backoff{} })},
-		"BudgetsEmpty":       {in: with(func(j *Job) { j.Budgets = []Binding{} }), want: job(1)},
-		"PayloadNil":         {in: with(func(j *Job) { j.Payload = nil }), want: with(func(j *Job) { j.Payload = nil })},
-		"PayloadEmptyIsNil":  {in: with(func(j *Job) { j.Payload = []byte{} }), want: with(func(j *Job) { j.Payload = nil })},
+		"RetryLimitZero":     {in: with(func(j *store.Job) { j.RetryLimit = ptr(uint32(0)) }), want: with(func(j *store.Job) { j.RetryLimit = ptr(uint32(0)) })},
+		"RetentionCompleted": {in: with(func(j *store.Job) { j.Retention = &store.Retention{CompletedMs: ptr(uint64(9))} }), want: with(func(j *store.Job) { j.Retention = &store.Retention{CompletedMs: ptr(uint64(9))} })},
+		"RetentionDead":      {in: with(func(j *store.Job) { j.Retention = &store.Retention{DeadMs: ptr(uint64(0))} }), want: with(func(j *store.Job) { j.Retention = &store.Retention{DeadMs: ptr(uint64(0))} })},
+		"RetentionEmpty":     {in: with(func(j *store.Job) { j.Retention = &store.Retention{} }), want: job(1)},
+		"BackoffZero":        {in: with(func(j *store.Job) { j.Backoff = &store.Backoff{} }), want: with(func(j *store.Job) { j.Backoff = &store.Backoff{} })},
+		"BudgetsEmpty":       {in: with(func(j *store.Job) { j.Budgets = []store.Binding{} }), want: job(1)},
+		"PayloadNil":         {in: with(func(j *store.Job) { j.Payload = nil }), want: with(func(j *store.Job) { j.Payload = nil })},
+		"PayloadEmptyIsNil":  {in: with(func(j *store.Job) { j.Payload = []byte{} }), want: with(func(j *store.Job) { j.Payload = nil })},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
-			b.apply(t, InsertJob(tc.in))
+			b.apply(t, store.InsertJob(tc.in))
 			got, err := b.db.GetJob(b.ctx, tc.in.ID, 0)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
 
-			// PutJob writes every field back, and can clear options.
-			b.apply(t, PutJob(job(1)))
+			// PutJob writes every field back but the payload, and can
+			// clear options.
+			b.apply(t, store.PutJob(job(1)))
 			got, err = b.db.GetJob(b.ctx, tc.in.ID, 0)
 			require.NoError(t, err)
-			require.Equal(t, job(1), got)
-			b.apply(t, PutJob(tc.in))
+			want := job(1)
+			want.Payload = tc.want.Payload
+			require.Equal(t, want, got)
+			b.apply(t, store.PutJob(tc.in))
 			got, err = b.db.GetJob(b.ctx, tc.in.ID, 0)
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
 
-			listed, _, err := b.db.ListJobs(b.ctx, Filter{}, "", Asc, 1)
+			listed, _, err := b.db.ListJobs(b.ctx, store.Filter{}, "", store.Asc, 1)
 			require.NoError(t, err)
-			require.Equal(t, []Job{tc.want}, listed)
+			require.Equal(t, []store.Job{tc.want}, listed)
 		})
 	}
 }
@@ -71,15 +75,15 @@ func TestDB_GetJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	purging := job(1)
-	purging.Status, purging.PurgeAt = Completed, 1000
-	b.apply(t, InsertJob(purging))
+	purging.Status, purging.PurgeAt = store.Completed, 1000
+	b.apply(t, store.InsertJob(purging))
 
 	_, err := b.db.GetJob(b.ctx, id(2), 0)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = b.db.GetJob(b.ctx, id(1), 999)
 	require.NoError(t, err)
 	_, err = b.db.GetJob(b.ctx, id(1), 1000)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = b.db.GetJob(b.ctx, id(1), 0)
 	require.NoError(t, err)
 }
@@ -89,20 +93,20 @@ func TestDB_SetStatus(t *testing.T) {
 	b := setup(t)
 	j := job(1)
 	j.DequeuedAt = 10
-	b.apply(t, InsertJob(j))
+	b.apply(t, store.InsertJob(j))
 
-	b.apply(t, SetStatus(id(1), Ready, 0))
+	b.apply(t, store.SetStatus(id(1), store.Ready, 0))
 	got, err := b.db.GetJob(b.ctx, id(1), 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, got.DequeuedAt)
 
-	b.apply(t, SetStatus(id(1), InFlight, 20))
+	b.apply(t, store.SetStatus(id(1), store.InFlight, 20))
 	got, err = b.db.GetJob(b.ctx, id(1), 0)
 	require.NoError(t, err)
-	require.Equal(t, InFlight, got.Status)
+	require.Equal(t, store.InFlight, got.Status)
 	require.EqualValues(t, 20, got.DequeuedAt)
 
-	b.apply(t, SetStatus(id(2), InFlight, 20)) // missing job: no-op
+	b.apply(t, store.SetStatus(id(2), store.InFlight, 20)) // missing job: no-op
 	require.Equal(t, []string{id(1)}, b.ids(t))
 }
 
@@ -111,28 +115,28 @@ func TestDB_Filters(t *testing.T) {
 	b := setup(t)
 	// Ten jobs: queue a/b/c, types x/y, all statuses, priorities 0..9,
 	// attempts n%3, budgets on some, two awaiting purge.
-	var ops []Op
+	var ops []store.Op
 	for n := range 10 {
 		j := job(n)
 		j.Queue = string("abc"[n%3])
 		j.Type = string("xy"[n%2])
-		j.Status = Status(n % 5)
+		j.Status = store.Status(n % 5)
 		j.Priority = uint16(n)
 		j.ReadyAt = int64(100 + n)
 		j.Attempts = uint32(n % 3)
 		j.Payload = []byte(`{"even":` + map[bool]string{true: "true", false: "false"}[n%2 == 0] + `}`)
 		switch n {
 		case 1:
-			j.Budgets = []Binding{{Key: "k1", Cost: 1}}
+			j.Budgets = []store.Binding{{Key: "k1", Cost: 1}}
 		case 2:
-			j.Budgets = []Binding{{Key: "k2", Cost: 1}, {Key: "k1", Cost: 2}}
+			j.Budgets = []store.Binding{{Key: "k2", Cost: 1}, {Key: "k1", Cost: 2}}
 		case 3:
-			j.Budgets = []Binding{{Key: "k3", Cost: 1}}
+			j.Budgets = []store.Binding{{Key: "k3", Cost: 1}}
 		}
 		if n == 3 || n == 4 { // completed and dead
 			j.PurgeAt = int64(500 + n)
 		}
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 
@@ -153,40 +157,40 @@ func TestDB_Filters(t *testing.T) {
 	manyKeys[33] = "k3"
 
 	for name, tc := range map[string]struct {
-		f    Filter
+		f    store.Filter
 		want []string
 	}{
-		"None":             {Filter{}, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)},
-		"IDs":              {Filter{IDs: []string{id(2), id(5), "nope"}}, ids(2, 5)},
-		"ManyIDs":          {Filter{IDs: many}, ids(7)},
-		"Queues":           {Filter{Queues: []string{"a", "c"}}, ids(0, 2, 3, 5, 6, 8, 9)},
-		"Types":            {Filter{Types: []string{"y"}}, ids(1, 3, 5, 7, 9)},
-		"Statuses":         {Filter{Statuses: []Status{Scheduled, Dead}}, ids(0, 4, 5, 9)},
-		"BudgetKeys":       {Filter{BudgetKeys: []string{"k1"}}, ids(1, 2)},
-		"BudgetKeysOr":     {Filter{BudgetKeys: []string{"k2", "k3", "k9"}}, ids(2, 3)},
-		"ManyBudgetKeys":   {Filter{BudgetKeys: manyKeys}, ids(3)},
-		"ManyStatuses":     {Filter{Statuses: slices.Repeat([]Status{Dead}, 70)}, ids(4, 9)},
-		"PriorityRange":    {Filter{Priority: &Range{Lo: u(3), Hi: u(5)}}, ids(3, 4, 5)},
-		"PriorityLo":       {Filter{Priority: &Range{Lo: u(8)}}, ids(8, 9)},
-		"PriorityHi":       {Filter{Priority: &Range{Hi: u(1)}}, ids(0, 1)},
-		"ReadyAtExact":     {Filter{ReadyAt: &Range{Lo: u(104), Hi: u(104)}}, ids(4)},
-		"ReadyAtHuge":      {Filter{ReadyAt: &Range{Lo: u(math.MaxUint64)}}, ids()},
-		"ReadyAtHugeHi":    {Filter{ReadyAt: &Range{Lo: u(108), Hi: u(math.MaxUint64)}}, ids(8, 9)},
-		"Attempts":         {Filter{Attempts: &Range{Lo: u(2)}}, ids(2, 5, 8)},
-		"PurgeVisible":     {Filter{Now: 503}, ids(0, 1, 2, 4, 5, 6, 7, 8, 9)},
-		"PurgeBothGone":    {Filter{Now: 600}, ids(0, 1, 2, 5, 6, 7, 8, 9)},
-		"Match":            {Filter{Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(0, 2, 4, 6, 8)},
-		"AndAcrossFields":  {Filter{Queues: []string{"a"}, Types: []string{"x"}, Attempts: &Range{Hi: u(1)}}, ids(0, 6)},
-		"AllFields":        {Filter{IDs: ids(2, 3, 4), Queues: []string{"c", "b"}, Types: []string{"x", "y"}, Statuses: []Status{Ready, Completed, InFlight}, BudgetKeys: []string{"k1", "k2"}, Priority: &Range{Lo: u(2)}, ReadyAt: &Range{Hi: u(102)}, Attempts: &Range{Lo: u(2), Hi: u(2)}, Now: 1, Match: func([]byte) bool { return true }}, ids(2)},
-		"NothingMatches":   {Filter{Queues: []string{"zzz"}}, ids()},
-		"MatchRejectsAll":  {Filter{Match: func([]byte) bool { return false }}, ids()},
-		"StatusesAndPurge": {Filter{Statuses: []Status{Completed, Dead}, Now: 600}, ids(8, 9)},
-		"Within":           {Filter{Within: NewIDSet([]string{id(7), id(2), id(2), id(99)})}, ids(2, 7)},
-		"WithinEmpty":      {Filter{Within: NewIDSet(nil)}, ids()},
-		"WithinAndFields":  {Filter{Within: NewIDSet(ids(1, 2, 5, 6, 7)), Queues: []string{"c", "a"}, Statuses: []Status{Ready, Completed}, Now: 600}, ids(6)},
-		"WithinAndIDs":     {Filter{Within: NewIDSet(ids(1, 2, 5)), IDs: ids(2, 5, 8)}, ids(2, 5)},
-		"WithinAndMatch":   {Filter{Within: NewIDSet(ids(1, 2, 3, 4)), Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(2, 4)},
-		"WithinBudgetKeys": {Filter{Within: NewIDSet(ids(2, 3, 9)), BudgetKeys: []string{"k1", "k3"}, Types: []string{"x", "y"}}, ids(2, 3)},
+		"None":             {store.Filter{}, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)},
+		"IDs":              {store.Filter{IDs: []string{id(2), id(5), "nope"}}, ids(2, 5)},
+		"ManyIDs":          {store.Filter{IDs: many}, ids(7)},
+		"Queues":           {store.Filter{Queues: []string{"a", "c"}}, ids(0, 2, 3, 5, 6, 8, 9)},
+		"Types":            {store.Filter{Types: []string{"y"}}, ids(1, 3, 5, 7, 9)},
+		"Statuses":         {store.Filter{Statuses: []store.Status{store.Scheduled, store.Dead}}, ids(0, 4, 5, 9)},
+		"BudgetKeys":       {store.Filter{BudgetKeys: []string{"k1"}}, ids(1, 2)},
+		"BudgetKeysOr":     {store.Filter{BudgetKeys: []string{"k2", "k3", "k9"}}, ids(2, 3)},
+		"ManyBudgetKeys":   {store.Filter{BudgetKeys: manyKeys}, ids(3)},
+		"ManyStatuses":     {store.Filter{Statuses: slices.Repeat([]store.Status{store.Dead}, 70)}, ids(4, 9)},
+		"PriorityRange":    {store.Filter{Priority: &store.Range{Lo: u(3), Hi: u(5)}}, ids(3, 4, 5)},
+		"PriorityLo":       {store.Filter{Priority: &store.Range{Lo: u(8)}}, ids(8, 9)},
+		"PriorityHi":       {store.Filter{Priority: &store.Range{Hi: u(1)}}, ids(0, 1)},
+		"ReadyAtExact":     {store.Filter{ReadyAt: &store.Range{Lo: u(104), Hi: u(104)}}, ids(4)},
+		"ReadyAtHuge":      {store.Filter{ReadyAt: &store.Range{Lo: u(math.MaxUint64)}}, ids()},
+		"ReadyAtHugeHi":    {store.Filter{ReadyAt: &store.Range{Lo: u(108), Hi: u(math.MaxUint64)}}, ids(8, 9)},
+		"Attempts":         {store.Filter{Attempts: &store.Range{Lo: u(2)}}, ids(2, 5, 8)},
+		"PurgeVisible":     {store.Filter{Now: 503}, ids(0, 1, 2, 4, 5, 6, 7, 8, 9)},
+		"PurgeBothGone":    {store.Filter{Now: 600}, ids(0, 1, 2, 5, 6, 7, 8, 9)},
+		"Match":            {store.Filter{Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(0, 2, 4, 6, 8)},
+		"AndAcrossFields":  {store.Filter{Queues: []string{"a"}, Types: []string{"x"}, Attempts: &store.Range{Hi: u(1)}}, ids(0, 6)},
+		"AllFields":        {store.Filter{IDs: ids(2, 3, 4), Queues: []string{"c", "b"}, Types: []string{"x", "y"}, Statuses: []store.Status{store.Ready, store.Completed, store.InFlight}, BudgetKeys: []string{"k1", "k2"}, Priority: &store.Range{Lo: u(2)}, ReadyAt: &store.Range{Hi: u(102)}, Attempts: &store.Range{Lo: u(2), Hi: u(2)}, Now: 1, Match: func([]byte) bool { return true }}, ids(2)},
+		"NothingMatches":   {store.Filter{Queues: []string{"zzz"}}, ids()},
+		"MatchRejectsAll":  {store.Filter{Match: func([]byte) bool { return false }}, ids()},
+		"StatusesAndPurge": {store.Filter{Statuses: []store.Status{store.Completed, store.Dead}, Now: 600}, ids(8, 9)},
+		"Within":           {store.Filter{Within: store.NewIDSet([]string{id(7), id(2), id(2), id(99)})}, ids(2, 7)},
+		"WithinEmpty":      {store.Filter{Within: store.NewIDSet(nil)}, ids()},
+		"WithinAndFields":  {store.Filter{Within: store.NewIDSet(ids(1, 2, 5, 6, 7)), Queues: []string{"c", "a"}, Statuses: []store.Status{store.Ready, store.Completed}, Now: 600}, ids(6)},
+		"WithinAndIDs":     {store.Filter{Within: store.NewIDSet(ids(1, 2, 5)), IDs: ids(2, 5, 8)}, ids(2, 5)},
+		"WithinAndMatch":   {store.Filter{Within: store.NewIDSet(ids(1, 2, 3, 4)), Match: func(p []byte) bool { return bytes.Contains(p, []byte("true")) }}, ids(2, 4)},
+		"WithinBudgetKeys": {store.Filter{Within: store.NewIDSet(ids(2, 3, 9)), BudgetKeys: []string{"k1", "k3"}, Types: []string{"x", "y"}}, ids(2, 3)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -198,7 +202,7 @@ func TestDB_Filters(t *testing.T) {
 			require.NoError(t, err)
 			require.EqualValues(t, len(tc.want), n)
 
-			jobs, more, err := b.db.ListJobs(b.ctx, tc.f, "", Asc, 100)
+			jobs, more, err := b.db.ListJobs(b.ctx, tc.f, "", store.Asc, 100)
 			require.NoError(t, err)
 			require.False(t, more)
 			listed := []string{}
@@ -215,13 +219,13 @@ func TestDB_ListJobsPaging(t *testing.T) {
 	b := setup(t)
 	// Enough rows that Match spans several chunks.
 	const total = 3*matchChunk + 10
-	var ops []Op
+	var ops []store.Op
 	for n := range total {
 		j := job(n)
 		if n%7 == 0 {
 			j.Payload = []byte(`{"pick":true}`)
 		}
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 	pick := func(p []byte) bool { return bytes.Contains(p, []byte("pick")) }
@@ -244,21 +248,21 @@ func TestDB_ListJobsPaging(t *testing.T) {
 	}
 
 	for name, tc := range map[string]struct {
-		f     Filter
-		order Order
+		f     store.Filter
+		order store.Order
 		limit int
 		want  []string
 	}{
-		"Asc":            {Filter{}, Asc, 10, all},
-		"Desc":           {Filter{}, Desc, 7, reversed(all)},
-		"MatchAsc":       {Filter{Match: pick}, Asc, 5, picked},
-		"MatchDesc":      {Filter{Match: pick}, Desc, 3, reversed(picked)},
-		"MatchOnePage":   {Filter{Match: pick}, Asc, 2000, picked},
-		"FilterAndMatch": {Filter{Statuses: []Status{Ready}, Match: pick}, Asc, 40, picked},
-		"WithinAsc":      {Filter{Within: NewIDSet(slices.Clone(thirds))}, Asc, 7, thirds},
-		"WithinDesc":     {Filter{Within: NewIDSet(slices.Clone(thirds))}, Desc, 50, reversed(thirds)},
-		"WithinOnePage":  {Filter{Within: NewIDSet(slices.Clone(thirds))}, Asc, 2000, thirds},
-		"WithinAndMatch": {Filter{Within: NewIDSet(slices.Clone(thirds)), Match: pick}, Desc, 4, reversed(pickedThirds)},
+		"Asc":            {store.Filter{}, store.Asc, 10, all},
+		"Desc":           {store.Filter{}, store.Desc, 7, reversed(all)},
+		"MatchAsc":       {store.Filter{Match: pick}, store.Asc, 5, picked},
+		"MatchDesc":      {store.Filter{Match: pick}, store.Desc, 3, reversed(picked)},
+		"MatchOnePage":   {store.Filter{Match: pick}, store.Asc, 2000, picked},
+		"FilterAndMatch": {store.Filter{Statuses: []store.Status{store.Ready}, Match: pick}, store.Asc, 40, picked},
+		"WithinAsc":      {store.Filter{Within: store.NewIDSet(slices.Clone(thirds))}, store.Asc, 7, thirds},
+		"WithinDesc":     {store.Filter{Within: store.NewIDSet(slices.Clone(thirds))}, store.Desc, 50, reversed(thirds)},
+		"WithinOnePage":  {store.Filter{Within: store.NewIDSet(slices.Clone(thirds))}, store.Asc, 2000, thirds},
+		"WithinAndMatch": {store.Filter{Within: store.NewIDSet(slices.Clone(thirds)), Match: pick}, store.Desc, 4, reversed(pickedThirds)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -283,12 +287,12 @@ func TestDB_ListJobsPaging(t *testing.T) {
 
 	t.Run("FromIsExclusive", func(t *testing.T) {
 		t.Parallel()
-		jobs, more, err := b.db.ListJobs(b.ctx, Filter{}, id(5), Asc, 2)
+		jobs, more, err := b.db.ListJobs(b.ctx, store.Filter{}, id(5), store.Asc, 2)
 		require.NoError(t, err)
 		require.True(t, more)
 		require.Equal(t, []string{id(6), id(7)}, jobIDs(jobs))
 
-		jobs, more, err = b.db.ListJobs(b.ctx, Filter{}, id(5), Desc, 10)
+		jobs, more, err = b.db.ListJobs(b.ctx, store.Filter{}, id(5), store.Desc, 10)
 		require.NoError(t, err)
 		require.False(t, more)
 		require.Equal(t, []string{id(4), id(3), id(2), id(1), id(0)}, jobIDs(jobs))
@@ -296,20 +300,20 @@ func TestDB_ListJobsPaging(t *testing.T) {
 
 	t.Run("WithinFromIsExclusive", func(t *testing.T) {
 		t.Parallel()
-		set := NewIDSet([]string{id(3), id(6), id(9), id(12)})
+		set := store.NewIDSet([]string{id(3), id(6), id(9), id(12)})
 		for _, tc := range []struct {
 			from  string
-			order Order
+			order store.Order
 			want  []string
 		}{
-			{id(6), Asc, []string{id(9), id(12)}},
-			{id(7), Asc, []string{id(9), id(12)}},
-			{id(6), Desc, []string{id(3)}},
-			{id(7), Desc, []string{id(6), id(3)}},
-			{id(12), Asc, []string{}},
-			{id(3), Desc, []string{}},
+			{id(6), store.Asc, []string{id(9), id(12)}},
+			{id(7), store.Asc, []string{id(9), id(12)}},
+			{id(6), store.Desc, []string{id(3)}},
+			{id(7), store.Desc, []string{id(6), id(3)}},
+			{id(12), store.Asc, []string{}},
+			{id(3), store.Desc, []string{}},
 		} {
-			jobs, more, err := b.db.ListJobs(b.ctx, Filter{Within: set}, tc.from, tc.order, 10)
+			jobs, more, err := b.db.ListJobs(b.ctx, store.Filter{Within: set}, tc.from, tc.order, 10)
 			require.NoError(t, err)
 			require.False(t, more)
 			require.Equal(t, tc.want, jobIDs(jobs), "from %s, order %d", tc.from, tc.order)
@@ -318,7 +322,7 @@ func TestDB_ListJobsPaging(t *testing.T) {
 
 	t.Run("ExactlyLimitLeft", func(t *testing.T) {
 		t.Parallel()
-		jobs, more, err := b.db.ListJobs(b.ctx, Filter{}, id(total-4), Asc, 3)
+		jobs, more, err := b.db.ListJobs(b.ctx, store.Filter{}, id(total-4), store.Asc, 3)
 		require.NoError(t, err)
 		require.False(t, more)
 		require.Len(t, jobs, 3)
@@ -331,23 +335,23 @@ func TestDB_ListJobsPaging(t *testing.T) {
 func TestDB_WithinSet(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var ops []Op
+	var ops []store.Op
 	for n := range 50 {
 		j := job(n)
 		if n%2 == 1 {
-			j.Status, j.Queue = Completed, "done"
+			j.Status, j.Queue = store.Completed, "done"
 		}
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 
 	t.Run("PrimaryKeyLookups", func(t *testing.T) {
 		t.Parallel()
-		for name, f := range map[string]Filter{
+		for name, f := range map[string]store.Filter{
 			"Alone":      {},
 			"Queues":     {Queues: []string{"default"}},
-			"Statuses":   {Statuses: []Status{Completed}},
-			"Everything": {Queues: []string{"done"}, Statuses: []Status{Ready, Completed}, BudgetKeys: []string{"k"}, Priority: &Range{}, Now: 1},
+			"Statuses":   {Statuses: []store.Status{store.Completed}},
+			"Everything": {Queues: []string{"done"}, Statuses: []store.Status{store.Ready, store.Completed}, BudgetKeys: []string{"k"}, Priority: &store.Range{}, Now: 1},
 		} {
 			for _, cols := range []string{jobColumns, "count(*)", "jobs.id"} {
 				query, args := withinQuery(cols, &f, []string{id(1), id(2)})
@@ -387,14 +391,14 @@ func TestDB_WithinSet(t *testing.T) {
 		for n := 0; n < 50; n += 2 {
 			want = append(want, id(n))
 		}
-		f := Filter{Within: NewIDSet(set), Statuses: []Status{Ready}}
+		f := store.Filter{Within: store.NewIDSet(set), Statuses: []store.Status{store.Ready}}
 		n, err := b.db.CountJobs(b.ctx, f)
 		require.NoError(t, err)
 		require.EqualValues(t, len(want), n)
 		got, err := b.db.JobIDs(b.ctx, f)
 		require.NoError(t, err)
 		require.Equal(t, want, got)
-		jobs, more, err := b.db.ListJobs(b.ctx, f, "", Desc, 2000)
+		jobs, more, err := b.db.ListJobs(b.ctx, f, "", store.Desc, 2000)
 		require.NoError(t, err)
 		require.False(t, more)
 		require.Equal(t, reversed(want), jobIDs(jobs))
@@ -404,35 +408,35 @@ func TestDB_WithinSet(t *testing.T) {
 func TestDB_Errors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.apply(t, InsertJob(job(1)), InsertJob(job(2)))
-	rec := func(jobID string, attempt uint32) ErrorRecord {
-		return ErrorRecord{JobID: jobID, Attempt: attempt, Message: "failed", ErrorType: "E",
+	b.apply(t, store.InsertJob(job(1)), store.InsertJob(job(2)))
+	rec := func(jobID string, attempt uint32) store.ErrorRecord {
+		return store.ErrorRecord{JobID: jobID, Attempt: attempt, Message: "failed", ErrorType: "E",
 			Backtrace: "at x\nat y", DequeuedAt: int64(attempt), FailedAt: int64(attempt) + 1}
 	}
-	var ops []Op
+	var ops []store.Op
 	for a := uint32(1); a <= 5; a++ {
-		ops = append(ops, AddError(rec(id(1), a)))
+		ops = append(ops, store.AddError(rec(id(1), a)))
 	}
-	ops = append(ops, AddError(rec(id(2), 1)), AddError(rec(id(3), 1))) // job 3 does not exist
+	ops = append(ops, store.AddError(rec(id(2), 1)), store.AddError(rec(id(3), 1))) // job 3 does not exist
 	b.apply(t, ops...)
 
 	got, err := b.db.GetError(b.ctx, id(1), 3)
 	require.NoError(t, err)
 	require.Equal(t, rec(id(1), 3), got)
 	_, err = b.db.GetError(b.ctx, id(1), 6)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = b.db.GetError(b.ctx, id(3), 1)
-	require.ErrorIs(t, err, ErrNotFound, "no record without its job")
+	require.ErrorIs(t, err, store.ErrNotFound, "no record without its job")
 
 	// A record of the same attempt replaces the old one.
 	replaced := rec(id(1), 5)
 	replaced.Message, replaced.ErrorType, replaced.Backtrace = "again", "", ""
-	b.apply(t, AddError(replaced))
+	b.apply(t, store.AddError(replaced))
 	got, err = b.db.GetError(b.ctx, id(1), 5)
 	require.NoError(t, err)
 	require.Equal(t, replaced, got)
 
-	attempts := func(recs []ErrorRecord) []uint32 {
+	attempts := func(recs []store.ErrorRecord) []uint32 {
 		var out []uint32
 		for _, r := range recs {
 			out = append(out, r.Attempt)
@@ -441,19 +445,19 @@ func TestDB_Errors(t *testing.T) {
 	}
 	for name, tc := range map[string]struct {
 		from  uint32
-		order Order
+		order store.Order
 		limit int
 		want  []uint32
 		more  bool
 	}{
-		"FirstPage":    {0, Asc, 2, []uint32{1, 2}, true},
-		"Middle":       {2, Asc, 2, []uint32{3, 4}, true},
-		"LastFull":     {3, Asc, 2, []uint32{4, 5}, false},
-		"DescFirst":    {0, Desc, 3, []uint32{5, 4, 3}, true},
-		"DescFrom":     {3, Desc, 3, []uint32{2, 1}, false},
-		"PastTheEnd":   {5, Asc, 3, nil, false},
-		"AllAtOnce":    {0, Asc, 50, []uint32{1, 2, 3, 4, 5}, false},
-		"DescPastHead": {1, Desc, 3, nil, false},
+		"FirstPage":    {0, store.Asc, 2, []uint32{1, 2}, true},
+		"Middle":       {2, store.Asc, 2, []uint32{3, 4}, true},
+		"LastFull":     {3, store.Asc, 2, []uint32{4, 5}, false},
+		"DescFirst":    {0, store.Desc, 3, []uint32{5, 4, 3}, true},
+		"DescFrom":     {3, store.Desc, 3, []uint32{2, 1}, false},
+		"PastTheEnd":   {5, store.Asc, 3, nil, false},
+		"AllAtOnce":    {0, store.Asc, 50, []uint32{1, 2, 3, 4, 5}, false},
+		"DescPastHead": {1, store.Desc, 3, nil, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -467,9 +471,9 @@ func TestDB_Errors(t *testing.T) {
 	t.Run("DeleteJobDeletesRecords", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)
-		b.apply(t, InsertJob(job(1)), AddError(rec(id(1), 1)))
-		b.apply(t, DeleteJob(id(1)))
-		recs, _, err := b.db.ListErrors(b.ctx, id(1), 0, Asc, 10)
+		b.apply(t, store.InsertJob(job(1)), store.AddError(rec(id(1), 1)))
+		b.apply(t, store.DeleteJob(id(1)))
+		recs, _, err := b.db.ListErrors(b.ctx, id(1), 0, store.Asc, 10)
 		require.NoError(t, err)
 		require.Empty(t, recs)
 	})
@@ -482,12 +486,12 @@ func TestDB_Queues(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, queues)
 
-	var ops []Op
+	var ops []store.Op
 	for n, q := range []string{"b", "a", "B", "é", "_", "a", "aa", "b"} {
 		j := job(n)
 		j.Queue = q
-		j.Status = Status(n % 5)
-		ops = append(ops, InsertJob(j))
+		j.Status = store.Status(n % 5)
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 	queues, err = b.db.Queues(b.ctx)
@@ -498,24 +502,24 @@ func TestDB_Queues(t *testing.T) {
 func TestDB_RecoverInFlight(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	var ops []Op
+	var ops []store.Op
 	for n := range 6 {
 		j := job(n)
-		j.Status = Status(n % 3) // two in flight
+		j.Status = store.Status(n % 3) // two in flight
 		j.DequeuedAt = 77
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 
 	n, err := b.db.RecoverInFlight(b.ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, n)
-	count, err := b.db.CountJobs(b.ctx, Filter{Statuses: []Status{InFlight}})
+	count, err := b.db.CountJobs(b.ctx, store.Filter{Statuses: []store.Status{store.InFlight}})
 	require.NoError(t, err)
 	require.Zero(t, count)
 	got, err := b.db.GetJob(b.ctx, id(2), 0)
 	require.NoError(t, err)
-	require.Equal(t, Ready, got.Status)
+	require.Equal(t, store.Ready, got.Status)
 	require.EqualValues(t, 77, got.DequeuedAt, "recovery keeps the last dequeue time")
 
 	n, err = b.db.RecoverInFlight(b.ctx)
@@ -530,20 +534,20 @@ func TestDB_LiveJobs(t *testing.T) {
 	if testing.Short() {
 		total = 40
 	}
-	var ops []Op
+	var ops []store.Op
 	var want []string
 	for n := range total {
 		j := job(n)
-		j.Status = Status(n % 5)
+		j.Status = store.Status(n % 5)
 		if j.Status.Live() {
 			want = append(want, j.ID)
 		}
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 
 	var got []string
-	require.NoError(t, b.db.LiveJobs(b.ctx, func(j Job) error {
+	require.NoError(t, b.db.LiveJobs(b.ctx, func(j store.Job) error {
 		require.True(t, j.Status.Live())
 		got = append(got, j.ID)
 		return nil
@@ -552,7 +556,7 @@ func TestDB_LiveJobs(t *testing.T) {
 
 	stop := errorString("stop")
 	calls := 0
-	err := b.db.LiveJobs(b.ctx, func(Job) error { calls++; return stop })
+	err := b.db.LiveJobs(b.ctx, func(store.Job) error { calls++; return stop })
 	require.ErrorIs(t, err, stop)
 	require.Equal(t, 1, calls)
 }
@@ -564,16 +568,16 @@ func TestDB_PurgeSchedule(t *testing.T) {
 		ID string
 		At int64
 	}
-	var ops []Op
+	var ops []store.Op
 	var want []entry
 	for n := range 12 {
 		j := job(n)
-		j.Status = Status(n % 5)
+		j.Status = store.Status(n % 5)
 		if n%5 >= 3 {
 			j.PurgeAt = int64(1000 - n)
 			want = append(want, entry{j.ID, j.PurgeAt})
 		}
-		ops = append(ops, InsertJob(j))
+		ops = append(ops, store.InsertJob(j))
 	}
 	b.apply(t, ops...)
 	slices.SortFunc(want, func(a, b entry) int { return int(a.At - b.At) })
@@ -589,37 +593,37 @@ func TestDB_PurgeSchedule(t *testing.T) {
 func TestDB_Budgets(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	k2 := Budget{Key: "k2", Allocation: 10, Strategy: TimeBased, DurationMs: 1000, Burst: 5, CreatedAt: 1, UpdatedAt: 2}
-	k1 := Budget{Key: "k1", Allocation: 3, Strategy: WhileInFlight, CreatedAt: 3, UpdatedAt: 3}
-	b.apply(t, PutBudget(k2), PutBudget(k1))
+	k2 := store.Budget{Key: "k2", Allocation: 10, Strategy: store.TimeBased, DurationMs: 1000, Burst: 5, CreatedAt: 1, UpdatedAt: 2}
+	k1 := store.Budget{Key: "k1", Allocation: 3, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 3}
+	b.apply(t, store.PutBudget(k2), store.PutBudget(k1))
 
 	got, err := b.db.Budgets(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, []Budget{k1, k2}, got)
+	require.Equal(t, []store.Budget{k1, k2}, got)
 
 	k2.Allocation, k2.UpdatedAt = 20, 9
-	b.apply(t, PutBudget(k2), DeleteBudget("k1"), DeleteBudget("absent"))
+	b.apply(t, store.PutBudget(k2), store.DeleteBudget("k1"), store.DeleteBudget("absent"))
 	got, err = b.db.Budgets(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, []Budget{k2}, got)
+	require.Equal(t, []store.Budget{k2}, got)
 }
 
 func TestDB_DeleteEverything(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.apply(t, InsertJob(job(1)), InsertJob(job(2)), AddError(ErrorRecord{JobID: id(1), Attempt: 1}),
-		PutBudget(Budget{Key: "k"}))
-	b.apply(t, DeleteEverything(), InsertJob(job(3)))
+	b.apply(t, store.InsertJob(job(1)), store.InsertJob(job(2)), store.AddError(store.ErrorRecord{JobID: id(1), Attempt: 1}),
+		store.PutBudget(store.Budget{Key: "k"}))
+	b.apply(t, store.DeleteEverything(), store.InsertJob(job(3)))
 
 	require.Equal(t, []string{id(3)}, b.ids(t))
 	_, err := b.db.GetError(b.ctx, id(1), 1)
-	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, err, store.ErrNotFound)
 	budgets, err := b.db.Budgets(b.ctx)
 	require.NoError(t, err)
 	require.Empty(t, budgets)
 }
 
-func jobIDs(jobs []Job) []string {
+func jobIDs(jobs []store.Job) []string {
 	out := make([]string, len(jobs))
 	for i, j := range jobs {
 		out[i] = j.ID

@@ -1,0 +1,14 @@
+// Package sqlite is zizq's store on an embedded SQLite database
+// (modernc.org/sqlite, no cgo): one file, <data dir>/zizq.db, in WAL mode.
+//
+// Writes go through Append to one writer goroutine that owns the only
+// writing connection and commits many appended groups in one transaction
+// (group commit); reads use a separate pool of query-only connections and
+// run beside the writer. The writer also takes care of the file: WAL
+// checkpoints, returning free pages, the job-ID high-water mark
+// (checkpoint.go).
+//
+// Beyond the store interface it offers what only a local SQLite file has:
+// SimulateFault, IntegrityCheck, JournalMode, the Maintenance knobs, and
+// Restore and CheckArchive of backup archives.
+package sqlite
