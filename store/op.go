@@ -28,6 +28,49 @@ type SetStatusOp struct {
 	DequeuedAt int64 // 0 = unchanged
 }
 
+// RetryOp records a failure that the job retries after; see Retry.
+type RetryOp struct {
+	ID       string
+	Attempts uint32
+	FailedAt int64
+	ReadyAt  int64
+	Status   Status // Scheduled or Ready
+}
+
+// FinishOp makes a job completed or dead and keeps its row; see Finish.
+type FinishOp struct {
+	ID          string
+	Status      Status // Completed or Dead
+	Attempts    uint32
+	FailedAt    int64
+	CompletedAt int64
+	PurgeAt     int64
+}
+
+// JobPatch is the new value of every patchable field of a job (PATCH
+// /jobs): each field is written as it is, a nil pointer clearing the
+// override. The fields it does not name (type, payload, budgets, attempts,
+// timestamps but ready_at) are left as they are.
+type JobPatch struct {
+	ID         string
+	Queue      string
+	Priority   uint16
+	Status     Status
+	ReadyAt    int64
+	RetryLimit *uint32
+	Backoff    *Backoff
+	Retention  *Retention
+}
+
+// PatchJobOp writes a JobPatch; see PatchJob.
+type PatchJobOp struct{ Patch JobPatch }
+
+// SetBudgetsOp replaces a job's budget bindings; see SetBudgets.
+type SetBudgetsOp struct {
+	ID      string
+	Budgets []Binding
+}
+
 // DeleteJobOp deletes a job and its error records; see DeleteJob.
 type DeleteJobOp struct{ ID string }
 
@@ -47,6 +90,10 @@ type DeleteEverythingOp struct{}
 func (InsertJobOp) storeOp()        {}
 func (PutJobOp) storeOp()           {}
 func (SetStatusOp) storeOp()        {}
+func (RetryOp) storeOp()            {}
+func (FinishOp) storeOp()           {}
+func (PatchJobOp) storeOp()         {}
+func (SetBudgetsOp) storeOp()       {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
 func (PutBudgetOp) storeOp()        {}
@@ -74,6 +121,30 @@ func PutJob(j Job) Op { return PutJobOp{Job: j} }
 func SetStatus(id string, s Status, dequeuedAt int64) Op {
 	return SetStatusOp{ID: id, Status: s, DequeuedAt: dequeuedAt}
 }
+
+// Retry records a failure after which the job runs again: its attempts
+// and failed_at, and when and how it is queued again (status Scheduled with
+// a future readyAt, or Ready). The error record goes in its own AddError.
+// It does nothing if the job does not exist.
+func Retry(id string, attempts uint32, failedAt, readyAt int64, s Status) Op {
+	return RetryOp{ID: id, Attempts: attempts, FailedAt: failedAt, ReadyAt: readyAt, Status: s}
+}
+
+// Finish makes a job Completed or Dead while its row is kept for
+// retention: its status, attempts, failed_at, completed_at and purge_at
+// (0 = unset) are written as given. A job that is not kept is deleted with
+// DeleteJob instead. It does nothing if the job does not exist.
+func Finish(id string, s Status, attempts uint32, failedAt, completedAt, purgeAt int64) Op {
+	return FinishOp{ID: id, Status: s, Attempts: attempts, FailedAt: failedAt, CompletedAt: completedAt, PurgeAt: purgeAt}
+}
+
+// PatchJob writes the patchable fields of a job (see JobPatch). It does
+// nothing if the job does not exist.
+func PatchJob(p JobPatch) Op { return PatchJobOp{Patch: p} }
+
+// SetBudgets replaces a job's budget bindings (rebind); an empty list
+// unbinds it. It does nothing if the job does not exist.
+func SetBudgets(id string, bs []Binding) Op { return SetBudgetsOp{ID: id, Budgets: bs} }
 
 // DeleteJob deletes a job, its payload and its error records. It does
 // nothing if the job does not exist.

@@ -76,6 +76,18 @@ func (db *DB) Snapshot(ctx context.Context) (_ *Snapshot, err error) {
 	return &Snapshot{path: path, size: size, at: at}, nil
 }
 
+// Backup writes a consistent snapshot of the database, as of the call, as
+// the tar.gz archive of WriteArchive. The snapshot goes through a temporary
+// file in the data directory (see Snapshot), removed before it returns.
+func (db *DB) Backup(ctx context.Context, w io.Writer) (err error) {
+	snap, err := db.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, snap.Close()) }()
+	return snap.WriteArchive(w)
+}
+
 // Size returns the size of the snapshot's database file.
 func (s *Snapshot) Size() int64 { return s.size }
 

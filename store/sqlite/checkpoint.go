@@ -130,7 +130,7 @@ func (db *DB) initMaintenance(ctx context.Context, conn *sql.Conn) error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read id high-water mark: %w", err)
 	}
-	db.maint.highWater, db.maint.savedHighWater = hw, hw
+	db.maint.highWater, db.maint.savedHighWater, db.highWater = hw, hw, hw
 	return nil
 }
 

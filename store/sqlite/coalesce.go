@@ -14,6 +14,10 @@ const (
 	opInsertJob
 	opPutJob
 	opSetStatus
+	opRetry
+	opFinish
+	opPatchJob
+	opSetBudgets
 	opDeleteJob
 	opAddError
 	opPutBudget
@@ -44,6 +48,14 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opPutJob, id: o.Job.ID, src: o}, nil
 	case store.SetStatusOp:
 		return op{kind: opSetStatus, id: o.ID, src: o}, nil
+	case store.RetryOp:
+		return op{kind: opRetry, id: o.ID, src: o}, nil
+	case store.FinishOp:
+		return op{kind: opFinish, id: o.ID, src: o}, nil
+	case store.PatchJobOp:
+		return op{kind: opPatchJob, id: o.Patch.ID, src: o}, nil
+	case store.SetBudgetsOp:
+		return op{kind: opSetBudgets, id: o.ID, src: o}, nil
 	case store.DeleteJobOp:
 		return op{kind: opDeleteJob, id: o.ID, src: o}, nil
 	case store.AddErrorOp:
@@ -65,16 +77,18 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 // the outcome of the transaction removed:
 //
 //   - An InsertJob followed by a DeleteJob of the same ID leaves no trace, so
-//     both go, with every op on that ID between them (SetStatus and PutJob
-//     are updates, AddError inserts only for an existing job: none of them
-//     can fail or leave anything behind once the row is gone). The insert
-//     becomes a probe that fails if the job already exists, because then
-//     the insert would have failed the transaction.
-//   - A SetStatus after an InsertJob or PutJob of the same ID, with nothing
-//     between them that removes the row, is folded into a copy of that op:
-//     writing the row once with the final status is the same as writing it
-//     and then updating it. The groups' own ops are never changed, so a
-//     retry of each group on its own sees them as appended.
+//     both go, with every op on that ID between them (PutJob and the
+//     partial updates change an existing row only, AddError inserts only
+//     for an existing job: none of them can fail or leave anything behind
+//     once the row is gone). The insert becomes a probe that fails if the
+//     job already exists, because then the insert would have failed the
+//     transaction.
+//   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets)
+//     after an InsertJob or PutJob of the same ID, with nothing between
+//     them that removes the row, is folded into a copy of that op: writing
+//     the row once with the final fields is the same as writing it and
+//     then updating it. The groups' own ops are never changed, so a retry
+//     of each group on its own sees them as appended.
 //
 // DeleteEverything and RecoverInFlight touch every row, so nothing is
 // coalesced across them. Ops before and after them are still coalesced.
@@ -116,9 +130,9 @@ func coalesce(groups []*group) []op {
 					open[o.id] = append(idx, k)
 				}
 				rows[o.id] = k
-			case opSetStatus:
+			case opSetStatus, opRetry, opFinish, opPatchJob, opSetBudgets:
 				if r, ok := rows[o.id]; ok {
-					out[r].src = foldStatus(out[r].src, o.src.(store.SetStatusOp))
+					out[r].src = fold(out[r].src, o.src)
 					continue
 				}
 				if idx, ok := open[o.id]; ok {
@@ -148,23 +162,41 @@ func coalesce(groups []*group) []op {
 	return out
 }
 
-// foldStatus returns the row write row (an InsertJobOp or PutJobOp) with
-// set applied. row is a value: the job it holds is a copy, so neither the
-// caller's job nor the group's op changes.
-func foldStatus(row store.Op, set store.SetStatusOp) store.Op {
-	apply := func(j *store.Job) {
-		j.Status = set.Status
-		if set.DequeuedAt != 0 {
-			j.DequeuedAt = set.DequeuedAt
-		}
-	}
+// fold returns the row write row (an InsertJobOp or PutJobOp) with the
+// partial update upd applied. row is a value: the job it holds is a copy,
+// so neither the caller's job nor the group's op changes.
+func fold(row, upd store.Op) store.Op {
 	switch r := row.(type) {
 	case store.InsertJobOp:
-		apply(&r.Job)
+		update(&r.Job, upd)
 		return r
 	case store.PutJobOp:
-		apply(&r.Job)
+		update(&r.Job, upd)
 		return r
 	}
 	panic(fmt.Sprintf("fold into %T", row)) // rows holds only row writes
+}
+
+// update applies a partial update to j as the writer's SQL applies it to
+// the row (tx.go).
+func update(j *store.Job, upd store.Op) {
+	switch u := upd.(type) {
+	case store.SetStatusOp:
+		j.Status = u.Status
+		if u.DequeuedAt != 0 {
+			j.DequeuedAt = u.DequeuedAt
+		}
+	case store.RetryOp:
+		j.Attempts, j.FailedAt, j.ReadyAt, j.Status = u.Attempts, u.FailedAt, u.ReadyAt, u.Status
+	case store.FinishOp:
+		j.Status, j.Attempts, j.FailedAt, j.CompletedAt, j.PurgeAt = u.Status, u.Attempts, u.FailedAt, u.CompletedAt, u.PurgeAt
+	case store.PatchJobOp:
+		p := &u.Patch
+		j.Queue, j.Priority, j.Status, j.ReadyAt = p.Queue, p.Priority, p.Status, p.ReadyAt
+		j.RetryLimit, j.Backoff, j.Retention = p.RetryLimit, p.Backoff, p.Retention
+	case store.SetBudgetsOp:
+		j.Budgets = u.Budgets
+	default:
+		panic(fmt.Sprintf("fold %T", upd)) // coalesce folds only the cases above
+	}
 }

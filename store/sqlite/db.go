@@ -86,6 +86,9 @@ type DB struct {
 	lastSeq  uint64        // sequence number of the last appended group
 	doneSeq  uint64        // every group up to this one has committed or failed
 	progress chan struct{} // closed and replaced whenever doneSeq advances
+	// highWater is the greatest job ID this store has committed or read
+	// from the meta table at open (the writer's mark, for Load).
+	highWater string
 
 	wake       chan struct{} // capacity 1: "the queue may have work"
 	writerDone chan struct{} // closed when the writer goroutine has drained and exited
@@ -294,3 +297,5 @@ func wrapWrite(what string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+var _ store.Store = (*DB)(nil)

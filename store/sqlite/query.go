@@ -467,10 +467,23 @@ func (db *DB) GetError(ctx context.Context, jobID string, attempt uint32) (store
 
 // Budgets returns every budget configuration, sorted by key.
 func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
-	rows, err := db.rdb.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
-		created_at, updated_at FROM budgets ORDER BY key`)
+	out, err := queryBudgets(ctx, db.rdb)
 	if err != nil {
 		return nil, fmt.Errorf("list budgets: %w", err)
+	}
+	return out, nil
+}
+
+// querier is the read pool or a read transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
+	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
+		created_at, updated_at FROM budgets ORDER BY key`)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Budget
@@ -478,14 +491,11 @@ func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
 		var b store.Budget
 		err := rows.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt)
 		if err != nil {
-			return nil, fmt.Errorf("list budgets: %w", err)
+			return nil, err
 		}
 		out = append(out, b)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list budgets: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -510,24 +520,7 @@ func scanJob(s scanner) (store.Job, error) {
 		return store.Job{}, err
 	}
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
-	if retry != nil {
-		v := uint32(*retry)
-		j.RetryLimit = &v
-	}
-	if boExp != nil || boBase != nil || boJitter != nil {
-		j.Backoff = &store.Backoff{Exponent: float32(deref(boExp)), BaseMs: uint32(deref(boBase)), JitterMs: uint32(deref(boJitter))}
-	}
-	if retC != nil || retD != nil {
-		j.Retention = &store.Retention{}
-		if retC != nil {
-			v := uint64(*retC)
-			j.Retention.CompletedMs = &v
-		}
-		if retD != nil {
-			v := uint64(*retD)
-			j.Retention.DeadMs = &v
-		}
-	}
+	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if purge != nil {
 		j.PurgeAt = *purge
 	}
@@ -537,6 +530,32 @@ func scanJob(s scanner) (store.Job, error) {
 		}
 	}
 	return j, nil
+}
+
+// overrides builds a job's overrides from their columns (nil: NULL).
+func overrides(retry *int64, boExp *float64, boBase, boJitter, retC, retD *int64) (*uint32, *store.Backoff, *store.Retention) {
+	var limit *uint32
+	var bo *store.Backoff
+	var ret *store.Retention
+	if retry != nil {
+		v := uint32(*retry)
+		limit = &v
+	}
+	if boExp != nil || boBase != nil || boJitter != nil {
+		bo = &store.Backoff{Exponent: float32(deref(boExp)), BaseMs: uint32(deref(boBase)), JitterMs: uint32(deref(boJitter))}
+	}
+	if retC != nil || retD != nil {
+		ret = &store.Retention{}
+		if retC != nil {
+			v := uint64(*retC)
+			ret.CompletedMs = &v
+		}
+		if retD != nil {
+			v := uint64(*retD)
+			ret.DeadMs = &v
+		}
+	}
+	return limit, bo, ret
 }
 
 func deref[T any](p *T) T {

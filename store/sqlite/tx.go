@@ -23,6 +23,7 @@ type writer struct {
 
 	begin, commit                   *sql.Stmt
 	insertJob, putJob, setStatus    *sql.Stmt
+	retry, finish, patch, rebind    *sql.Stmt
 	deleteJob, deleteErrors, probe  *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
@@ -46,6 +47,13 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			dequeued_at = ?15, failed_at = ?16, completed_at = ?17, purge_at = ?18, budgets = ?19
 			WHERE id = ?1`},
 		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
+		{&w.retry, `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`},
+		{&w.finish, `UPDATE jobs SET status = ?2, attempts = ?3, failed_at = ?4, completed_at = ?5, purge_at = ?6
+			WHERE id = ?1`},
+		{&w.patch, `UPDATE jobs SET queue = ?2, priority = ?3, status = ?4, ready_at = ?5, retry_limit = ?6,
+			backoff_exponent = ?7, backoff_base_ms = ?8, backoff_jitter_ms = ?9,
+			retention_completed_ms = ?10, retention_dead_ms = ?11 WHERE id = ?1`},
+		{&w.rebind, `UPDATE jobs SET budgets = ?2 WHERE id = ?1`},
 		{&w.deleteJob, `DELETE FROM jobs WHERE id = ?`},
 		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
 		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
@@ -77,7 +85,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 // close finalizes the statements and closes the connection.
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
-		w.insertJob, w.putJob, w.setStatus, w.deleteJob, w.deleteErrors, w.probe,
+		w.insertJob, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind, w.deleteJob, w.deleteErrors, w.probe,
 		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
 		if s != nil {
 			_ = s.Close()
@@ -174,6 +182,18 @@ func (w *writer) apply(o *op) error {
 	case store.SetStatusOp:
 		_, err = w.setStatus.Exec(s.ID, int64(s.Status), s.DequeuedAt)
 		return wrapOp("set job status", o.id, err)
+	case store.RetryOp:
+		_, err = w.retry.Exec(s.ID, int64(s.Attempts), s.FailedAt, s.ReadyAt, int64(s.Status))
+		return wrapOp("retry job", o.id, err)
+	case store.FinishOp:
+		_, err = w.finish.Exec(s.ID, int64(s.Status), int64(s.Attempts), s.FailedAt, s.CompletedAt, nullZero(s.PurgeAt))
+		return wrapOp("finish job", o.id, err)
+	case store.PatchJobOp:
+		_, err = w.patch.Exec(patchArgs(&s.Patch)...)
+		return wrapOp("patch job", o.id, err)
+	case store.SetBudgetsOp:
+		_, err = w.rebind.Exec(s.ID, bindingsArg(s.Budgets))
+		return wrapOp("set budgets of job", o.id, err)
 	case store.DeleteJobOp:
 		if _, err = w.deleteJob.Exec(s.ID); err == nil {
 			_, err = w.deleteErrors.Exec(s.ID)
@@ -212,33 +232,56 @@ func wrapOp(what, id string, err error) error {
 
 // jobArgs returns j's values in jobColumns order, NULL for unset options.
 func jobArgs(j *store.Job) []any {
-	var retry, boExp, boBase, boJitter, retCompleted, retDead, purge, budgets any
-	if j.RetryLimit != nil {
-		retry = int64(*j.RetryLimit)
-	}
-	if b := j.Backoff; b != nil {
-		boExp, boBase, boJitter = float64(b.Exponent), int64(b.BaseMs), int64(b.JitterMs)
-	}
-	if r := j.Retention; r != nil {
-		// uint64 milliseconds are stored bit for bit in SQLite's int64.
-		if r.CompletedMs != nil {
-			retCompleted = int64(*r.CompletedMs)
-		}
-		if r.DeadMs != nil {
-			retDead = int64(*r.DeadMs)
-		}
-	}
-	if j.PurgeAt != 0 {
-		purge = j.PurgeAt
-	}
-	if len(j.Budgets) > 0 {
-		budgets = encodeBindings(j.Budgets)
-	}
+	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(j.RetryLimit, j.Backoff, j.Retention)
 	return []any{
 		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.Payload, j.ReadyAt,
 		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
-		j.DequeuedAt, j.FailedAt, j.CompletedAt, purge, budgets,
+		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
 	}
+}
+
+// patchArgs returns the arguments of the patch statement.
+func patchArgs(p *store.JobPatch) []any {
+	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(p.RetryLimit, p.Backoff, p.Retention)
+	return []any{p.ID, p.Queue, int64(p.Priority), int64(p.Status), p.ReadyAt,
+		retry, boExp, boBase, boJitter, retCompleted, retDead}
+}
+
+// overrideArgs returns the column values of a job's overrides, NULL for
+// each one unset.
+func overrideArgs(limit *uint32, bo *store.Backoff, ret *store.Retention) (retry, boExp, boBase, boJitter, retCompleted, retDead any) {
+	if limit != nil {
+		retry = int64(*limit)
+	}
+	if bo != nil {
+		boExp, boBase, boJitter = float64(bo.Exponent), int64(bo.BaseMs), int64(bo.JitterMs)
+	}
+	if ret != nil {
+		// uint64 milliseconds are stored bit for bit in SQLite's int64.
+		if ret.CompletedMs != nil {
+			retCompleted = int64(*ret.CompletedMs)
+		}
+		if ret.DeadMs != nil {
+			retDead = int64(*ret.DeadMs)
+		}
+	}
+	return retry, boExp, boBase, boJitter, retCompleted, retDead
+}
+
+// nullZero maps 0 ("unset") to NULL, for purge_at.
+func nullZero(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// bindingsArg is the stored form of a job's bindings, NULL when none.
+func bindingsArg(bs []store.Binding) any {
+	if len(bs) == 0 {
+		return nil
+	}
+	return encodeBindings(bs)
 }
 
 // binding is the stored JSON form of a Binding.

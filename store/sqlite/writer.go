@@ -204,6 +204,7 @@ func (db *DB) finish(batch []*group) {
 		p.ops = nil
 	}
 	db.doneSeq = batch[len(batch)-1].seq
+	db.highWater = db.maint.highWater
 	close(db.progress)
 	db.progress = make(chan struct{})
 	db.mu.Unlock()

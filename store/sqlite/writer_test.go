@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,76 +16,8 @@ func gated(gate chan struct{}) func(*Options) {
 	return func(o *Options) { o.startGate = gate }
 }
 
-func TestAppend_InOrder(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-
-	// Separate groups, nobody waiting in between.
-	b.db.Append(store.InsertJob(job(1)))
-	b.db.Append(store.DeleteJob(id(1)))
-	b.db.Append(store.InsertJob(job(2)))
-	changed := job(2)
-	changed.Queue, changed.Attempts = "other", 3
-	b.db.Append(store.PutJob(changed))
-	b.db.Append(store.SetStatus(id(2), store.InFlight, 42))
-	require.NoError(t, b.db.Barrier(b.ctx))
-
-	require.Equal(t, []string{id(2)}, b.ids(t))
-	got, err := b.db.GetJob(b.ctx, id(2), 0)
-	require.NoError(t, err)
-	changed.Status, changed.DequeuedAt = store.InFlight, 42
-	require.Equal(t, changed, got)
-}
-
-func TestAppend_ConcurrentAllCommitted(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-
-	const goroutines, each = 50, 20
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines*each)
-	for g := range goroutines {
-		wg.Go(func() {
-			for i := range each {
-				errs <- b.db.Append(store.InsertJob(job(g*each + i))).Wait(b.ctx)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	n, err := b.db.CountJobs(b.ctx, store.Filter{})
-	require.NoError(t, err)
-	require.EqualValues(t, goroutines*each, n)
-	// Group commit: far fewer transactions than groups is likely but not
-	// guaranteed, so only the upper bound is asserted.
-	require.LessOrEqual(t, b.db.txs.Load(), int64(goroutines*each))
-}
-
 func TestBarrier(t *testing.T) {
 	t.Parallel()
-
-	t.Run("SeesEverythingAppendedBefore", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		for i := range 200 {
-			b.db.Append(store.InsertJob(job(i)))
-		}
-		require.NoError(t, b.db.Barrier(b.ctx))
-		n, err := b.db.CountJobs(b.ctx, store.Filter{})
-		require.NoError(t, err)
-		require.EqualValues(t, 200, n)
-	})
-
-	t.Run("NothingPending", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		ctx, cancel := context.WithCancel(b.ctx)
-		cancel()
-		require.NoError(t, b.db.Barrier(ctx)) // fast path does not wait
-	})
 
 	t.Run("ContextEnds", func(t *testing.T) {
 		t.Parallel()
@@ -159,17 +90,6 @@ func TestAppend_BatchSizeBoundsTransactions(t *testing.T) {
 
 func TestAppend_Coalesce(t *testing.T) {
 	t.Parallel()
-
-	t.Run("InsertThenDeleteInOneGroup", func(t *testing.T) {
-		t.Parallel()
-		b := setup(t)
-		b.apply(t, store.InsertJob(job(1)), store.SetStatus(id(1), store.InFlight, 5),
-			store.AddError(store.ErrorRecord{JobID: id(1), Attempt: 1, Message: "boom"}), store.DeleteJob(id(1)))
-		require.Empty(t, b.ids(t))
-		recs, _, err := b.db.ListErrors(b.ctx, id(1), 0, store.Asc, 10)
-		require.NoError(t, err)
-		require.Empty(t, recs)
-	})
 
 	t.Run("AcrossGroupsOfABatch", func(t *testing.T) {
 		t.Parallel()
@@ -251,6 +171,22 @@ func TestCoalesce(t *testing.T) {
 			groups: groups([]store.Op{store.InsertJob(job(1))}, []store.Op{store.AddError(store.ErrorRecord{JobID: id(1)}), store.PutJob(job(1))}, []store.Op{store.DeleteJob(id(1))}),
 			want:   []opKind{opProbeNew, opNone, opNone},
 		},
+		"PartialUpdatesBetweenInsertAndDelete": {
+			groups: groups([]store.Op{store.InsertJob(job(1)), store.PutJob(job(1))},
+				[]store.Op{store.Retry(id(1), 1, 2, 3, store.Ready), store.Finish(id(1), store.Dead, 1, 2, 3, 4)},
+				[]store.Op{store.PatchJob(store.JobPatch{ID: id(1)}), store.SetBudgets(id(1), nil), store.DeleteJob(id(1))}),
+			want: []opKind{opProbeNew, opNone},
+		},
+		"PartialUpdatesFoldIntoInsert": {
+			groups: groups([]store.Op{store.InsertJob(job(1)), store.Retry(id(1), 1, 2, 3, store.Ready)},
+				[]store.Op{store.PatchJob(store.JobPatch{ID: id(1)}), store.AddError(store.ErrorRecord{JobID: id(1)}), store.SetBudgets(id(1), nil)},
+				[]store.Op{store.Finish(id(1), store.Dead, 1, 2, 3, 4)}),
+			want: []opKind{opInsertJob, opAddError},
+		},
+		"PartialUpdatesWithoutInsert": {
+			groups: groups([]store.Op{store.Retry(id(1), 1, 2, 3, store.Ready), store.Finish(id(1), store.Dead, 1, 2, 3, 4)}),
+			want:   []opKind{opRetry, opFinish},
+		},
 		"DeleteWithoutInsert": {
 			groups: groups([]store.Op{store.PutJob(job(1)), store.SetStatus(id(1), store.Ready, 0), store.DeleteJob(id(1)), store.SetStatus(id(1), store.Ready, 0)}),
 			want:   []opKind{opPutJob, opDeleteJob, opSetStatus},
@@ -317,16 +253,6 @@ func TestClose(t *testing.T) {
 		n, err := db.CountJobs(ctx, store.Filter{})
 		require.NoError(t, err)
 		require.EqualValues(t, 300, n)
-	})
-
-	t.Run("AppendAfterCloseFails", func(t *testing.T) {
-		t.Parallel()
-		db, err := Open(context.Background(), t.TempDir(), quiet())
-		require.NoError(t, err)
-		require.NoError(t, db.Close())
-		err = db.Append(store.InsertJob(job(1))).Wait(context.Background())
-		require.ErrorIs(t, err, store.ErrUnavailable)
-		require.NoError(t, db.Barrier(context.Background()))
 	})
 
 	t.Run("RemovesWAL", func(t *testing.T) {
