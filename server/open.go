@@ -26,8 +26,8 @@ type Options struct {
 	beforeRestore func(context.Context)
 }
 
-// journal adapts the store's writer to the engine.
-type journal struct{ db *sqlite.DB }
+// journal adapts the store's Append to the engine.
+type journal struct{ db store.Store }
 
 func (j journal) Append(ops ...store.Op) engine.Waiter { return j.db.Append(ops...) }
 
@@ -44,31 +44,34 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-func restore(ctx context.Context, db *sqlite.DB, opts Options) (*engine.Engine, error) {
+func restore(ctx context.Context, db store.Store, opts Options) (*engine.Engine, error) {
 	requeued, err := db.RecoverInFlight(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
 	}
-	budgets, err := db.Budgets(ctx)
+	var (
+		budgets []store.Budget
+		live    []string
+		purges  []engine.Purge
+		maxID   string
+	)
+	err = db.Load(ctx, store.Loader{
+		Budget: func(b store.Budget) error { budgets = append(budgets, b); return nil },
+		Job:    func(j store.LiveJob) error { live = append(live, j.ID); return nil },
+		Purge: func(id string, at int64) error {
+			purges = append(purges, engine.Purge{ID: id, At: at})
+			return nil
+		},
+		MaxID: func(id string) { maxID = id },
+	})
 	if err != nil {
-		return nil, fmt.Errorf("load budgets: %w", err)
+		return nil, fmt.Errorf("load store: %w", err)
 	}
-	var jobs []store.Job
-	if err := db.LiveJobs(ctx, func(j store.Job) error { jobs = append(jobs, j); return nil }); err != nil {
+	jobs, err := wholeJobs(ctx, db, live)
+	if err != nil {
 		return nil, fmt.Errorf("load jobs: %w", err)
 	}
-	var purges []engine.Purge
-	if err := db.PurgeSchedule(ctx, func(id string, at int64) error {
-		purges = append(purges, engine.Purge{ID: id, At: at})
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("load purge schedule: %w", err)
-	}
 	// IDs sort after every ID the store ever held, whatever the clock says.
-	maxID, err := db.MaxJobID(ctx)
-	if err != nil {
-		return nil, err
-	}
 	ids := jobid.New(opts.Clock.Now)
 	ids.Observe(maxID)
 	e := engine.New(opts.Engine, opts.Clock, journal{db}, ids)
@@ -77,6 +80,24 @@ func restore(ctx context.Context, db *sqlite.DB, opts Options) (*engine.Engine, 
 	}
 	opts.Logger.Info("engine restored", "jobs", len(jobs), "budgets", len(budgets), "requeued", requeued)
 	return e, nil
+}
+
+// wholeJobs reads the live jobs whole, payloads included, a batch of IDs a
+// query: the engine still keeps every live job whole. (It moves to the
+// LiveJobs that Load gives, and reads payloads when it dispatches, next.)
+func wholeJobs(ctx context.Context, db store.Store, ids []string) ([]store.Job, error) {
+	const batch = 1000
+	jobs := make([]store.Job, 0, len(ids))
+	for len(ids) > 0 {
+		n := min(batch, len(ids))
+		got, err := db.GetJobs(ctx, ids[:n])
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, got...)
+		ids = ids[n:]
+	}
+	return jobs, nil
 }
 
 // CloseStore closes the store; call it after Serve returns. It ends a start

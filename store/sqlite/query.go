@@ -17,9 +17,6 @@ const (
 	// matchChunk is how many rows a listing reads per query while a Match
 	// predicate filters them in Go; each chunk is a short read transaction.
 	matchChunk = 256
-	// rebuildChunk is how many rows LiveJobs and PurgeSchedule read per query;
-	// callbacks run between queries, never while a connection is held.
-	rebuildChunk = 1000
 	// inlineListMax is the longest filter list bound as one placeholder per
 	// value; longer lists go as one JSON array (SQLite limits placeholders).
 	inlineListMax = 64
@@ -298,76 +295,6 @@ func batches(s *store.IDSet, fn func(batch []string) error) error {
 		}
 	}
 	return nil
-}
-
-// LiveJobs calls fn with every scheduled, ready or in-flight job in ID
-// order, for the engine's rebuild at start. It stops at fn's first error.
-func (db *DB) LiveJobs(ctx context.Context, fn func(store.Job) error) error {
-	// "+status" keeps the planner on the primary key: walking it in id
-	// order beats sorting every live row out of the status index.
-	const q = `SELECT ` + jobColumns + ` FROM jobs WHERE id > ? AND +status <= 2 ORDER BY id LIMIT ?`
-	cursor := ""
-	buf := make([]store.Job, 0, rebuildChunk)
-	for {
-		var err error
-		if buf, err = db.queryJobs(ctx, buf[:0], q, cursor, rebuildChunk); err != nil {
-			return fmt.Errorf("read live jobs: %w", err)
-		}
-		for _, j := range buf {
-			if err := fn(j); err != nil {
-				return err
-			}
-		}
-		if len(buf) < rebuildChunk {
-			return nil
-		}
-		cursor = buf[len(buf)-1].ID
-	}
-}
-
-// PurgeSchedule calls fn with every completed or dead job whose purge_at is
-// set, earliest purge first. It stops at fn's first error.
-func (db *DB) PurgeSchedule(ctx context.Context, fn func(id string, purgeAt int64) error) error {
-	const q = `SELECT id, purge_at FROM jobs
-		WHERE purge_at IS NOT NULL AND (purge_at, id) > (?, ?) AND status >= 3
-		ORDER BY purge_at, id LIMIT ?`
-	type entry struct {
-		id string
-		at int64
-	}
-	var cursorAt int64 = math.MinInt64
-	cursorID := ""
-	buf := make([]entry, 0, rebuildChunk)
-	for {
-		buf = buf[:0]
-		rows, err := db.rdb.QueryContext(ctx, q, cursorAt, cursorID, rebuildChunk)
-		if err != nil {
-			return fmt.Errorf("read purge schedule: %w", err)
-		}
-		for rows.Next() {
-			var e entry
-			if err := rows.Scan(&e.id, &e.at); err != nil {
-				rows.Close()
-				return fmt.Errorf("read purge schedule: %w", err)
-			}
-			buf = append(buf, e)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("read purge schedule: %w", err)
-		}
-		for _, e := range buf {
-			if err := fn(e.id, e.at); err != nil {
-				return err
-			}
-		}
-		if len(buf) < rebuildChunk {
-			return nil
-		}
-		last := buf[len(buf)-1]
-		cursorAt, cursorID = last.at, last.id
-	}
 }
 
 // Queues returns the distinct queue names of all stored jobs, in any

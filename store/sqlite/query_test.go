@@ -85,69 +85,6 @@ func TestDB_WithinSet(t *testing.T) {
 	})
 }
 
-func TestDB_LiveJobs(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	total := rebuildChunk + 37
-	if testing.Short() {
-		total = 40
-	}
-	var ops []store.Op
-	var want []string
-	for n := range total {
-		j := job(n)
-		j.Status = store.Status(n % 5)
-		if j.Status.Live() {
-			want = append(want, j.ID)
-		}
-		ops = append(ops, store.InsertJob(j))
-	}
-	b.apply(t, ops...)
-
-	var got []string
-	require.NoError(t, b.db.LiveJobs(b.ctx, func(j store.Job) error {
-		require.True(t, j.Status.Live())
-		got = append(got, j.ID)
-		return nil
-	}))
-	require.Equal(t, want, got)
-
-	stop := errorString("stop")
-	calls := 0
-	err := b.db.LiveJobs(b.ctx, func(store.Job) error { calls++; return stop })
-	require.ErrorIs(t, err, stop)
-	require.Equal(t, 1, calls)
-}
-
-func TestDB_PurgeSchedule(t *testing.T) {
-	t.Parallel()
-	b := setup(t)
-	type entry struct {
-		ID string
-		At int64
-	}
-	var ops []store.Op
-	var want []entry
-	for n := range 12 {
-		j := job(n)
-		j.Status = store.Status(n % 5)
-		if n%5 >= 3 {
-			j.PurgeAt = int64(1000 - n)
-			want = append(want, entry{j.ID, j.PurgeAt})
-		}
-		ops = append(ops, store.InsertJob(j))
-	}
-	b.apply(t, ops...)
-	slices.SortFunc(want, func(a, b entry) int { return int(a.At - b.At) })
-
-	var got []entry
-	require.NoError(t, b.db.PurgeSchedule(b.ctx, func(id string, at int64) error {
-		got = append(got, entry{id, at})
-		return nil
-	}))
-	require.Equal(t, want, got)
-}
-
 func jobIDs(jobs []store.Job) []string {
 	out := make([]string, len(jobs))
 	for i, j := range jobs {

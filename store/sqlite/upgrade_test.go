@@ -53,16 +53,22 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 	require.Equal(t, "hourly", budgets[1].Key)
 	require.Equal(t, int64(3_600_000), budgets[1].DurationMs)
 
-	var live []store.Job
-	require.NoError(t, db.LiveJobs(ctx, func(j store.Job) error { live = append(live, j); return nil }))
+	var live []store.LiveJob
+	var maxID string
+	require.NoError(t, db.Load(ctx, store.Loader{
+		Job:   func(j store.LiveJob) error { live = append(live, j); return nil },
+		MaxID: func(id string) { maxID = id },
+	}))
 	require.Len(t, live, 2)
 	require.Equal(t, fixtureReady, live[0].ID)
 	require.Equal(t, store.Ready, live[0].Status)
 	require.Equal(t, []store.Binding{{Key: "api-eu", Cost: 2}}, live[0].Budgets)
-	require.Equal(t, `{"to":"a@example.com"}`, string(live[0].Payload))
 	require.Equal(t, uint16(5), live[0].Priority)
 	require.Equal(t, fixtureScheduled, live[1].ID)
 	require.Equal(t, store.Scheduled, live[1].Status)
+	ready, err := db.GetJob(ctx, fixtureReady, fixtureNow)
+	require.NoError(t, err)
+	require.Equal(t, `{"to":"a@example.com"}`, string(ready.Payload))
 
 	dead, err := db.GetJob(ctx, fixtureDead, fixtureNow)
 	require.NoError(t, err)
@@ -73,8 +79,6 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 	require.Equal(t, "smtp refused", rec.Message)
 	require.Equal(t, "SMTPError", rec.ErrorType)
 
-	maxID, err := db.MaxJobID(ctx)
-	require.NoError(t, err)
 	require.Equal(t, fixtureDead, maxID)
 
 	// The upgraded database takes writes, and uses incremental auto-vacuum.
