@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -95,4 +97,100 @@ func BenchmarkLifecycle(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}
+
+// benchJobs is the number of jobs BenchmarkLoad and BenchmarkGetJobs fill
+// their store with: 1,000,000 (the backlog), fewer with -short.
+func benchJobs() int {
+	if testing.Short() {
+		return 50_000
+	}
+	return 1_000_000
+}
+
+// fillBench fills a store with n ready jobs as a backlog looks: ten
+// queues, three priorities, every other job bound to one or two budgets,
+// 120-byte payloads.
+func fillBench(b *testing.B, n int) *testBundle {
+	b.Helper()
+	t := setup(b)
+	fillInto(b, t, n)
+	return t
+}
+
+func fillInto(b testing.TB, t *testBundle, n int) {
+	const group = 1000
+	var ps []store.Pending
+	for start := 0; start < n; start += group {
+		ops := make([]store.Op, 0, group)
+		for i := start; i < min(n, start+group); i++ {
+			j := benchJob(int64(i))
+			j.Queue = fmt.Sprint("queue-", i%10)
+			j.Priority = uint16(16384 * (1 + i%3))
+			switch i % 4 {
+			case 1:
+				j.Budgets = []store.Binding{{Key: "api-eu", Cost: 1}}
+			case 3:
+				j.Budgets = []store.Binding{{Key: "api-eu", Cost: 2}, {Key: "hourly", Cost: 1}}
+			}
+			ops = append(ops, store.InsertJob(j))
+		}
+		ps = append(ps, t.db.Append(ops...))
+	}
+	for _, p := range ps {
+		if err := p.Wait(t.ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLoad reads a backlog of live jobs the way the engine starts:
+// one pass, no payloads, in (priority, id) order.
+func BenchmarkLoad(b *testing.B) {
+	n := benchJobs()
+	t := fillBench(b, n)
+	b.ResetTimer()
+	start := time.Now()
+	for b.Loop() {
+		rows := 0
+		err := t.db.Load(t.ctx, store.Loader{Job: func(store.LiveJob) error { rows++; return nil }})
+		if err != nil || rows != n {
+			b.Fatal(rows, err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/time.Since(start).Seconds(), "rows/s")
+}
+
+// BenchmarkGetJobs looks up whole jobs, payloads included, 256 at a time
+// as the engine asks for the payloads of dispatched jobs: in dispatch
+// order, and at random.
+func BenchmarkGetJobs(b *testing.B) {
+	const batch = 256
+	n := benchJobs()
+	t := fillBench(b, n)
+	var ordered []string
+	err := t.db.Load(t.ctx, store.Loader{Job: func(j store.LiveJob) error { ordered = append(ordered, j.ID); return nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	shuffled := slices.Clone(ordered)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	for name, ids := range map[string][]string{"DispatchOrder": ordered, "Random": shuffled} {
+		b.Run(name, func(b *testing.B) {
+			rows, at := 0, 0
+			start := time.Now()
+			for b.Loop() {
+				if at+batch > len(ids) {
+					at = 0
+				}
+				jobs, err := t.db.GetJobs(t.ctx, ids[at:at+batch])
+				if err != nil || len(jobs) != batch {
+					b.Fatal(len(jobs), err)
+				}
+				rows += len(jobs)
+				at += batch
+			}
+			b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "rows/s")
+		})
+	}
 }
