@@ -150,7 +150,8 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 		arg, _ := json.Marshal(batch) // strings: cannot fail
 		var err error
 		jobs, err = db.queryJobs(ctx, jobs, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
-			SELECT `+jobColumns+` FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id`, string(arg))
+			SELECT `+jobColumns+` FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id
+			LEFT JOIN job_payloads AS p ON p.id = jobs.id`, string(arg))
 		if err != nil {
 			return nil, fmt.Errorf("get jobs: %w", err)
 		}

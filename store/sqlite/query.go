@@ -32,7 +32,7 @@ type readStmts struct {
 
 func (r *readStmts) prepare(ctx context.Context, rdb *sql.DB) error {
 	var err error
-	if r.getJob, err = rdb.PrepareContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`); err != nil {
+	if r.getJob, err = rdb.PrepareContext(ctx, `SELECT `+jobColumns+` FROM `+jobsWithPayload+` WHERE jobs.id = ?`); err != nil {
 		return fmt.Errorf("prepare job lookup: %w", err)
 	}
 	r.getError, err = rdb.PrepareContext(ctx, `SELECT `+errorColumns+` FROM job_errors
@@ -106,16 +106,16 @@ func (db *DB) scanJobs(ctx context.Context, f store.Filter, from string, order s
 	if order == store.Desc {
 		cmp, dir = "<", "DESC"
 	}
-	q := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + where
+	q := `SELECT ` + jobColumns + ` FROM ` + jobsWithPayload + ` WHERE ` + where
 	cursor := from
 	buf := make([]store.Job, 0, chunk)
 	for {
 		query, qargs := q, args
 		if cursor != "" {
-			query += ` AND id ` + cmp + ` ?`
+			query += ` AND jobs.id ` + cmp + ` ?`
 			qargs = append(qargs[:len(qargs):len(qargs)], cursor)
 		}
-		query += ` ORDER BY id ` + dir + ` LIMIT ?`
+		query += ` ORDER BY jobs.id ` + dir + ` LIMIT ?`
 		qargs = append(qargs[:len(qargs):len(qargs)], chunk)
 		var err error
 		if buf, err = db.queryJobs(ctx, buf[:0], query, qargs...); err != nil {
@@ -145,7 +145,7 @@ func (db *DB) scanWithin(ctx context.Context, f store.Filter, from string, order
 	for len(ids) > 0 {
 		batch := ids[:min(chunk, len(ids))]
 		ids = ids[len(batch):]
-		query, args := withinQuery(jobColumns, &f, batch)
+		query, args := withinQuery(jobColumns, &f, batch, true)
 		var err error
 		if buf, err = db.queryJobs(ctx, buf[:0], query, args...); err != nil {
 			return err
@@ -173,12 +173,17 @@ func (db *DB) scanWithin(ctx context.Context, f store.Filter, from string, order
 // f's conditions select. The IDs drive the join, CROSS JOIN keeping them
 // the outer loop, so each is one lookup by id (the primary key, or an
 // index that ends in id) whatever else f asks for: the planner never walks
-// the table or a range of an index for them (TestDB_WithinSet).
-func withinQuery(cols string, f *store.Filter, batch []string) (string, []any) {
+// the table or a range of an index for them (TestDB_WithinSet). With
+// payload, each job is joined to its payload, for jobColumns.
+func withinQuery(cols string, f *store.Filter, batch []string, payload bool) (string, []any) {
 	where, args := conditions(f)
 	ids, _ := json.Marshal(batch) // strings: cannot fail
 	query := `WITH within(job_id) AS (SELECT value FROM json_each(?))
-		SELECT ` + cols + ` FROM within CROSS JOIN jobs ON jobs.id = within.job_id WHERE ` + where
+		SELECT ` + cols + ` FROM within CROSS JOIN jobs ON jobs.id = within.job_id`
+	if payload {
+		query += ` LEFT JOIN job_payloads AS p ON p.id = jobs.id`
+	}
+	query += ` WHERE ` + where
 	return query, append([]any{string(ids)}, args...)
 }
 
@@ -204,7 +209,7 @@ func (db *DB) CountJobs(ctx context.Context, f store.Filter) (int64, error) {
 	var n int64
 	if f.Within != nil && f.Match == nil {
 		err := batches(f.Within, func(batch []string) error {
-			query, args := withinQuery(`count(*)`, &f, batch)
+			query, args := withinQuery(`count(*)`, &f, batch, false)
 			var c int64
 			err := db.rdb.QueryRowContext(ctx, query, args...).Scan(&c)
 			n += c
@@ -245,7 +250,7 @@ func (db *DB) JobIDs(ctx context.Context, f store.Filter) ([]string, error) {
 	}
 	if f.Within != nil {
 		err := batches(f.Within, func(batch []string) error {
-			query, args := withinQuery(`jobs.id`, &f, batch)
+			query, args := withinQuery(`jobs.id`, &f, batch, false)
 			start := len(ids)
 			var err error
 			if ids, err = db.queryIDs(ctx, ids, query, args...); err != nil {
@@ -260,7 +265,7 @@ func (db *DB) JobIDs(ctx context.Context, f store.Filter) ([]string, error) {
 		return ids, nil
 	}
 	where, args := conditions(&f)
-	ids, err := db.queryIDs(ctx, ids, `SELECT id FROM jobs WHERE `+where+` ORDER BY id`, args...)
+	ids, err := db.queryIDs(ctx, ids, `SELECT id FROM jobs WHERE `+where+` ORDER BY jobs.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list job ids: %w", err)
 	}
@@ -513,7 +518,7 @@ func conditions(f *store.Filter) (string, []any) {
 	}
 	addList := func(cond string, a []any) { add(cond, a...) }
 	if len(f.IDs) > 0 {
-		addList(inList("id", f.IDs))
+		addList(inList("jobs.id", f.IDs))
 	}
 	if len(f.Queues) > 0 {
 		addList(inList("queue", f.Queues))

@@ -34,7 +34,7 @@ func TestDB_WithinSet(t *testing.T) {
 			"Everything": {Queues: []string{"done"}, Statuses: []store.Status{store.Ready, store.Completed}, BudgetKeys: []string{"k"}, Priority: &store.Range{}, Now: 1},
 		} {
 			for _, cols := range []string{jobColumns, "count(*)", "jobs.id"} {
-				query, args := withinQuery(cols, &f, []string{id(1), id(2)})
+				query, args := withinQuery(cols, &f, []string{id(1), id(2)}, cols == jobColumns)
 				rows, err := b.db.rdb.QueryContext(b.ctx, "EXPLAIN QUERY PLAN "+query, args...)
 				require.NoError(t, err)
 				var plan []string

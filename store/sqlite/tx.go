@@ -9,11 +9,21 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// jobColumns are the columns of jobs, in the order jobArgs and scanJob use.
-const jobColumns = `id, queue, type, priority, status, payload, ready_at, attempts,
+// rowColumns are the columns of jobs, in the order rowArgs uses.
+const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets`
+
+// jobColumns are the columns of a whole job, payload included, in the
+// order scanJob reads them, from jobsWithPayload.
+const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at, attempts,
+	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+	retention_completed_ms, retention_dead_ms,
+	dequeued_at, failed_at, completed_at, purge_at, budgets`
+
+// jobsWithPayload joins each job to its payload, for jobColumns.
+const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
 
 // writer owns the only writing connection and its prepared statements. It
 // is used by the writer goroutine alone (and by Open before that starts).
@@ -22,9 +32,12 @@ type writer struct {
 	mode store.CommitMode // the synchronous setting in force
 
 	begin, commit                   *sql.Stmt
-	insertJob, putJob, setStatus    *sql.Stmt
+	insertJob, insertPlain          *sql.Stmt
+	insertPayload                   *sql.Stmt
+	putJob, setStatus               *sql.Stmt
 	retry, finish, patch, rebind    *sql.Stmt
-	deleteJob, deleteErrors, probe  *sql.Stmt
+	deleteJob, deletePayload        *sql.Stmt
+	deleteErrors, probe             *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
 }
@@ -37,14 +50,18 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 	}{
 		{&w.begin, `BEGIN IMMEDIATE`},
 		{&w.commit, `COMMIT`},
-		{&w.insertJob, `INSERT INTO jobs (` + jobColumns + `)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)`},
-		// ?6 (the payload) is left out: PutJob never changes the payload.
+		{&w.insertJob, `INSERT INTO jobs (` + rowColumns + `)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)`},
+		// Most new jobs have no overrides and no timestamps yet: fewer
+		// values to bind (each bind is a call into SQLite).
+		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.insertPayload, `INSERT INTO job_payloads (id, payload) VALUES (?, ?)`},
 		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
-			ready_at = ?7, attempts = ?8, retry_limit = ?9,
-			backoff_exponent = ?10, backoff_base_ms = ?11, backoff_jitter_ms = ?12,
-			retention_completed_ms = ?13, retention_dead_ms = ?14,
-			dequeued_at = ?15, failed_at = ?16, completed_at = ?17, purge_at = ?18, budgets = ?19
+			ready_at = ?6, attempts = ?7, retry_limit = ?8,
+			backoff_exponent = ?9, backoff_base_ms = ?10, backoff_jitter_ms = ?11,
+			retention_completed_ms = ?12, retention_dead_ms = ?13,
+			dequeued_at = ?14, failed_at = ?15, completed_at = ?16, purge_at = ?17, budgets = ?18
 			WHERE id = ?1`},
 		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
 		{&w.retry, `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`},
@@ -55,6 +72,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			retention_completed_ms = ?10, retention_dead_ms = ?11 WHERE id = ?1`},
 		{&w.rebind, `UPDATE jobs SET budgets = ?2 WHERE id = ?1`},
 		{&w.deleteJob, `DELETE FROM jobs WHERE id = ?`},
+		{&w.deletePayload, `DELETE FROM job_payloads WHERE id = ?`},
 		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
 		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
 		{&w.addError, `INSERT OR REPLACE INTO job_errors
@@ -64,7 +82,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			(key, allocation, strategy, duration_ms, burst, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?)`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
-		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_errors; DELETE FROM budgets`},
+		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
 		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
 	}
@@ -85,7 +103,8 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 // close finalizes the statements and closes the connection.
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
-		w.insertJob, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind, w.deleteJob, w.deleteErrors, w.probe,
+		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
+		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe,
 		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
 		if s != nil {
 			_ = s.Close()
@@ -174,10 +193,13 @@ func (w *writer) apply(o *op) error {
 	}
 	switch s := o.src.(type) {
 	case store.InsertJobOp:
-		_, err = w.insertJob.Exec(jobArgs(&s.Job)...)
+		err = w.insert(&s.Job)
+		if err == nil && len(s.Job.Payload) > 0 {
+			_, err = w.insertPayload.Exec(s.Job.ID, s.Job.Payload)
+		}
 		return wrapOp("insert job", o.id, err)
 	case store.PutJobOp:
-		_, err = w.putJob.Exec(jobArgs(&s.Job)...)
+		_, err = w.putJob.Exec(rowArgs(&s.Job)...)
 		return wrapOp("put job", o.id, err)
 	case store.SetStatusOp:
 		_, err = w.setStatus.Exec(s.ID, int64(s.Status), s.DequeuedAt)
@@ -195,8 +217,10 @@ func (w *writer) apply(o *op) error {
 		_, err = w.rebind.Exec(s.ID, bindingsArg(s.Budgets))
 		return wrapOp("set budgets of job", o.id, err)
 	case store.DeleteJobOp:
-		if _, err = w.deleteJob.Exec(s.ID); err == nil {
-			_, err = w.deleteErrors.Exec(s.ID)
+		for _, st := range []*sql.Stmt{w.deleteJob, w.deletePayload, w.deleteErrors} {
+			if _, err = st.Exec(s.ID); err != nil {
+				break
+			}
 		}
 		return wrapOp("delete job", o.id, err)
 	case store.AddErrorOp:
@@ -219,6 +243,25 @@ func (w *writer) apply(o *op) error {
 	return fmt.Errorf("unknown store op %T", o.src)
 }
 
+// insert writes the row of a new job.
+func (w *writer) insert(j *store.Job) error {
+	var err error
+	if plain(j) {
+		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
+			int64(j.Attempts), bindingsArg(j.Budgets))
+	} else {
+		_, err = w.insertJob.Exec(rowArgs(j)...)
+	}
+	return err
+}
+
+// plain reports whether j's overrides and timestamps (but ready_at) are
+// all unset, as the columns' defaults have them.
+func plain(j *store.Job) bool {
+	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
+		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0
+}
+
 // wrapOp gives an op's error its context ("insert job <id>: …").
 func wrapOp(what, id string, err error) error {
 	if err == nil {
@@ -230,11 +273,11 @@ func wrapOp(what, id string, err error) error {
 	return wrapWrite(what, err)
 }
 
-// jobArgs returns j's values in jobColumns order, NULL for unset options.
-func jobArgs(j *store.Job) []any {
+// rowArgs returns j's values in rowColumns order, NULL for unset options.
+func rowArgs(j *store.Job) []any {
 	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(j.RetryLimit, j.Backoff, j.Retention)
 	return []any{
-		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.Payload, j.ReadyAt,
+		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
 		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
 		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
 	}

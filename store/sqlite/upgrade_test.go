@@ -26,9 +26,12 @@ const (
 )
 
 // copyFixture puts the schema-1 database in a fresh data directory.
-func copyFixture(t *testing.T) string {
+func copyFixture(t *testing.T) string { return copyFile(t, "schema1.db") }
+
+// copyFile puts testdata/name in a fresh data directory as the database.
+func copyFile(t *testing.T, name string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "schema1.db"))
+	data, err := os.ReadFile(filepath.Join("testdata", name))
 	require.NoError(t, err)
 	dir := t.TempDir()
 	require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), data, 0o640))
@@ -93,24 +96,143 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 // upgrade is one transaction.
 func TestOpen_UpgradeIsAllOrNothing(t *testing.T) {
 	t.Parallel()
-	dir := copyFixture(t)
-	ctx := context.Background()
-	raw, err := sql.Open("sqlite", filepath.Join(dir, FileName))
-	require.NoError(t, err)
-	defer raw.Close()
-	// A table in the way of migration 0002 makes it fail midway.
-	_, err = raw.Exec("CREATE TABLE meta (x INTEGER)")
-	require.NoError(t, err)
-	require.NoError(t, raw.Close())
+	for _, tc := range []struct {
+		fixture, inTheWay, failing string
+		version, jobs              int
+	}{
+		{"schema1.db", "CREATE TABLE meta (x INTEGER)", "0002_meta.sql", 1, 3},
+		{"schema2.db", "CREATE TABLE job_payloads (x INTEGER)", "0003_payloads.sql", 2, 6},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			t.Parallel()
+			dir := copyFile(t, tc.fixture)
+			ctx := context.Background()
+			raw, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+			require.NoError(t, err)
+			defer raw.Close()
+			// A table in the way of the migration makes it fail midway.
+			_, err = raw.Exec(tc.inTheWay)
+			require.NoError(t, err)
+			require.NoError(t, raw.Close())
 
-	_, err = Open(ctx, dir, quiet())
-	require.ErrorContains(t, err, "migration 0002_meta.sql")
-	require.Equal(t, 1, userVersion(t, dir))
-	raw, err = sql.Open("sqlite", filepath.Join(dir, FileName))
+			_, err = Open(ctx, dir, quiet())
+			require.ErrorContains(t, err, "migration "+tc.failing)
+			require.Equal(t, tc.version, userVersion(t, dir))
+			raw, err = sql.Open("sqlite", filepath.Join(dir, FileName))
+			require.NoError(t, err)
+			var jobs int
+			require.NoError(t, raw.QueryRow("SELECT count(*) FROM jobs WHERE payload IS NOT NULL").Scan(&jobs))
+			require.Equal(t, tc.jobs, jobs, "jobs and their payloads as they were")
+		})
+	}
+}
+
+// testdata/schema2.db was written by round 1's zizq (commit d9c3e1e, schema
+// version 2) through its API, then killed with -9 and checkpointed: two
+// budgets; jobs in flight (bound to both budgets), scheduled with every
+// override, ready with a null payload, dead with an error record, completed
+// (kept 30 days), and scheduled again after a failure (an error record).
+var roundOne = struct {
+	inFlight, scheduled, ready, dead, completed, retried string
+}{
+	inFlight:  "03hc59it9elmxxln7cyk6h9b0",
+	scheduled: "03hc59itadqzta9rfd3av08yv",
+	ready:     "03hc59itb4lxy6undab2n5jnp",
+	dead:      "03hc59itbtt9fmqea5ncbke2j",
+	completed: "03hc59itck95bclo4pa9gl7ga",
+	retried:   "03hc59itde9m9u6ziwnw69wba",
+}
+
+// roundOneJobs are the fixture's jobs as they read back, in ID order.
+func roundOneJobs() []store.Job {
+	r := roundOne
+	return []store.Job{
+		{ID: r.inFlight, Queue: "emails", Type: "send_email", Priority: 5, Status: store.InFlight,
+			Payload: []byte(`{"to":"a@example.com"}`), ReadyAt: 1796122815058, DequeuedAt: 1796122815734,
+			Budgets: []store.Binding{{Key: "api-eu", Cost: 2}, {Key: "hourly", Cost: 1}}},
+		{ID: r.scheduled, Queue: "reports", Type: "report", Priority: 32768, Status: store.Scheduled,
+			Payload: []byte(`{"month":"2026-11"}`), ReadyAt: 4102444800000, RetryLimit: ptr(uint32(3)),
+			Backoff:   &store.Backoff{Exponent: 2.5, BaseMs: 1000, JitterMs: 500},
+			Retention: &store.Retention{CompletedMs: ptr(uint64(60000))}},
+		{ID: r.ready, Queue: "emails", Type: "send_email", Priority: 7, Status: store.Ready,
+			Payload: []byte(`null`), ReadyAt: 1796122815069},
+		{ID: r.dead, Queue: "images", Type: "resize", Priority: 1, Status: store.Dead,
+			Payload: []byte(`{"img":"x.png"}`), ReadyAt: 1796122815074, Attempts: 1, RetryLimit: ptr(uint32(0)),
+			DequeuedAt: 1796122815091, FailedAt: 1796122815197, PurgeAt: 1796727615197},
+		{ID: r.completed, Queue: "misc", Type: "ping", Priority: 9, Status: store.Completed,
+			Payload: []byte(`[1,2,3]`), ReadyAt: 1796122815079, DequeuedAt: 1796122815318,
+			CompletedAt: 1796122815424, PurgeAt: 1798714815424},
+		{ID: r.retried, Queue: "misc", Type: "flaky", Priority: 8, Status: store.Scheduled,
+			Payload: []byte(`{"n":1}`), ReadyAt: 4102444800000, Attempts: 1,
+			DequeuedAt: 1796122815205, FailedAt: 1796122815311},
+	}
+}
+
+func TestOpen_UpgradesRoundOneSchema(t *testing.T) {
+	t.Parallel()
+	dir := copyFile(t, "schema2.db")
+	require.Equal(t, 2, userVersion(t, dir))
+	ctx := context.Background()
+
+	db, err := Open(ctx, dir, quiet())
 	require.NoError(t, err)
-	var jobs int
-	require.NoError(t, raw.QueryRow("SELECT count(*) FROM jobs").Scan(&jobs))
-	require.Equal(t, 3, jobs)
+	defer db.Close()
+	require.Equal(t, len(mustMigrations(t)), userVersion(t, dir), "migrated to the latest schema")
+
+	// Every job reads back whole, payloads from their own table.
+	want := roundOneJobs()
+	jobs, more, err := db.ListJobs(ctx, store.Filter{}, "", store.Asc, 100)
+	require.NoError(t, err)
+	require.False(t, more)
+	require.Equal(t, want, jobs)
+	ids := make([]string, len(want))
+	for i, j := range want {
+		ids[i] = j.ID
+	}
+	got, err := db.GetJobs(ctx, ids)
+	require.NoError(t, err)
+	require.ElementsMatch(t, want, got)
+	var payloads int
+	require.NoError(t, db.rdb.QueryRowContext(ctx, "SELECT count(*) FROM job_payloads").Scan(&payloads))
+	require.Equal(t, len(want), payloads)
+	var payloadColumn int
+	require.NoError(t, db.rdb.QueryRowContext(ctx,
+		"SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'payload'").Scan(&payloadColumn))
+	require.Zero(t, payloadColumn, "jobs is narrow")
+
+	recs, _, err := db.ListErrors(ctx, roundOne.dead, 0, store.Asc, 10)
+	require.NoError(t, err)
+	require.Equal(t, []store.ErrorRecord{{JobID: roundOne.dead, Attempt: 1, Message: "smtp refused",
+		ErrorType: "SMTPError", Backtrace: "at main.go:1", DequeuedAt: 1796122815091, FailedAt: 1796122815197}}, recs)
+
+	// Load: budgets, live jobs by (priority, id), the purge schedule, the ID mark.
+	var budgets []string
+	var live []string
+	var purges []string
+	var maxID string
+	require.NoError(t, db.Load(ctx, store.Loader{
+		Budget: func(b store.Budget) error { budgets = append(budgets, b.Key); return nil },
+		Job:    func(j store.LiveJob) error { live = append(live, j.ID); return nil },
+		Purge:  func(id string, _ int64) error { purges = append(purges, id); return nil },
+		MaxID:  func(id string) { maxID = id },
+	}))
+	require.Equal(t, []string{"api-eu", "hourly"}, budgets)
+	require.Equal(t, []string{roundOne.inFlight, roundOne.ready, roundOne.retried, roundOne.scheduled}, live)
+	require.Equal(t, []string{roundOne.dead, roundOne.completed}, purges)
+	require.Equal(t, roundOne.retried, maxID)
+
+	// The upgraded database takes writes: a restart's recovery, new jobs,
+	// deletes of old ones with their payloads and records.
+	n, err := db.RecoverInFlight(ctx)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	require.NoError(t, db.Append(store.InsertJob(job(1)), store.DeleteJob(roundOne.dead),
+		store.Finish(roundOne.ready, store.Completed, 0, 0, 5, 6)).Wait(ctx))
+	_, err = db.GetJob(ctx, roundOne.dead, 0)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	require.NoError(t, db.rdb.QueryRowContext(ctx, "SELECT count(*) FROM job_payloads").Scan(&payloads))
+	require.Equal(t, len(want), payloads, "one payload in, one out")
+	require.NoError(t, db.IntegrityCheck(ctx))
 }
 
 func TestSnapshot_ArchiveRestoresElsewhere(t *testing.T) {
