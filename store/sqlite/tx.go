@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 
 	"github.com/zizq/zizq/store"
@@ -325,34 +324,4 @@ func bindingsArg(bs []store.Binding) any {
 		return nil
 	}
 	return encodeBindings(bs)
-}
-
-// binding is the stored JSON form of a Binding.
-type binding struct {
-	Key  string `json:"key"`
-	Cost int64  `json:"cost"`
-}
-
-func encodeBindings(bs []store.Binding) string {
-	out := make([]binding, len(bs))
-	for i, b := range bs {
-		out[i] = binding(b)
-	}
-	buf, _ := json.Marshal(out) // cannot fail: strings and integers
-	return string(buf)
-}
-
-func decodeBindings(s string) ([]store.Binding, error) {
-	var in []binding
-	if err := json.Unmarshal([]byte(s), &in); err != nil {
-		return nil, fmt.Errorf("decode job budgets: %w", err)
-	}
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]store.Binding, len(in))
-	for i, b := range in {
-		out[i] = store.Binding(b)
-	}
-	return out, nil
 }

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"testing"
 
@@ -108,6 +109,32 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		want.MaxID = ids(59)
 		want.Order = []string{"budgets", "jobs", "purges", "max"}
 		require.Equal(t, want, load(t, b))
+	})
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		jobs := []store.Job{
+			with(1, func(j *store.Job) {
+				j.Queue, j.Type, j.Priority, j.Attempts, j.ReadyAt = "q,é\x00;[", "", math.MaxUint16, math.MaxUint32, math.MaxInt64
+				j.RetryLimit = ptr(uint32(math.MaxUint32))
+				j.Backoff = &store.Backoff{Exponent: 1.1, BaseMs: math.MaxUint32, JitterMs: 0}
+				j.Retention = &store.Retention{CompletedMs: ptr(uint64(math.MaxUint64)), DeadMs: ptr(uint64(0))}
+				j.Budgets = []store.Binding{{Key: "a\"<&>,;b", Cost: math.MaxInt64}, {Key: "é", Cost: 1}}
+			}),
+			with(2, func(j *store.Job) { j.Queue, j.Type, j.Priority, j.ReadyAt = "", "t", 0, -5 }),
+			with(3, func(j *store.Job) { j.Status, j.Retention = store.InFlight, &store.Retention{DeadMs: ptr(uint64(7))} }),
+			with(4, func(j *store.Job) { j.Status, j.Backoff = store.Scheduled, &store.Backoff{Exponent: 3.4028235e38} }),
+			with(5, func(j *store.Job) { j.RetryLimit, j.Budgets = ptr(uint32(0)), []store.Binding{{Key: "[", Cost: 2}} }),
+			with(6, func(j *store.Job) { j.Budgets = []store.Binding{{Key: "k", Cost: -1}} }),
+		}
+		var ops []store.Op
+		for _, j := range jobs {
+			ops = append(ops, store.InsertJob(j))
+		}
+		b.apply(t, ops...)
+		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]), live(jobs[0])}
+		require.Equal(t, want, load(t, b).Jobs)
 	})
 
 	t.Run("TerminalWithoutPurgeIsNotLoaded", func(t *testing.T) {
