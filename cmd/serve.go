@@ -108,7 +108,7 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("default-commit-mode", "ZIZQ_DEFAULT_COMMIT_MODE")
 	fs.StringVar(&o.EnqueueCommitMode, "enqueue-commit-mode", "", "durability of enqueues (default: --default-commit-mode)")
 	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
-	sizeFlag(fs, &o.CacheSize, "cache-size", 256<<20, "SQLite page cache per connection")
+	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together")
 	bind("cache-size", "ZIZQ_CACHE_SIZE")
 	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", 1000, "most writes committed in one transaction (group commit)")
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")

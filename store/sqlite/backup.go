@@ -56,8 +56,11 @@ func (db *DB) Snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		}
 	}()
 	// Its own connection: VACUUM INTO is refused on the read pool's
-	// query_only connections, and the writer's must not wait for it.
-	conn, err := sql.Open("sqlite", dsn(db.path, 8<<20, false))
+	// query_only connections, and the writer's must not wait for it. One
+	// at a time, as the page cache's bound counts one (cacheShare).
+	db.snapshotMu.Lock()
+	defer db.snapshotMu.Unlock()
+	conn, err := sql.Open("sqlite", dsn(db.path, db.cacheShare(), false))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}

@@ -26,9 +26,16 @@ var errClosed = fmt.Errorf("%w: database closed", store.ErrUnavailable)
 // FileName is the name of the database file inside the data directory.
 const FileName = "zizq.db"
 
+// DefaultCacheSize is the default of Options.CacheSizeBytes (--cache-size):
+// 32 MiB for all the connections together. Zizq's default is 256 MB; zizq's
+// is smaller because the engine no longer holds payloads and the server is
+// meant to hold a million queued jobs in 200 MiB, page cache included. The
+// cache serves the hot ends of the B-trees (new jobs, the front of each
+// queue); the rest is the operating system's page cache's to keep.
+const DefaultCacheSize = 32 << 20
+
 const (
 	defaultBatchSize = 1000
-	defaultCacheSize = 256 << 20
 	// busyTimeoutMs bounds how long a connection waits for a lock held by
 	// another process (or a checkpoint) before failing with SQLITE_BUSY.
 	busyTimeoutMs = 10_000
@@ -46,8 +53,10 @@ type Options struct {
 	// BatchSize bounds the ops of one transaction (group commit); a single
 	// larger group still commits in one transaction. 0 means 1000.
 	BatchSize int
-	// CacheSizeBytes is SQLite's page cache size of each connection; the
-	// cache fills only as pages are used. 0 means 256 MiB.
+	// CacheSizeBytes bounds SQLite's page cache of all the DB's
+	// connections together: the writer's, the read pool's and a backup's
+	// each get an equal share (see cacheShare). Caches fill only as pages
+	// are used. 0 means DefaultCacheSize.
 	CacheSizeBytes int64
 	// Logger receives the writer's failures; nil means slog.Default().
 	Logger *slog.Logger
@@ -73,10 +82,11 @@ type DB struct {
 	opts Options
 	log  *slog.Logger
 
-	w    *writer
-	wdb  *sql.DB // holds the writer's connection
-	rdb  *sql.DB // read-only pool
-	read readStmts
+	w       *writer
+	wdb     *sql.DB // holds the writer's connection
+	rdb     *sql.DB // read-only pool
+	readers int     // the read pool's size
+	read    readStmts
 
 	// mu guards the queue and the commit progress below. Lock order: mu is
 	// a leaf; nothing is called while holding it.
@@ -95,6 +105,8 @@ type DB struct {
 	closeOnce  sync.Once
 	closeErr   error
 
+	snapshotMu sync.Mutex // one snapshot's connection at a time (backup.go)
+
 	txs    atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
 	dir    string       // the data directory
 	path   string       // absolute path of the database file
@@ -109,7 +121,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		opts.BatchSize = defaultBatchSize
 	}
 	if opts.CacheSizeBytes <= 0 {
-		opts.CacheSizeBytes = defaultCacheSize
+		opts.CacheSizeBytes = DefaultCacheSize
 	}
 	log := opts.Logger
 	if log == nil {
@@ -128,6 +140,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		path:       path,
 		opts:       opts,
 		log:        log,
+		readers:    max(4, runtime.GOMAXPROCS(0)),
 		progress:   make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
@@ -138,7 +151,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		}
 	}()
 
-	db.wdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, false))
+	db.wdb, err = sql.Open("sqlite", dsn(path, db.cacheShare(), false))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -169,19 +182,27 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		return nil, err
 	}
 
-	db.rdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, true))
+	db.rdb, err = sql.Open("sqlite", dsn(path, db.cacheShare(), true))
 	if err != nil {
 		return nil, fmt.Errorf("open read pool: %w", err)
 	}
-	readers := max(4, runtime.GOMAXPROCS(0))
-	db.rdb.SetMaxOpenConns(readers)
-	db.rdb.SetMaxIdleConns(readers)
+	db.rdb.SetMaxOpenConns(db.readers)
+	db.rdb.SetMaxIdleConns(db.readers)
 	if err := db.read.prepare(ctx, db.rdb); err != nil {
 		return nil, err
 	}
 
 	go db.run()
 	return db, nil
+}
+
+// cacheShare is the page cache of each connection: CacheSizeBytes split
+// evenly between the writer, the read pool's connections and the one a
+// backup opens, so that together they never hold more. (Each connection
+// has a cache of its own; left to itself, the writer's grows as far as
+// cache_size while it fills the database, and so does every reader's.)
+func (db *DB) cacheShare() int64 {
+	return db.opts.CacheSizeBytes / int64(db.readers+2)
 }
 
 // dsn builds the driver's connection string: a file: URI (so any path is

@@ -8,6 +8,12 @@
 // checkpoints, returning free pages, the job-ID high-water mark
 // (checkpoint.go).
 //
+// SQLite gives each connection a page cache of its own. Options.CacheSizeBytes
+// (--cache-size) bounds them all together: the writer, the read pool and a
+// backup's connection each get an equal share. The default, DefaultCacheSize
+// (32 MiB), is below Zizq's 256 MB: payloads live only here, in a table of
+// their own, and the server is meant to hold a million queued jobs in 200 MiB.
+//
 // Beyond the store interface it offers what only a local SQLite file has:
 // SimulateFault, IntegrityCheck, JournalMode, the Maintenance knobs, and
 // Restore and CheckArchive of backup archives.
