@@ -16,8 +16,11 @@ import (
 // the read pool at once, and adds up what SQLite says each connection's
 // cache holds: the writer's (which wrote every page) and the readers'
 // together stay within CacheSizeBytes.
+//
+// Not parallel: SQLite lets the caches of a process lend each other pages
+// up to the sum of their sizes, so the databases of other tests open at
+// the same time would lend this one theirs.
 func TestOpen_PageCacheBoundedInTotal(t *testing.T) {
-	t.Parallel()
 	const total = 4 << 20
 	b := setup(t, func(o *Options) { o.CacheSizeBytes = total })
 	pad := strings.Repeat("x", 400)

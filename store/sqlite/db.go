@@ -54,8 +54,7 @@ type Options struct {
 	// larger group still commits in one transaction. 0 means 1000.
 	BatchSize int
 	// CacheSizeBytes bounds SQLite's page cache of all the DB's
-	// connections together: the writer's, the read pool's and a backup's
-	// each get an equal share (see cacheShare). Caches fill only as pages
+	// connections together (see cacheShare). Caches fill only as pages
 	// are used. 0 means DefaultCacheSize.
 	CacheSizeBytes int64
 	// Logger receives the writer's failures; nil means slog.Default().
@@ -196,11 +195,13 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	return db, nil
 }
 
-// cacheShare is the page cache of each connection: CacheSizeBytes split
-// evenly between the writer, the read pool's connections and the one a
-// backup opens, so that together they never hold more. (Each connection
-// has a cache of its own; left to itself, the writer's grows as far as
-// cache_size while it fills the database, and so does every reader's.)
+// cacheShare is the page cache size of each connection: CacheSizeBytes
+// split evenly between the writer, the read pool's connections and the one
+// a backup opens. SQLite's caches of one process share their pages, a busy
+// one taking the pages of idle ones, up to the sum of their sizes: so the
+// sum is the bound, wherever the pages are needed. (Before, each
+// connection was given the whole, and the writer's cache grew towards it
+// while it filled the database.)
 func (db *DB) cacheShare() int64 {
 	return db.opts.CacheSizeBytes / int64(db.readers+2)
 }

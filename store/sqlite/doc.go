@@ -8,9 +8,10 @@
 // checkpoints, returning free pages, the job-ID high-water mark
 // (checkpoint.go).
 //
-// SQLite gives each connection a page cache of its own. Options.CacheSizeBytes
-// (--cache-size) bounds them all together: the writer, the read pool and a
-// backup's connection each get an equal share. The default, DefaultCacheSize
+// Options.CacheSizeBytes (--cache-size) bounds SQLite's page cache of all
+// the connections together: each (the writer, the read pool's, a backup's)
+// is given an equal share, and SQLite lets the caches of a process take
+// each other's unused pages up to the sum of their sizes. The default, DefaultCacheSize
 // (32 MiB), is below Zizq's 256 MB: payloads live only here, in a table of
 // their own, and the server is meant to hold a million queued jobs in 200 MiB.
 //

@@ -34,10 +34,10 @@ const liveColumns = `id, queue, type, priority | (status << 16) | (attempts << 1
 
 // Two ways to read the live jobs in (priority, id) order (TestDB_LoadPlans):
 //
-//   - byIndex walks jobs_live and looks each job up by id: one B-tree
+//   - liveByIndex walks jobs_live and looks each job up by id: one B-tree
 //     search a job, about 0.6 µs here;
-//   - byPriority walks the primary key once for each distinct priority of
-//     the live jobs, in id order, stepping over the rows of other
+//   - liveByPriority walks the primary key once for each distinct priority
+//     of the live jobs, in id order, stepping over the rows of other
 //     priorities and of finished jobs, about 0.1 µs a row.
 //
 // loadPlan picks the cheaper by those costs; most backlogs have one or a
@@ -51,12 +51,15 @@ const (
 	lookupCost = 5
 )
 
-// liveCounts are what loadPlan weighs: how many jobs are live and how
-// many are not, and the live jobs' distinct priorities, up to a few more
-// than any plan that walks the table once per priority can afford.
-const liveCounts = `SELECT (SELECT count(*) FROM jobs WHERE status <= 2),
+// liveCounts are what loadPlan weighs: how many jobs there are (SQLite
+// counts the entries of its smallest index) and how many are finished
+// (counted in jobs_status). Counting jobs_live itself would look every
+// entry up in the table.
+const liveCounts = `SELECT (SELECT count(*) FROM jobs),
 	(SELECT count(*) FROM jobs WHERE status >= 3 AND status <> 1)`
 
+// livePriorities are the live jobs' distinct priorities, ascending, up to
+// a limit: one search of jobs_live each.
 const livePriorities = `WITH RECURSIVE p(v) AS (
 		SELECT min(priority) FROM jobs WHERE status <= 2
 		UNION ALL
@@ -66,16 +69,17 @@ const livePriorities = `WITH RECURSIVE p(v) AS (
 // loadPlan returns the priorities to walk the primary key for, in order,
 // or nil to read through jobs_live.
 func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
-	var live, done int64
-	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&live, &done); err != nil {
+	var all, done int64
+	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&all, &done); err != nil {
 		return nil, err
 	}
-	if live == 0 {
+	live := all - done
+	if live <= 0 {
 		return nil, nil
 	}
-	// Walks cost P·(live+done), the index lookupCost·live: walk only
-	// while P stays below the break-even.
-	most := lookupCost * live / (live + done)
+	// Walks cost P·all, the index lookupCost·live: walk only while P stays
+	// below the break-even.
+	most := lookupCost * live / all
 	if most < 1 {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -75,4 +76,43 @@ func collectLive(t *testing.T, tx *sql.Tx, query string) []store.LiveJob {
 		return nil
 	}, query))
 	return out
+}
+
+// TestDB_LoadQueryPlans checks that Load's queries use the indexes its
+// costs assume.
+func TestDB_LoadQueryPlans(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		query string
+		args  []any
+		want  []string
+	}{
+		{liveByIndex, nil, []string{"SCAN jobs USING INDEX jobs_live"}},
+		{liveByPriority, []any{1}, []string{"SCAN jobs"}},
+		{liveCounts, nil, []string{"SCAN jobs USING COVERING INDEX jobs_queue", "SEARCH jobs USING COVERING INDEX jobs_status (status>?)"}},
+		{livePriorities, []any{6}, []string{"SEARCH jobs USING INDEX jobs_live (priority>?)"}},
+	} {
+		plan := queryPlan(t, b, tc.query, tc.args...)
+		for _, step := range tc.want {
+			require.Contains(t, plan, step, "%.40s", tc.query)
+		}
+	}
+}
+
+// queryPlan is SQLite's EXPLAIN QUERY PLAN of query, one step a line.
+func queryPlan(t *testing.T, b *testBundle, query string, args ...any) string {
+	t.Helper()
+	rows, err := b.db.rdb.QueryContext(b.ctx, "EXPLAIN QUERY PLAN "+query, args...)
+	require.NoError(t, err)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(plan, "\n")
 }
