@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 func TestClient_Operations(t *testing.T) {
@@ -43,7 +43,7 @@ func TestClient_Operations(t *testing.T) {
 		n, err := tb.c.Backup(ctx, &buf)
 		require.NoError(t, err)
 		require.Equal(t, int64(buf.Len()), n)
-		size, err := store.CheckArchive(&buf)
+		size, err := sqlite.CheckArchive(&buf)
 		require.NoError(t, err)
 		require.Positive(t, size)
 	})

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // BackupOptions are the flags of `backup`.
@@ -92,7 +92,7 @@ func backupTo(ctx context.Context, cl *client.Client, file string, force bool, s
 	pr, pw := io.Pipe()
 	checked := make(chan error, 1)
 	go func() {
-		size, err := store.CheckArchive(pr)
+		size, err := sqlite.CheckArchive(pr)
 		res.DatabaseBytes = size
 		_, _ = io.Copy(io.Discard, pr)
 		checked <- err

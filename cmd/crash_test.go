@@ -19,7 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 var zizqBin string
@@ -212,7 +212,7 @@ func TestCrash_KillNineKeepsAcknowledgedWork(t *testing.T) {
 			require.NotEmpty(t, l.enqueued)
 			require.NotEmpty(t, l.acked)
 
-			db, err := store.Open(context.Background(), filepath.Join(root, "data"), store.Options{})
+			db, err := sqlite.Open(context.Background(), filepath.Join(root, "data"), sqlite.Options{})
 			require.NoError(t, err)
 			require.NoError(t, db.IntegrityCheck(context.Background()))
 			require.NoError(t, db.Close())

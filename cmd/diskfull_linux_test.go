@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // setFileSizeLimit sets the soft RLIMIT_FSIZE of a running process with
@@ -55,7 +55,7 @@ func TestDiskFull_FileSizeLimit(t *testing.T) {
 
 	// The limit: a little above the largest database file now.
 	var largest int64
-	for _, name := range []string{store.FileName, store.FileName + "-wal"} {
+	for _, name := range []string{sqlite.FileName, sqlite.FileName + "-wal"} {
 		if st, err := os.Stat(filepath.Join(root, "data", name)); err == nil {
 			largest = max(largest, st.Size())
 		}
@@ -96,7 +96,7 @@ func TestDiskFull_FileSizeLimit(t *testing.T) {
 	ack(body)
 
 	p.kill()
-	db, err := store.Open(context.Background(), filepath.Join(root, "data"), store.Options{})
+	db, err := sqlite.Open(context.Background(), filepath.Join(root, "data"), sqlite.Options{})
 	require.NoError(t, err)
 	require.NoError(t, db.IntegrityCheck(context.Background()))
 	require.NoError(t, db.Close())

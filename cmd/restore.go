@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/internal/rootlock"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // RestoreOptions are the flags of `restore`.
@@ -43,7 +43,7 @@ starts; the server migrates an older schema on its first start.`,
 			}
 			defer lock.Release()
 			data := filepath.Join(o.RootDir, "data")
-			if err := store.Restore(c.Context(), args[0], data); err != nil {
+			if err := sqlite.Restore(c.Context(), args[0], data); err != nil {
 				return err
 			}
 			_, err = fmt.Fprintf(streams.Out, "Restored %s into %s. Start the server with: zizq serve --root-dir %s\n", args[0], data, o.RootDir)

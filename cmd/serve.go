@@ -23,6 +23,7 @@ import (
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // ServeOptions are the settings of `zizq serve`.
@@ -113,7 +114,7 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("default-commit-mode", "ZIZQ_DEFAULT_COMMIT_MODE")
 	fs.StringVar(&o.EnqueueCommitMode, "enqueue-commit-mode", "", "durability of enqueues (default: --default-commit-mode)")
 	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
-	sizeFlag(fs, &o.CacheSize, "cache-size", 256<<20, "SQLite page cache per connection")
+	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together")
 	bind("cache-size", "ZIZQ_CACHE_SIZE")
 	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", 1000, "most writes committed in one transaction (group commit)")
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
@@ -194,7 +195,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	}
 	return server.Options{
 		DataDir:           filepath.Join(o.RootDir, "data"),
-		Store:             store.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
+		Store:             sqlite.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
 		Engine:            ecfg,
 		HTTP:              hcfg,
 		PayloadCacheBytes: payloadCache(o.PayloadCacheSize),

@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 )
 
 // backup answers POST /backup with a consistent snapshot of the store, taken
@@ -18,12 +17,10 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
 	}
 	defer s.backups.Store(0)
 	sent := false
-	var size int64
-	err := s.core.Backup(r.Context(), w, func(n int64) {
-		size, sent = n, true
+	err := s.core.Backup(r.Context(), w, func() {
+		sent = true
 		w.Header().Set("Content-Type", "application/gzip")
 		w.Header().Set("Content-Disposition", `attachment; filename="backup.tar.gz"`)
-		w.Header().Set("Zizq-Database-Bytes", strconv.FormatInt(n, 10))
 		w.WriteHeader(http.StatusOK)
 	})
 	switch {
@@ -39,5 +36,5 @@ func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
 		s.log.Error("backup failed while sending", "err", err)
 		panic(http.ErrAbortHandler)
 	}
-	s.log.Info("backup sent", "database_bytes", size)
+	s.log.Info("backup sent")
 }

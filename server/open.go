@@ -9,12 +9,13 @@ import (
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Options gather everything needed to start a server on a data directory.
 type Options struct {
 	DataDir string
-	Store   store.Options
+	Store   sqlite.Options
 	Engine  engine.Config
 	HTTP    Config
 	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
@@ -52,7 +53,7 @@ func Start(ctx context.Context, opts Options) *Server {
 	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
 	s.core = core.Start(ctx, core.Options{
 		Open: func(ctx context.Context) (core.Store, error) {
-			return store.Open(ctx, opts.DataDir, opts.Store)
+			return sqlite.Open(ctx, opts.DataDir, opts.Store)
 		},
 		Engine:            opts.Engine,
 		PayloadCacheBytes: opts.PayloadCacheBytes,
@@ -85,8 +86,8 @@ func (s *Server) CloseStore() error {
 
 // DB exposes the SQLite store (for tests and maintenance commands); nil
 // before the server is ready.
-func (s *Server) DB() *store.DB {
-	db, _ := s.core.Store().(*store.DB)
+func (s *Server) DB() *sqlite.DB {
+	db, _ := s.core.Store().(*sqlite.DB)
 	return db
 }
 
@@ -103,11 +104,11 @@ func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.
 	}
 }
 
-func chainCommit(a, b func(store.CommitInfo)) func(store.CommitInfo) {
+func chainCommit(a, b func(sqlite.CommitInfo)) func(sqlite.CommitInfo) {
 	if a == nil {
 		return b
 	}
-	return func(c store.CommitInfo) {
+	return func(c sqlite.CommitInfo) {
 		a(c)
 		b(c)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // metricValue finds one sample of the Prometheus text exposition by its
@@ -289,7 +289,7 @@ func TestBackup_UnderLoadRestoresEverything(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "backup.tar.gz")
 	require.NoError(t, os.WriteFile(file, archive, 0o600))
 	root := filepath.Join(t.TempDir(), "data")
-	require.NoError(t, store.Restore(context.Background(), file, root))
+	require.NoError(t, sqlite.Restore(context.Background(), file, root))
 	restored := setupIn(t, root)
 
 	var budgets api.BudgetList

@@ -18,6 +18,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 func get(t *testing.T, url string) (int, string, http.Header) {
@@ -39,7 +40,7 @@ func TestStart_ReadyOnceRestored(t *testing.T) {
 	ctx := context.Background()
 
 	// A store with a job waiting.
-	db, err := store.Open(ctx, dir, store.Options{Logger: quiet})
+	db, err := sqlite.Open(ctx, dir, sqlite.Options{Logger: quiet})
 	require.NoError(t, err)
 	job := store.Job{ID: "03hbspbwnw9m04mdludj16jsc", Type: "t", Queue: "q", Priority: 1, Status: store.Ready, Payload: []byte("{}"), ReadyAt: 1}
 	require.NoError(t, db.Append(store.InsertJob(job)).Wait(ctx))

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 func TestRestart_KeepsUnackedJobs(t *testing.T) {
@@ -93,7 +94,7 @@ func TestRestart_RecoversInFlightAfterCrash(t *testing.T) {
 	tb.stop()
 
 	// Leave the store as a crash in the middle of delivering both would.
-	db, err := store.Open(context.Background(), tb.dir, store.Options{Logger: slog.New(slog.DiscardHandler)})
+	db, err := sqlite.Open(context.Background(), tb.dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	dequeued := time.Now().UnixMilli()
 	require.NoError(t, db.Append(store.SetStatus(a.ID, store.InFlight, dequeued), store.SetStatus(b.ID, store.InFlight, dequeued)).Wait(context.Background()))

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // TestStorage_Unavailable makes the store's writer fail as on a full disk
@@ -21,11 +21,11 @@ func TestStorage_Unavailable(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name   string
-		fault  store.Fault
+		fault  sqlite.Fault
 		reason string
 	}{
-		{"DiskFull", store.FaultDiskFull, "database or disk is full"},
-		{"ReadOnly", store.FaultReadOnly, "attempt to write a readonly database"},
+		{"DiskFull", sqlite.FaultDiskFull, "database or disk is full"},
+		{"ReadOnly", sqlite.FaultReadOnly, "attempt to write a readonly database"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -71,7 +71,7 @@ func TestStorage_Unavailable(t *testing.T) {
 
 			// Writes work again once the store does, and no refused job is
 			// dispatched.
-			tb.srv.DB().SimulateFault(store.NoFault)
+			tb.srv.DB().SimulateFault(sqlite.NoFault)
 			after := tb.enqueue(t, `{"type":"t","queue":"w","payload":null}`)
 			ts := tb.take(t, "queue=w&prefetch=0")
 			require.Equal(t, after.ID, ts.next(t, 5*time.Second).ID)
@@ -105,13 +105,13 @@ func TestStorage_BulkPatchIsOneCommit(t *testing.T) {
 	t.Parallel()
 	var armed atomic.Bool
 	var failedOps atomic.Int64
-	var db atomic.Pointer[store.DB]
+	var db atomic.Pointer[sqlite.DB]
 	tb := setup(t, func(o *server.Options) {
 		o.Store.BatchSize = 1
-		o.Store.OnCommit = func(c store.CommitInfo) {
+		o.Store.OnCommit = func(c sqlite.CommitInfo) {
 			if c.Failed && armed.CompareAndSwap(true, false) {
 				failedOps.Store(int64(c.Ops))
-				db.Load().SimulateFault(store.NoFault)
+				db.Load().SimulateFault(sqlite.NoFault)
 			}
 		}
 	})
@@ -120,7 +120,7 @@ func TestStorage_BulkPatchIsOneCommit(t *testing.T) {
 		tb.enqueue(t, `{"type":"t","queue":"p","payload":null}`)
 	}
 	armed.Store(true)
-	tb.srv.DB().SimulateFault(store.FaultDiskFull)
+	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
 
 	r := tb.req(t, "PATCH", "/jobs?queue=p", `{"priority":7}`)
 	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)

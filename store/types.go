@@ -1,7 +1,9 @@
-// Package store is zizq's durable record: jobs, their error history and
-// budget configurations in an embedded SQLite database (modernc.org/sqlite).
-// It knows nothing of HTTP or of dispatching; the engine keeps live state in
-// memory and appends its changes here, in order, through the writer.
+// Package store defines zizq's durable record: the domain types (jobs, their
+// error history, budget configurations), the ops that change them and the
+// sentinel errors. It knows nothing of HTTP, of dispatching or of any
+// database: implementations live in subpackages (store/sqlite), and
+// store/storetest is the suite every implementation passes. The engine keeps
+// live state in memory and appends its changes, in order, as ops.
 package store
 
 import (
@@ -118,10 +120,12 @@ type ErrorRecord struct {
 type CommitMode uint8
 
 const (
-	// Buffered commits reach the OS page cache (synchronous=NORMAL in WAL
-	// mode): they survive a crash of the process, not a power loss.
+	// Buffered commits reach the operating system (for SQLite: the OS page
+	// cache, synchronous=NORMAL in WAL mode): they survive a crash of the
+	// process, not a power loss.
 	Buffered CommitMode = iota
-	// Fsync commits are fsynced (synchronous=FULL): they survive power loss.
+	// Fsync commits reach stable storage (for SQLite: synchronous=FULL):
+	// they survive a power loss.
 	Fsync
 )
 
@@ -146,6 +150,12 @@ func (m CommitMode) String() string {
 
 // ErrNotFound is returned when a job, error record or budget does not exist.
 var ErrNotFound = errors.New("not found")
+
+// ErrUnavailable is wrapped by writes that fail because storage cannot take
+// them (a full disk, a read-only file system, failing I/O, a closed store);
+// the message carries the reason ("storage unavailable: database or disk is
+// full").
+var ErrUnavailable = errors.New("storage unavailable")
 
 // Range is an inclusive range of unsigned integers; nil bounds are open.
 type Range struct {
@@ -190,9 +200,13 @@ func NewIDSet(ids []string) *IDSet {
 // Len is the number of IDs in the set.
 func (s *IDSet) Len() int { return len(s.ids) }
 
-// after returns the IDs of the set that follow the exclusive cursor from
+// IDs returns the set's IDs, ascending. The slice is the set's own: do not
+// modify it.
+func (s *IDSet) IDs() []string { return s.ids }
+
+// After returns the IDs of the set that follow the exclusive cursor from
 // ("" = from the start) in the given order, in that order.
-func (s *IDSet) after(from string, order Order) []string {
+func (s *IDSet) After(from string, order Order) []string {
 	if order == Desc {
 		end := len(s.ids)
 		if from != "" {

@@ -128,22 +128,14 @@ func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error)
 	if err != nil {
 		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
 	}
-	state, err := loadState(ctx, st)
+	e := engine.New(s.opts.Engine, s.clock, journal{st}, jobid.New(s.clock.Now))
+	r := e.Restore()
+	err = load(ctx, st, r)
+	jobs := r.Finish()
 	if err != nil {
 		return nil, err
 	}
-	ids := jobid.New(s.clock.Now)
-	ids.Observe(state.maxID)
-	journal := journal{st}
-	e := engine.New(s.opts.Engine, s.clock, journal, ids)
-	jobs := 0
-	count := func(yield func(store.Job) error) error {
-		return state.jobs(func(j store.Job) error { jobs++; return yield(j) })
-	}
-	if err := e.Restore(state.budgets, count, state.purges); err != nil {
-		return nil, err
-	}
-	s.log.Info("engine restored", "jobs", jobs, "budgets", len(state.budgets), "requeued", requeued)
+	s.log.Info("engine restored", "jobs", jobs, "requeued", requeued)
 	return e, nil
 }
 

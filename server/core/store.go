@@ -9,80 +9,43 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// Store is what the core needs of the store.
-type Store interface {
-	Append(ops ...store.Op) *store.Pending
-	Barrier(ctx context.Context) error
-	RecoverInFlight(ctx context.Context) (int64, error)
-	Budgets(ctx context.Context) ([]store.Budget, error)
-	LiveJobs(ctx context.Context, fn func(store.Job) error) error
-	PurgeSchedule(ctx context.Context, fn func(id string, at int64) error) error
-	MaxJobID(ctx context.Context) (string, error)
-	GetJob(ctx context.Context, id string, now int64) (store.Job, error)
-	ListJobs(ctx context.Context, f store.Filter, from string, o store.Order, limit int) ([]store.Job, bool, error)
-	CountJobs(ctx context.Context, f store.Filter) (int64, error)
-	JobIDs(ctx context.Context, f store.Filter) ([]string, error)
-	Queues(ctx context.Context) ([]string, error)
-	ListErrors(ctx context.Context, jobID string, from uint32, o store.Order, limit int) ([]store.ErrorRecord, bool, error)
-	GetError(ctx context.Context, jobID string, attempt uint32) (store.ErrorRecord, error)
-	Sizes() (dbBytes, walBytes int64)
-	Snapshot(ctx context.Context) (*store.Snapshot, error)
-	Close() error
+// Store is the store the core writes to and reads from.
+type Store = store.Store
+
+// load fills a new engine from the store in one pass.
+func load(ctx context.Context, st Store, r *engine.Restorer) error {
+	err := st.Load(ctx, store.Loader{
+		Budget: func(b store.Budget) error { r.Budget(b); return nil },
+		Job:    r.Job,
+		Purge:  func(id string, at int64) error { r.Purge(id, at); return nil },
+		MaxID:  r.MaxID,
+	})
+	if err != nil {
+		return fmt.Errorf("load the store: %w", err)
+	}
+	return nil
 }
 
-// state is what start-up reads from the store.
-type state struct {
-	budgets []store.Budget
-	jobs    func(yield func(store.Job) error) error
-	purges  []engine.Purge
-	maxID   string
-}
-
-func loadState(ctx context.Context, st Store) (state, error) {
-	var s state
-	var err error
-	if s.budgets, err = st.Budgets(ctx); err != nil {
-		return s, fmt.Errorf("load budgets: %w", err)
-	}
-	s.jobs = func(yield func(store.Job) error) error {
-		if err := st.LiveJobs(ctx, yield); err != nil {
-			return fmt.Errorf("load jobs: %w", err)
-		}
-		return nil
-	}
-	if err := st.PurgeSchedule(ctx, func(id string, at int64) error {
-		s.purges = append(s.purges, engine.Purge{ID: id, At: at})
-		return nil
-	}); err != nil {
-		return s, fmt.Errorf("load purge schedule: %w", err)
-	}
-	if s.maxID, err = st.MaxJobID(ctx); err != nil {
-		return s, fmt.Errorf("load the largest job ID: %w", err)
-	}
-	return s, nil
-}
-
-// getJobs reads the stored rows of jobs, in one query; missing ones are
-// left out.
-func getJobs(ctx context.Context, st Store, ids []string) ([]store.Job, error) {
-	rows, _, err := st.ListJobs(ctx, store.Filter{Within: store.NewIDSet(ids)}, "", store.Asc, len(ids))
-	return rows, err
-}
-
-// Backup writes a consistent snapshot of the store as a tar.gz archive.
-func (s *Service) Backup(ctx context.Context, w io.Writer, started func(size int64)) error {
+// Backup writes a consistent snapshot of the store as a tar.gz archive;
+// started is called once, just before the first byte is written.
+func (s *Service) Backup(ctx context.Context, w io.Writer, started func()) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	snap, err := s.store.Snapshot(ctx)
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+	return s.store.Backup(ctx, &firstWrite{w: w, first: started})
+}
+
+// firstWrite calls first before the first write reaches w, so the caller
+// can still answer an error before any byte is out.
+type firstWrite struct {
+	w     io.Writer
+	first func()
+}
+
+func (f *firstWrite) Write(p []byte) (int, error) {
+	if f.first != nil {
+		f.first()
+		f.first = nil
 	}
-	defer func() {
-		if err := snap.Close(); err != nil {
-			s.log.Warn("backup cleanup failed", "err", err)
-		}
-	}()
-	started(snap.Size())
-	return snap.WriteArchive(w)
+	return f.w.Write(p)
 }

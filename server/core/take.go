@@ -44,7 +44,7 @@ func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) 
 	if len(missing) == 0 {
 		return buf, nil
 	}
-	rows, err := getJobs(ctx, t.s.store, missing)
+	rows, err := t.s.store.GetJobs(ctx, missing)
 	if err != nil {
 		return buf[:start], translate(err)
 	}
@@ -60,6 +60,9 @@ func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) 
 				continue // deleted since it was dispatched
 			}
 			f.Payload = r.Payload
+			if f.FailedAt == 0 {
+				f.FailedAt = r.FailedAt // failed before the last restart
+			}
 		}
 		kept = append(kept, f)
 	}

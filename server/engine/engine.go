@@ -221,44 +221,62 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 	return e
 }
 
-// Purge is a retained terminal job that expires at At (ms).
-type Purge struct {
-	ID string
-	At int64
+
+// Restorer loads the store's state into a new engine, piece by piece, as
+// the store reads it: budgets first, then live jobs (an in-flight one counts
+// as ready), then purge deadlines. It journals nothing. Jobs given in
+// (priority, id) order load fastest. The engine is locked from Restore to
+// Finish; nothing else may use it meanwhile.
+type Restorer struct {
+	e    *Engine
+	jobs int
 }
 
-// Restore loads the store's state: budgets, live jobs (in any status; an
-// in-flight one counts as ready) and purge deadlines. Call it once, before
-// takers connect; it journals nothing. Jobs given in (priority, id) order
-// load fastest.
-func (e *Engine) Restore(budgets []store.Budget, jobs func(yield func(store.Job) error) error, purges []Purge) error {
+// Restore begins loading the store's state; call it once, before takers
+// connect.
+func (e *Engine) Restore() *Restorer {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	e.enterOp()
-	for _, b := range budgets {
-		e.addAccount(b)
+	return &Restorer{e: e}
+}
+
+// Budget adds a budget.
+func (r *Restorer) Budget(b store.Budget) { r.e.addAccount(b) }
+
+// Job adds a live job; its budgets must have been added.
+func (r *Restorer) Job(lj store.LiveJob) error {
+	e := r.e
+	sj := store.Job{
+		ID: lj.ID, Queue: lj.Queue, Type: lj.Type, Priority: lj.Priority, Status: lj.Status,
+		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
+		Retention: lj.Retention, Budgets: lj.Budgets,
 	}
-	if jobs != nil {
-		err := jobs(func(sj store.Job) error {
-			j, err := e.newJob(&sj)
-			if err != nil {
-				return fmt.Errorf("restore job %s: %w", sj.ID, err)
-			}
-			e.idgen.Observe(sj.ID)
-			e.admit(j, sj.Status == store.Scheduled)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	j, err := e.newJob(&sj)
+	if err != nil {
+		return fmt.Errorf("restore job %s: %w", lj.ID, err)
 	}
-	for _, p := range purges {
-		if id, ok := jobid.Parse(p.ID); ok {
-			e.purges.push(purge{at: p.At * int64(time.Millisecond), id: id})
-		}
-	}
-	e.finishOp()
+	e.idgen.Observe(lj.ID)
+	e.schedule(j)
+	r.jobs++
 	return nil
+}
+
+// Purge adds the purge deadline (ms) of a retained terminal job.
+func (r *Restorer) Purge(id string, at int64) {
+	if jid, ok := jobid.Parse(id); ok {
+		r.e.purges.push(purge{at: at * int64(time.Millisecond), id: jid})
+	}
+}
+
+// MaxID makes every later job ID sort after id, the largest the store ever
+// held.
+func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
+
+// Finish ends the load and unlocks the engine; it returns the jobs loaded.
+func (r *Restorer) Finish() int {
+	r.e.finishOp()
+	r.e.mu.Unlock()
+	return r.jobs
 }
 
 func (e *Engine) nowMs() int64 { return e.vnow / int64(time.Millisecond) }

@@ -365,7 +365,7 @@ func (e *Engine) patch(j ref, id string, change func(now int64, j *store.Job) er
 	ms := e.nowMs()
 	next := e.view(id, j.idx)
 	if err := change(ms, &next); err != nil {
-		return store.Op{}, err
+		return nil, err
 	}
 	r := e.rec(j.idx)
 	moved := r.state != stInFlight

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
 )
 
 // testBundle is what a test works with: an open store in its own directory.
@@ -42,7 +43,7 @@ func setup(t testing.TB, opts ...func(*Options)) *testBundle {
 }
 
 // apply appends ops as one group and waits for their commit.
-func (b *testBundle) apply(t testing.TB, ops ...Op) {
+func (b *testBundle) apply(t testing.TB, ops ...store.Op) {
 	t.Helper()
 	require.NoError(t, b.db.Append(ops...).Wait(b.ctx))
 }
@@ -50,7 +51,7 @@ func (b *testBundle) apply(t testing.TB, ops ...Op) {
 // ids returns the IDs of every stored job, ascending (purged ones included).
 func (b *testBundle) ids(t testing.TB) []string {
 	t.Helper()
-	ids, err := b.db.JobIDs(b.ctx, Filter{})
+	ids, err := b.db.JobIDs(b.ctx, store.Filter{})
 	require.NoError(t, err)
 	return ids
 }
@@ -59,13 +60,13 @@ func (b *testBundle) ids(t testing.TB) []string {
 func id(n int) string { return fmt.Sprintf("0job%021d", n) }
 
 // job returns a ready job with the given ID number and only required fields.
-func job(n int) Job {
-	return Job{
+func job(n int) store.Job {
+	return store.Job{
 		ID:       id(n),
 		Type:     "send_email",
 		Queue:    "default",
 		Priority: 32768,
-		Status:   Ready,
+		Status:   store.Ready,
 		Payload:  []byte(fmt.Sprintf(`{"n":%d}`, n)),
 		ReadyAt:  1_700_000_000_000 + int64(n),
 	}

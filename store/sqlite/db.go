@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -15,24 +15,27 @@ import (
 	"sync/atomic"
 	"time"
 
-	"modernc.org/sqlite"
+	"github.com/zizq/zizq/store"
+	driver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// ErrUnavailable is wrapped by writes that fail because the disk is full,
-// the database is read-only or I/O fails; the message carries the reason
-// ("storage unavailable: database or disk is full").
-var ErrUnavailable = errors.New("storage unavailable")
-
 // errClosed answers appends made after Close.
-var errClosed = fmt.Errorf("%w: database closed", ErrUnavailable)
+var errClosed = fmt.Errorf("%w: database closed", store.ErrUnavailable)
 
 // FileName is the name of the database file inside the data directory.
 const FileName = "zizq.db"
 
+// DefaultCacheSize is the default of Options.CacheSizeBytes (--cache-size):
+// 32 MiB for all the connections together. Zizq's default is 256 MB; zizq's
+// is smaller because the engine no longer holds payloads and the server is
+// meant to hold a million queued jobs in 200 MiB, page cache included. The
+// cache serves the hot ends of the B-trees (new jobs, the front of each
+// queue); the rest is the operating system's page cache's to keep.
+const DefaultCacheSize = 32 << 20
+
 const (
 	defaultBatchSize = 1000
-	defaultCacheSize = 256 << 20
 	// busyTimeoutMs bounds how long a connection waits for a lock held by
 	// another process (or a checkpoint) before failing with SQLITE_BUSY.
 	busyTimeoutMs = 10_000
@@ -41,17 +44,18 @@ const (
 // Options configure a DB.
 type Options struct {
 	// DefaultMode is the commit mode of every write.
-	DefaultMode CommitMode
+	DefaultMode store.CommitMode
 	// EnqueueMode is the commit mode of groups that insert jobs (and so of
 	// everything appended in the same group). It replaces DefaultMode for
 	// them, even when weaker: set both alike when there is no override. A
 	// transaction commits in the strongest mode of the groups it holds.
-	EnqueueMode CommitMode
+	EnqueueMode store.CommitMode
 	// BatchSize bounds the ops of one transaction (group commit); a single
 	// larger group still commits in one transaction. 0 means 1000.
 	BatchSize int
-	// CacheSizeBytes is SQLite's page cache size of each connection; the
-	// cache fills only as pages are used. 0 means 256 MiB.
+	// CacheSizeBytes bounds SQLite's page cache of all the DB's
+	// connections together (see cacheShare). Caches fill only as pages
+	// are used. 0 means DefaultCacheSize.
 	CacheSizeBytes int64
 	// Logger receives the writer's failures; nil means slog.Default().
 	Logger *slog.Logger
@@ -77,24 +81,30 @@ type DB struct {
 	opts Options
 	log  *slog.Logger
 
-	w    *writer
-	wdb  *sql.DB // holds the writer's connection
-	rdb  *sql.DB // read-only pool
-	read readStmts
+	w       *writer
+	wdb     *sql.DB // holds the writer's connection
+	rdb     *sql.DB // read-only pool
+	readers int     // the read pool's size
+	read    readStmts
 
 	// mu guards the queue and the commit progress below. Lock order: mu is
 	// a leaf; nothing is called while holding it.
 	mu       sync.Mutex
-	queue    []*Pending
+	queue    []*group
 	closed   bool
 	lastSeq  uint64        // sequence number of the last appended group
 	doneSeq  uint64        // every group up to this one has committed or failed
 	progress chan struct{} // closed and replaced whenever doneSeq advances
+	// highWater is the greatest job ID this store has committed or read
+	// from the meta table at open (the writer's mark, for Load).
+	highWater string
 
 	wake       chan struct{} // capacity 1: "the queue may have work"
 	writerDone chan struct{} // closed when the writer goroutine has drained and exited
 	closeOnce  sync.Once
 	closeErr   error
+
+	snapshotMu sync.Mutex // one snapshot's connection at a time (backup.go)
 
 	txs    atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
 	dir    string       // the data directory
@@ -110,7 +120,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		opts.BatchSize = defaultBatchSize
 	}
 	if opts.CacheSizeBytes <= 0 {
-		opts.CacheSizeBytes = defaultCacheSize
+		opts.CacheSizeBytes = DefaultCacheSize
 	}
 	log := opts.Logger
 	if log == nil {
@@ -129,6 +139,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		path:       path,
 		opts:       opts,
 		log:        log,
+		readers:    max(4, runtime.GOMAXPROCS(0)),
 		progress:   make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
@@ -139,7 +150,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		}
 	}()
 
-	db.wdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, false))
+	db.wdb, err = sql.Open("sqlite", dsn(path, db.cacheShare(), false))
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -170,19 +181,29 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		return nil, err
 	}
 
-	db.rdb, err = sql.Open("sqlite", dsn(path, opts.CacheSizeBytes, true))
+	db.rdb, err = sql.Open("sqlite", dsn(path, db.cacheShare(), true))
 	if err != nil {
 		return nil, fmt.Errorf("open read pool: %w", err)
 	}
-	readers := max(4, runtime.GOMAXPROCS(0))
-	db.rdb.SetMaxOpenConns(readers)
-	db.rdb.SetMaxIdleConns(readers)
+	db.rdb.SetMaxOpenConns(db.readers)
+	db.rdb.SetMaxIdleConns(db.readers)
 	if err := db.read.prepare(ctx, db.rdb); err != nil {
 		return nil, err
 	}
 
 	go db.run()
 	return db, nil
+}
+
+// cacheShare is the page cache size of each connection: CacheSizeBytes
+// split evenly between the writer, the read pool's connections and the one
+// a backup opens. SQLite's caches of one process share their pages, a busy
+// one taking the pages of idle ones, up to the sum of their sizes: so the
+// sum is the bound, wherever the pages are needed. (Before, each
+// connection was given the whole, and the writer's cache grew towards it
+// while it filled the database.)
+func (db *DB) cacheShare() int64 {
+	return db.opts.CacheSizeBytes / int64(db.readers+2)
 }
 
 // dsn builds the driver's connection string: a file: URI (so any path is
@@ -263,7 +284,7 @@ func (db *DB) closeConns() error {
 // unavailableReason returns the reason a SQLite error makes storage
 // unavailable, or "" when err is not such an error.
 func unavailableReason(err error) string {
-	var se *sqlite.Error
+	var se *driver.Error
 	if !errors.As(err, &se) {
 		return ""
 	}
@@ -285,7 +306,7 @@ func unavailableReason(err error) string {
 // ErrUnavailable with the reason; other errors pass through unchanged.
 func wrapUnavailable(err error) error {
 	if reason := unavailableReason(err); reason != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+		return fmt.Errorf("%w: %s", store.ErrUnavailable, reason)
 	}
 	return err
 }
@@ -294,7 +315,9 @@ func wrapUnavailable(err error) error {
 // bare ("storage unavailable: <reason>"): that text is what clients see.
 func wrapWrite(what string, err error) error {
 	if reason := unavailableReason(err); reason != "" {
-		return fmt.Errorf("%w: %s", ErrUnavailable, reason)
+		return fmt.Errorf("%w: %s", store.ErrUnavailable, reason)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+var _ store.Store = (*DB)(nil)

@@ -1,9 +1,11 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"fmt"
 	"sync/atomic"
+
+	"github.com/zizq/zizq/store"
 )
 
 // Fault is a storage failure the writer can be made to suffer, so that the
@@ -27,7 +29,7 @@ const (
 
 // errDiskFull is what a transaction under FaultDiskFull fails with: the
 // same text as SQLITE_FULL gives.
-var errDiskFull = fmt.Errorf("%w: database or disk is full", ErrUnavailable)
+var errDiskFull = fmt.Errorf("%w: database or disk is full", store.ErrUnavailable)
 
 // faults is the simulated fault: wanted is set by SimulateFault, applied is
 // what the writer's connection is set to (writer goroutine only).

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -9,15 +9,14 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/zizq/zizq/store"
 )
 
 const (
 	// matchChunk is how many rows a listing reads per query while a Match
 	// predicate filters them in Go; each chunk is a short read transaction.
 	matchChunk = 256
-	// rebuildChunk is how many rows LiveJobs and PurgeSchedule read per query;
-	// callbacks run between queries, never while a connection is held.
-	rebuildChunk = 1000
 	// inlineListMax is the longest filter list bound as one placeholder per
 	// value; longer lists go as one JSON array (SQLite limits placeholders).
 	inlineListMax = 64
@@ -33,7 +32,7 @@ type readStmts struct {
 
 func (r *readStmts) prepare(ctx context.Context, rdb *sql.DB) error {
 	var err error
-	if r.getJob, err = rdb.PrepareContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`); err != nil {
+	if r.getJob, err = rdb.PrepareContext(ctx, `SELECT `+jobColumns+` FROM `+jobsWithPayload+` WHERE jobs.id = ?`); err != nil {
 		return fmt.Errorf("prepare job lookup: %w", err)
 	}
 	r.getError, err = rdb.PrepareContext(ctx, `SELECT `+errorColumns+` FROM job_errors
@@ -54,13 +53,13 @@ func (r *readStmts) close() {
 
 // GetJob returns the job with the given ID, or ErrNotFound if there is none
 // or its purge_at is set and not after now.
-func (db *DB) GetJob(ctx context.Context, id string, now int64) (Job, error) {
+func (db *DB) GetJob(ctx context.Context, id string, now int64) (store.Job, error) {
 	j, err := scanJob(db.read.getJob.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) || err == nil && purged(j.PurgeAt, now) {
-		return Job{}, ErrNotFound
+		return store.Job{}, store.ErrNotFound
 	}
 	if err != nil {
-		return Job{}, fmt.Errorf("get job %s: %w", id, err)
+		return store.Job{}, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, nil
 }
@@ -71,7 +70,7 @@ func purged(purgeAt, now int64) bool { return now != 0 && purgeAt != 0 && purgeA
 // ListJobs returns up to limit jobs matching f, by ID in order, after the
 // exclusive cursor from ("" = from the start). more reports whether at least
 // one more matching job follows the page.
-func (db *DB) ListJobs(ctx context.Context, f Filter, from string, order Order, limit int) (jobs []Job, more bool, err error) {
+func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order store.Order, limit int) (jobs []store.Job, more bool, err error) {
 	if limit <= 0 {
 		return nil, false, errors.New("list jobs: limit must be positive")
 	}
@@ -81,7 +80,7 @@ func (db *DB) ListJobs(ctx context.Context, f Filter, from string, order Order, 
 	if f.Match != nil {
 		chunk = max(chunk, matchChunk)
 	}
-	err = db.scanJobs(ctx, f, from, order, chunk, func(j Job) bool {
+	err = db.scanJobs(ctx, f, from, order, chunk, func(j store.Job) bool {
 		if len(jobs) == limit {
 			more = true
 			return false
@@ -98,25 +97,25 @@ func (db *DB) ListJobs(ctx context.Context, f Filter, from string, order Order, 
 // scanJobs calls fn with every job matching f (Match included) in ID order
 // after from, until fn returns false. It reads chunk rows per query and
 // holds no connection while fn runs.
-func (db *DB) scanJobs(ctx context.Context, f Filter, from string, order Order, chunk int, fn func(Job) bool) error {
+func (db *DB) scanJobs(ctx context.Context, f store.Filter, from string, order store.Order, chunk int, fn func(store.Job) bool) error {
 	if f.Within != nil {
 		return db.scanWithin(ctx, f, from, order, chunk, fn)
 	}
-	where, args := f.where()
+	where, args := conditions(&f)
 	cmp, dir := ">", "ASC"
-	if order == Desc {
+	if order == store.Desc {
 		cmp, dir = "<", "DESC"
 	}
-	q := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + where
+	q := `SELECT ` + jobColumns + ` FROM ` + jobsWithPayload + ` WHERE ` + where
 	cursor := from
-	buf := make([]Job, 0, chunk)
+	buf := make([]store.Job, 0, chunk)
 	for {
 		query, qargs := q, args
 		if cursor != "" {
-			query += ` AND id ` + cmp + ` ?`
+			query += ` AND jobs.id ` + cmp + ` ?`
 			qargs = append(qargs[:len(qargs):len(qargs)], cursor)
 		}
-		query += ` ORDER BY id ` + dir + ` LIMIT ?`
+		query += ` ORDER BY jobs.id ` + dir + ` LIMIT ?`
 		qargs = append(qargs[:len(qargs):len(qargs)], chunk)
 		var err error
 		if buf, err = db.queryJobs(ctx, buf[:0], query, qargs...); err != nil {
@@ -140,20 +139,20 @@ func (db *DB) scanJobs(ctx context.Context, f Filter, from string, order Order, 
 // scanWithin is scanJobs for a filter with a Within set: it looks up the
 // set's IDs after from, chunk at a time, so that the work follows the size
 // of the set however many rows the table holds.
-func (db *DB) scanWithin(ctx context.Context, f Filter, from string, order Order, chunk int, fn func(Job) bool) error {
-	ids := f.Within.after(from, order)
-	buf := make([]Job, 0, min(chunk, len(ids)))
+func (db *DB) scanWithin(ctx context.Context, f store.Filter, from string, order store.Order, chunk int, fn func(store.Job) bool) error {
+	ids := f.Within.After(from, order)
+	buf := make([]store.Job, 0, min(chunk, len(ids)))
 	for len(ids) > 0 {
 		batch := ids[:min(chunk, len(ids))]
 		ids = ids[len(batch):]
-		query, args := withinQuery(jobColumns, &f, batch)
+		query, args := withinQuery(jobColumns, &f, batch, true)
 		var err error
 		if buf, err = db.queryJobs(ctx, buf[:0], query, args...); err != nil {
 			return err
 		}
 		// The batch is in order; the rows come back in any.
-		slices.SortFunc(buf, func(a, b Job) int {
-			if order == Desc {
+		slices.SortFunc(buf, func(a, b store.Job) int {
+			if order == store.Desc {
 				return strings.Compare(b.ID, a.ID)
 			}
 			return strings.Compare(a.ID, b.ID)
@@ -174,17 +173,22 @@ func (db *DB) scanWithin(ctx context.Context, f Filter, from string, order Order
 // f's conditions select. The IDs drive the join, CROSS JOIN keeping them
 // the outer loop, so each is one lookup by id (the primary key, or an
 // index that ends in id) whatever else f asks for: the planner never walks
-// the table or a range of an index for them (TestDB_WithinSet).
-func withinQuery(cols string, f *Filter, batch []string) (string, []any) {
-	where, args := f.where()
+// the table or a range of an index for them (TestDB_WithinSet). With
+// payload, each job is joined to its payload, for jobColumns.
+func withinQuery(cols string, f *store.Filter, batch []string, payload bool) (string, []any) {
+	where, args := conditions(f)
 	ids, _ := json.Marshal(batch) // strings: cannot fail
 	query := `WITH within(job_id) AS (SELECT value FROM json_each(?))
-		SELECT ` + cols + ` FROM within CROSS JOIN jobs ON jobs.id = within.job_id WHERE ` + where
+		SELECT ` + cols + ` FROM within CROSS JOIN jobs ON jobs.id = within.job_id`
+	if payload {
+		query += ` LEFT JOIN job_payloads AS p ON p.id = jobs.id`
+	}
+	query += ` WHERE ` + where
 	return query, append([]any{string(ids)}, args...)
 }
 
 // queryJobs appends the jobs a query returns to buf.
-func (db *DB) queryJobs(ctx context.Context, buf []Job, query string, args ...any) ([]Job, error) {
+func (db *DB) queryJobs(ctx context.Context, buf []store.Job, query string, args ...any) ([]store.Job, error) {
 	rows, err := db.rdb.QueryContext(ctx, query, args...)
 	if err != nil {
 		return buf, err
@@ -201,11 +205,11 @@ func (db *DB) queryJobs(ctx context.Context, buf []Job, query string, args ...an
 }
 
 // CountJobs returns how many jobs match f.
-func (db *DB) CountJobs(ctx context.Context, f Filter) (int64, error) {
+func (db *DB) CountJobs(ctx context.Context, f store.Filter) (int64, error) {
 	var n int64
 	if f.Within != nil && f.Match == nil {
-		err := f.Within.batches(func(batch []string) error {
-			query, args := withinQuery(`count(*)`, &f, batch)
+		err := batches(f.Within, func(batch []string) error {
+			query, args := withinQuery(`count(*)`, &f, batch, false)
 			var c int64
 			err := db.rdb.QueryRowContext(ctx, query, args...).Scan(&c)
 			n += c
@@ -217,14 +221,14 @@ func (db *DB) CountJobs(ctx context.Context, f Filter) (int64, error) {
 		return n, nil
 	}
 	if f.Match == nil {
-		where, args := f.where()
+		where, args := conditions(&f)
 		err := db.rdb.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE `+where, args...).Scan(&n)
 		if err != nil {
 			return 0, fmt.Errorf("count jobs: %w", err)
 		}
 		return n, nil
 	}
-	err := db.scanJobs(ctx, f, "", Asc, matchChunk, func(Job) bool { n++; return true })
+	err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(store.Job) bool { n++; return true })
 	if err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
 	}
@@ -232,10 +236,10 @@ func (db *DB) CountJobs(ctx context.Context, f Filter) (int64, error) {
 }
 
 // JobIDs returns the ID of every job matching f, ascending.
-func (db *DB) JobIDs(ctx context.Context, f Filter) ([]string, error) {
+func (db *DB) JobIDs(ctx context.Context, f store.Filter) ([]string, error) {
 	var ids []string
 	if f.Match != nil {
-		err := db.scanJobs(ctx, f, "", Asc, matchChunk, func(j Job) bool {
+		err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(j store.Job) bool {
 			ids = append(ids, j.ID)
 			return true
 		})
@@ -245,8 +249,8 @@ func (db *DB) JobIDs(ctx context.Context, f Filter) ([]string, error) {
 		return ids, nil
 	}
 	if f.Within != nil {
-		err := f.Within.batches(func(batch []string) error {
-			query, args := withinQuery(`jobs.id`, &f, batch)
+		err := batches(f.Within, func(batch []string) error {
+			query, args := withinQuery(`jobs.id`, &f, batch, false)
 			start := len(ids)
 			var err error
 			if ids, err = db.queryIDs(ctx, ids, query, args...); err != nil {
@@ -260,8 +264,8 @@ func (db *DB) JobIDs(ctx context.Context, f Filter) ([]string, error) {
 		}
 		return ids, nil
 	}
-	where, args := f.where()
-	ids, err := db.queryIDs(ctx, ids, `SELECT id FROM jobs WHERE `+where+` ORDER BY id`, args...)
+	where, args := conditions(&f)
+	ids, err := db.queryIDs(ctx, ids, `SELECT id FROM jobs WHERE `+where+` ORDER BY jobs.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list job ids: %w", err)
 	}
@@ -285,10 +289,10 @@ func (db *DB) queryIDs(ctx context.Context, ids []string, query string, args ...
 	return ids, rows.Err()
 }
 
-// batches calls fn with the set's IDs in order, withinChunk at a time,
-// until fn's first error.
-func (s *IDSet) batches(fn func(batch []string) error) error {
-	for ids := s.ids; len(ids) > 0; {
+// batches calls fn with the IDs of s in order, withinChunk at a time, until
+// fn's first error.
+func batches(s *store.IDSet, fn func(batch []string) error) error {
+	for ids := s.IDs(); len(ids) > 0; {
 		batch := ids[:min(withinChunk, len(ids))]
 		ids = ids[len(batch):]
 		if err := fn(batch); err != nil {
@@ -296,76 +300,6 @@ func (s *IDSet) batches(fn func(batch []string) error) error {
 		}
 	}
 	return nil
-}
-
-// LiveJobs calls fn with every scheduled, ready or in-flight job in ID
-// order, for the engine's rebuild at start. It stops at fn's first error.
-func (db *DB) LiveJobs(ctx context.Context, fn func(Job) error) error {
-	// "+status" keeps the planner on the primary key: walking it in id
-	// order beats sorting every live row out of the status index.
-	const q = `SELECT ` + jobColumns + ` FROM jobs WHERE id > ? AND +status <= 2 ORDER BY id LIMIT ?`
-	cursor := ""
-	buf := make([]Job, 0, rebuildChunk)
-	for {
-		var err error
-		if buf, err = db.queryJobs(ctx, buf[:0], q, cursor, rebuildChunk); err != nil {
-			return fmt.Errorf("read live jobs: %w", err)
-		}
-		for _, j := range buf {
-			if err := fn(j); err != nil {
-				return err
-			}
-		}
-		if len(buf) < rebuildChunk {
-			return nil
-		}
-		cursor = buf[len(buf)-1].ID
-	}
-}
-
-// PurgeSchedule calls fn with every completed or dead job whose purge_at is
-// set, earliest purge first. It stops at fn's first error.
-func (db *DB) PurgeSchedule(ctx context.Context, fn func(id string, purgeAt int64) error) error {
-	const q = `SELECT id, purge_at FROM jobs
-		WHERE purge_at IS NOT NULL AND (purge_at, id) > (?, ?) AND status >= 3
-		ORDER BY purge_at, id LIMIT ?`
-	type entry struct {
-		id string
-		at int64
-	}
-	var cursorAt int64 = math.MinInt64
-	cursorID := ""
-	buf := make([]entry, 0, rebuildChunk)
-	for {
-		buf = buf[:0]
-		rows, err := db.rdb.QueryContext(ctx, q, cursorAt, cursorID, rebuildChunk)
-		if err != nil {
-			return fmt.Errorf("read purge schedule: %w", err)
-		}
-		for rows.Next() {
-			var e entry
-			if err := rows.Scan(&e.id, &e.at); err != nil {
-				rows.Close()
-				return fmt.Errorf("read purge schedule: %w", err)
-			}
-			buf = append(buf, e)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return fmt.Errorf("read purge schedule: %w", err)
-		}
-		for _, e := range buf {
-			if err := fn(e.id, e.at); err != nil {
-				return err
-			}
-		}
-		if len(buf) < rebuildChunk {
-			return nil
-		}
-		last := buf[len(buf)-1]
-		cursorAt, cursorID = last.at, last.id
-	}
 }
 
 // Queues returns the distinct queue names of all stored jobs, in any
@@ -402,7 +336,8 @@ func (db *DB) Queues(ctx context.Context) ([]string, error) {
 // before the engine is rebuilt.
 func (db *DB) RecoverInFlight(ctx context.Context) (int64, error) {
 	var n int64
-	if err := db.Append(recoverInFlight(&n)).Wait(ctx); err != nil {
+	g := &group{db: db, ops: []op{recoverInFlight(&n)}, mode: db.opts.DefaultMode}
+	if err := db.enqueue(g).Wait(ctx); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -413,14 +348,14 @@ const errorColumns = `job_id, attempt, message, error_type, backtrace, dequeued_
 // ListErrors returns up to limit error records of a job by attempt in
 // order, after the exclusive cursor from (0 = from the start). more reports
 // whether at least one more record follows the page.
-func (db *DB) ListErrors(ctx context.Context, jobID string, from uint32, order Order, limit int) (recs []ErrorRecord, more bool, err error) {
+func (db *DB) ListErrors(ctx context.Context, jobID string, from uint32, order store.Order, limit int) (recs []store.ErrorRecord, more bool, err error) {
 	if limit <= 0 {
 		return nil, false, errors.New("list errors: limit must be positive")
 	}
 	q := `SELECT ` + errorColumns + ` FROM job_errors WHERE job_id = ?`
 	args := []any{jobID}
 	cmp, dir := ">", "ASC"
-	if order == Desc {
+	if order == store.Desc {
 		cmp, dir = "<", "DESC"
 	}
 	if from != 0 {
@@ -451,38 +386,48 @@ func (db *DB) ListErrors(ctx context.Context, jobID string, from uint32, order O
 }
 
 // GetError returns one error record, or ErrNotFound.
-func (db *DB) GetError(ctx context.Context, jobID string, attempt uint32) (ErrorRecord, error) {
+func (db *DB) GetError(ctx context.Context, jobID string, attempt uint32) (store.ErrorRecord, error) {
 	r, err := scanError(db.read.getError.QueryRowContext(ctx, jobID, int64(attempt)))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ErrorRecord{}, ErrNotFound
+		return store.ErrorRecord{}, store.ErrNotFound
 	}
 	if err != nil {
-		return ErrorRecord{}, fmt.Errorf("get error record: %w", err)
+		return store.ErrorRecord{}, fmt.Errorf("get error record: %w", err)
 	}
 	return r, nil
 }
 
 // Budgets returns every budget configuration, sorted by key.
-func (db *DB) Budgets(ctx context.Context) ([]Budget, error) {
-	rows, err := db.rdb.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
-		created_at, updated_at FROM budgets ORDER BY key`)
+func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
+	out, err := queryBudgets(ctx, db.rdb)
 	if err != nil {
 		return nil, fmt.Errorf("list budgets: %w", err)
 	}
+	return out, nil
+}
+
+// querier is the read pool or a read transaction.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
+	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
+		created_at, updated_at FROM budgets ORDER BY key`)
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	var out []Budget
+	var out []store.Budget
 	for rows.Next() {
-		var b Budget
+		var b store.Budget
 		err := rows.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt)
 		if err != nil {
-			return nil, fmt.Errorf("list budgets: %w", err)
+			return nil, err
 		}
 		out = append(out, b)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list budgets: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -491,9 +436,9 @@ type scanner interface {
 }
 
 // scanJob reads a row of jobColumns.
-func scanJob(s scanner) (Job, error) {
+func scanJob(s scanner) (store.Job, error) {
 	var (
-		j                                   Job
+		j                                   store.Job
 		priority, status, attempts          int64
 		retry, boBase, boJitter, retC, retD *int64
 		purge                               *int64
@@ -504,36 +449,45 @@ func scanJob(s scanner) (Job, error) {
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
 		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets)
 	if err != nil {
-		return Job{}, err
+		return store.Job{}, err
 	}
-	j.Priority, j.Status, j.Attempts = uint16(priority), Status(status), uint32(attempts)
-	if retry != nil {
-		v := uint32(*retry)
-		j.RetryLimit = &v
-	}
-	if boExp != nil || boBase != nil || boJitter != nil {
-		j.Backoff = &Backoff{Exponent: float32(deref(boExp)), BaseMs: uint32(deref(boBase)), JitterMs: uint32(deref(boJitter))}
-	}
-	if retC != nil || retD != nil {
-		j.Retention = &Retention{}
-		if retC != nil {
-			v := uint64(*retC)
-			j.Retention.CompletedMs = &v
-		}
-		if retD != nil {
-			v := uint64(*retD)
-			j.Retention.DeadMs = &v
-		}
-	}
+	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
+	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if purge != nil {
 		j.PurgeAt = *purge
 	}
 	if budgets != nil {
 		if j.Budgets, err = decodeBindings(*budgets); err != nil {
-			return Job{}, err
+			return store.Job{}, err
 		}
 	}
 	return j, nil
+}
+
+// overrides builds a job's overrides from their columns (nil: NULL).
+func overrides(retry *int64, boExp *float64, boBase, boJitter, retC, retD *int64) (*uint32, *store.Backoff, *store.Retention) {
+	var limit *uint32
+	var bo *store.Backoff
+	var ret *store.Retention
+	if retry != nil {
+		v := uint32(*retry)
+		limit = &v
+	}
+	if boExp != nil || boBase != nil || boJitter != nil {
+		bo = &store.Backoff{Exponent: float32(deref(boExp)), BaseMs: uint32(deref(boBase)), JitterMs: uint32(deref(boJitter))}
+	}
+	if retC != nil || retD != nil {
+		ret = &store.Retention{}
+		if retC != nil {
+			v := uint64(*retC)
+			ret.CompletedMs = &v
+		}
+		if retD != nil {
+			v := uint64(*retD)
+			ret.DeadMs = &v
+		}
+	}
+	return limit, bo, ret
 }
 
 func deref[T any](p *T) T {
@@ -545,17 +499,17 @@ func deref[T any](p *T) T {
 }
 
 // scanError reads a row of errorColumns.
-func scanError(s scanner) (ErrorRecord, error) {
-	var r ErrorRecord
+func scanError(s scanner) (store.ErrorRecord, error) {
+	var r store.ErrorRecord
 	var attempt int64
 	err := s.Scan(&r.JobID, &attempt, &r.Message, &r.ErrorType, &r.Backtrace, &r.DequeuedAt, &r.FailedAt)
 	r.Attempt = uint32(attempt)
 	return r, err
 }
 
-// where renders the SQL conditions of f (all but Match) and their
+// conditions renders the SQL conditions of f (all but Match) and their
 // arguments; "1" when f selects everything.
-func (f *Filter) where() (string, []any) {
+func conditions(f *store.Filter) (string, []any) {
 	var conds []string
 	var args []any
 	add := func(cond string, a ...any) {
@@ -564,7 +518,7 @@ func (f *Filter) where() (string, []any) {
 	}
 	addList := func(cond string, a []any) { add(cond, a...) }
 	if len(f.IDs) > 0 {
-		addList(inList("id", f.IDs))
+		addList(inList("jobs.id", f.IDs))
 	}
 	if len(f.Queues) > 0 {
 		addList(inList("queue", f.Queues))
@@ -574,7 +528,7 @@ func (f *Filter) where() (string, []any) {
 	}
 	if len(f.Statuses) > 0 {
 		addList(inList("status", f.Statuses))
-		if !slices.Contains(f.Statuses, Ready) {
+		if !slices.Contains(f.Statuses, store.Ready) {
 			add(`status <> 1`) // lets SQLite use the partial index jobs_status
 		}
 	}
@@ -584,7 +538,7 @@ func (f *Filter) where() (string, []any) {
 	}
 	for _, r := range []struct {
 		col string
-		r   *Range
+		r   *store.Range
 	}{{"priority", f.Priority}, {"ready_at", f.ReadyAt}, {"attempts", f.Attempts}} {
 		if r.r == nil {
 			continue
@@ -613,11 +567,11 @@ func (f *Filter) where() (string, []any) {
 
 // inList renders "col IN (…)" for values: one placeholder per value, or, for
 // long lists, one JSON array (SQLite bounds the number of placeholders).
-func inList[T string | Status](col string, values []T) (string, []any) {
+func inList[T string | store.Status](col string, values []T) (string, []any) {
 	args := make([]any, len(values))
 	for i, v := range values {
 		switch v := any(v).(type) {
-		case Status:
+		case store.Status:
 			args[i] = int64(v)
 		default:
 			args[i] = v

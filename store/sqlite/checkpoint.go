@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -130,7 +130,7 @@ func (db *DB) initMaintenance(ctx context.Context, conn *sql.Conn) error {
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("read id high-water mark: %w", err)
 	}
-	db.maint.highWater, db.maint.savedHighWater = hw, hw
+	db.maint.highWater, db.maint.savedHighWater, db.highWater = hw, hw, hw
 	return nil
 }
 
@@ -182,7 +182,7 @@ func pragmaInt(ctx context.Context, conn *sql.Conn, name string) (int64, error) 
 // noteCommit records what a finished batch means for maintenance (the WAL
 // has grown, inserted IDs may raise the high-water mark) and returns the
 // batch's figures. It runs before finish, which drops the ops.
-func (db *DB) noteCommit(batch []*Pending, d time.Duration) CommitInfo {
+func (db *DB) noteCommit(batch []*group, d time.Duration) CommitInfo {
 	info := CommitInfo{Groups: len(batch), Duration: d}
 	m := &db.maint
 	for _, p := range batch {

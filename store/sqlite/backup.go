@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"archive/tar"
@@ -56,8 +56,11 @@ func (db *DB) Snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		}
 	}()
 	// Its own connection: VACUUM INTO is refused on the read pool's
-	// query_only connections, and the writer's must not wait for it.
-	conn, err := sql.Open("sqlite", dsn(db.path, 8<<20, false))
+	// query_only connections, and the writer's must not wait for it. One
+	// at a time, as the page cache's bound counts one (cacheShare).
+	db.snapshotMu.Lock()
+	defer db.snapshotMu.Unlock()
+	conn, err := sql.Open("sqlite", dsn(db.path, db.cacheShare(), false))
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
@@ -74,6 +77,18 @@ func (db *DB) Snapshot(ctx context.Context) (_ *Snapshot, err error) {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	return &Snapshot{path: path, size: size, at: at}, nil
+}
+
+// Backup writes a consistent snapshot of the database, as of the call, as
+// the tar.gz archive of WriteArchive. The snapshot goes through a temporary
+// file in the data directory (see Snapshot), removed before it returns.
+func (db *DB) Backup(ctx context.Context, w io.Writer) (err error) {
+	snap, err := db.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, snap.Close()) }()
+	return snap.WriteArchive(w)
 }
 
 // Size returns the size of the snapshot's database file.

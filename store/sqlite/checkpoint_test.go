@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
 )
 
 func fastMaintenance(o *Options) {
@@ -23,7 +24,7 @@ func fastMaintenance(o *Options) {
 }
 
 // bigJob is a job whose payload fills about a page.
-func bigJob(n int) Job {
+func bigJob(n int) store.Job {
 	j := job(n)
 	j.Payload = []byte(fmt.Sprintf(`{"n":%d,"pad":"%s"}`, n, strings.Repeat("x", 3000)))
 	return j
@@ -62,7 +63,7 @@ func TestMaintenance_WALStaysBounded(t *testing.T) {
 	growWAL := func() {
 		for wal() <= 2*limit {
 			n++
-			b.apply(t, InsertJob(bigJob(n)))
+			b.apply(t, store.InsertJob(bigJob(n)))
 		}
 	}
 	// maintainOnce makes maintenance due and has the writer run it: it
@@ -71,8 +72,8 @@ func TestMaintenance_WALStaysBounded(t *testing.T) {
 	maintainOnce := func() {
 		clk.advance(time.Minute)
 		n++
-		b.apply(t, InsertJob(bigJob(n)))
-		b.apply(t, DeleteJob(id(n)))
+		b.apply(t, store.InsertJob(bigJob(n)))
+		b.apply(t, store.DeleteJob(id(n)))
 	}
 
 	growWAL()
@@ -116,7 +117,7 @@ func TestMaintenance_TruncatesOnItsOwnSchedule(t *testing.T) {
 	var count int
 	require.NoError(t, tx.QueryRow("SELECT count(*) FROM jobs").Scan(&count))
 	for n := 1; wal() <= limit; n++ {
-		b.apply(t, InsertJob(bigJob(n)))
+		b.apply(t, store.InsertJob(bigJob(n)))
 	}
 	require.NoError(t, tx.Rollback())
 	require.Eventually(t, func() bool { return wal() < limit }, 30*time.Second, 5*time.Millisecond,
@@ -126,12 +127,12 @@ func TestMaintenance_TruncatesOnItsOwnSchedule(t *testing.T) {
 func TestMaintenance_ReturnsFreePages(t *testing.T) {
 	t.Parallel()
 	b := setup(t, fastMaintenance)
-	var ops []Op
+	var ops []store.Op
 	for n := range 2000 {
-		ops = append(ops, InsertJob(bigJob(n)))
+		ops = append(ops, store.InsertJob(bigJob(n)))
 	}
 	b.apply(t, ops...)
-	b.apply(t, DeleteEverything())
+	b.apply(t, store.DeleteEverything())
 	full, _ := b.db.Sizes()
 	require.Eventually(t, func() bool {
 		size, _ := b.db.Sizes()
@@ -152,8 +153,8 @@ func TestMaintenance_OnCommitSeesGroupCommits(t *testing.T) {
 			infos = append(infos, c)
 		}
 	})
-	p1 := b.db.Append(InsertJob(job(1)))
-	p2 := b.db.Append(InsertJob(job(2)), InsertJob(job(3)))
+	p1 := b.db.Append(store.InsertJob(job(1)))
+	p2 := b.db.Append(store.InsertJob(job(2)), store.InsertJob(job(3)))
 	close(gate)
 	require.NoError(t, p1.Wait(b.ctx))
 	require.NoError(t, p2.Wait(b.ctx))
@@ -171,22 +172,21 @@ func TestDB_MaxJobIDOutlivesJobs(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := context.Background()
+	maxID := func(db *DB) string {
+		var got string
+		require.NoError(t, db.Load(ctx, store.Loader{MaxID: func(id string) { got = id }}))
+		return got
+	}
 	db, err := Open(ctx, dir, quiet())
 	require.NoError(t, err)
-	got, err := db.MaxJobID(ctx)
-	require.NoError(t, err)
-	require.Empty(t, got)
-	require.NoError(t, db.Append(InsertJob(job(7)), InsertJob(job(3))).Wait(ctx))
-	got, err = db.MaxJobID(ctx)
-	require.NoError(t, err)
-	require.Equal(t, id(7), got)
-	require.NoError(t, db.Append(DeleteEverything()).Wait(ctx))
+	require.Empty(t, maxID(db))
+	require.NoError(t, db.Append(store.InsertJob(job(7)), store.InsertJob(job(3))).Wait(ctx))
+	require.Equal(t, id(7), maxID(db))
+	require.NoError(t, db.Append(store.DeleteEverything()).Wait(ctx))
 	require.NoError(t, db.Close())
 
 	db, err = Open(ctx, dir, quiet())
 	require.NoError(t, err)
 	defer db.Close()
-	got, err = db.MaxJobID(ctx)
-	require.NoError(t, err)
-	require.Equal(t, id(7), got, "the high-water mark is saved at close")
+	require.Equal(t, id(7), maxID(db), "the high-water mark is saved at close")
 }

@@ -1,16 +1,18 @@
-package store
+package sqlite
 
 import (
 	"context"
 	"time"
+
+	"github.com/zizq/zizq/store"
 )
 
-// Pending is one appended group of ops; Wait for its commit.
-type Pending struct {
+// group is one appended group of ops, and its store.Pending.
+type group struct {
 	db   *DB
 	seq  uint64 // position in append order; 0 = already finished
-	ops  []Op   // released once finished
-	mode CommitMode
+	ops  []op   // released once finished
+	mode store.CommitMode
 	// err is written by the writer before doneSeq reaches seq, and read
 	// under db.mu after that.
 	err error
@@ -19,7 +21,7 @@ type Pending struct {
 // Wait returns once the transaction holding the group has committed, with
 // nil, or has failed, with its error. If ctx ends first it returns ctx's
 // error; the group still commits (or fails) later.
-func (p *Pending) Wait(ctx context.Context) error {
+func (p *group) Wait(ctx context.Context) error {
 	if p.seq == 0 {
 		return p.err
 	}
@@ -34,20 +36,37 @@ func (p *Pending) Wait(ctx context.Context) error {
 // Append queues ops to be committed, in one transaction, after every group
 // appended before. It never blocks (the queue is unbounded) and is safe for
 // concurrent use. A group is never split across transactions, however large.
-func (db *DB) Append(ops ...Op) *Pending {
-	mode := db.opts.DefaultMode
-	for i := range ops {
-		if ops[i].kind == opInsertJob {
-			mode = db.opts.EnqueueMode
-			break
+// A group holding an op this store does not know fails at once, alone.
+func (db *DB) Append(ops ...store.Op) store.Pending {
+	g, err := db.newGroup(ops)
+	if err != nil {
+		return &group{err: err}
+	}
+	return db.enqueue(g)
+}
+
+// newGroup converts ops to the writer's form and picks the group's commit
+// mode: the enqueue mode if it inserts a job.
+func (db *DB) newGroup(ops []store.Op) (*group, error) {
+	g := &group{db: db, ops: make([]op, len(ops)), mode: db.opts.DefaultMode}
+	for i, o := range ops {
+		var err error
+		if g.ops[i], err = toOp(o); err != nil {
+			return nil, err
+		}
+		if g.ops[i].kind == opInsertJob {
+			g.mode = db.opts.EnqueueMode
 		}
 	}
-	p := &Pending{db: db, ops: append([]Op(nil), ops...), mode: mode}
+	return g, nil
+}
 
+// enqueue gives p its place in append order and wakes the writer.
+func (db *DB) enqueue(p *group) *group {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
-		return &Pending{err: errClosed}
+		return &group{err: errClosed}
 	}
 	db.lastSeq++
 	p.seq = db.lastSeq
@@ -123,7 +142,7 @@ func (db *DB) run() {
 // next blocks until groups are queued and takes the next batch: at least
 // one group, then more while their ops fit in BatchSize. It returns nil
 // when the DB is closed and nothing is left.
-func (db *DB) next() []*Pending {
+func (db *DB) next() []*group {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	for len(db.queue) == 0 {
@@ -153,7 +172,7 @@ func (db *DB) next() []*Pending {
 // commit runs batch in one transaction. If that fails, each group is retried
 // in a transaction of its own, so that one bad group fails alone and every
 // Pending gets its own outcome.
-func (db *DB) commit(batch []*Pending) {
+func (db *DB) commit(batch []*group) {
 	err := db.runTx(batch)
 	if err != nil && len(batch) > 1 {
 		err = nil
@@ -179,12 +198,13 @@ func (db *DB) commit(batch []*Pending) {
 }
 
 // finish publishes the outcome of batch and wakes every waiter.
-func (db *DB) finish(batch []*Pending) {
+func (db *DB) finish(batch []*group) {
 	db.mu.Lock()
 	for _, p := range batch {
 		p.ops = nil
 	}
 	db.doneSeq = batch[len(batch)-1].seq
+	db.highWater = db.maint.highWater
 	close(db.progress)
 	db.progress = make(chan struct{})
 	db.mu.Unlock()

@@ -1,4 +1,4 @@
-package store
+package sqlite
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
 )
 
 func TestOpen_JournalModeIsWAL(t *testing.T) {
@@ -40,7 +41,7 @@ func TestOpen_MigrationsIdempotentOnReopen(t *testing.T) {
 
 	db, err := Open(ctx, dir, quiet())
 	require.NoError(t, err)
-	require.NoError(t, db.Append(InsertJob(job(1))).Wait(ctx))
+	require.NoError(t, db.Append(store.InsertJob(job(1))).Wait(ctx))
 	require.NoError(t, db.Close())
 
 	for range 2 {
@@ -148,7 +149,7 @@ func TestWrapUnavailable(t *testing.T) {
 		_, err = raw.Exec("INSERT INTO t VALUES (zeroblob(100000))")
 		require.Error(t, err)
 		err = wrapWrite("insert", err)
-		require.ErrorIs(t, err, ErrUnavailable)
+		require.ErrorIs(t, err, store.ErrUnavailable)
 		require.EqualError(t, err, "storage unavailable: database or disk is full")
 		_, err = raw.Exec("PRAGMA max_page_count = 1000000")
 		require.NoError(t, err)
@@ -159,13 +160,13 @@ func TestWrapUnavailable(t *testing.T) {
 		defer raw.Exec("PRAGMA query_only = 0")
 		_, err = raw.Exec("INSERT INTO t VALUES (1)")
 		require.Error(t, err)
-		require.ErrorIs(t, wrapWrite("insert", err), ErrUnavailable)
+		require.ErrorIs(t, wrapWrite("insert", err), store.ErrUnavailable)
 	})
 	t.Run("Other", func(t *testing.T) {
 		_, err := raw.Exec("INSERT INTO nope VALUES (1)")
 		require.Error(t, err)
 		err = wrapWrite("insert", err)
-		require.False(t, errors.Is(err, ErrUnavailable))
+		require.False(t, errors.Is(err, store.ErrUnavailable))
 		require.True(t, strings.HasPrefix(err.Error(), "insert: "), err.Error())
 	})
 }
@@ -173,7 +174,7 @@ func TestWrapUnavailable(t *testing.T) {
 func TestDB_WriteFailsUnavailableWhenDiskFull(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.apply(t, InsertJob(job(1)))
+	b.apply(t, store.InsertJob(job(1)))
 
 	// Cap the database at its current size, as a full disk would. The
 	// writer is idle after apply; sql.Conn serialises the two users.
@@ -184,8 +185,8 @@ func TestDB_WriteFailsUnavailableWhenDiskFull(t *testing.T) {
 
 	big := job(2)
 	big.Payload = []byte(`"` + strings.Repeat("x", 200_000) + `"`)
-	err = b.db.Append(InsertJob(big), PutBudget(Budget{Key: "k"})).Wait(b.ctx)
-	require.ErrorIs(t, err, ErrUnavailable)
+	err = b.db.Append(store.InsertJob(big), store.PutBudget(store.Budget{Key: "k"})).Wait(b.ctx)
+	require.ErrorIs(t, err, store.ErrUnavailable)
 	require.EqualError(t, err, "storage unavailable: database or disk is full")
 
 	// Reads keep working and nothing of the group was written.
@@ -196,7 +197,7 @@ func TestDB_WriteFailsUnavailableWhenDiskFull(t *testing.T) {
 
 	_, err = b.db.w.conn.ExecContext(b.ctx, "PRAGMA max_page_count = 4294967294")
 	require.NoError(t, err)
-	b.apply(t, InsertJob(big))
+	b.apply(t, store.InsertJob(big))
 	require.Equal(t, []string{id(1), id(2)}, b.ids(t))
 }
 

@@ -1,0 +1,21 @@
+// Package sqlite is zizq's store on an embedded SQLite database
+// (modernc.org/sqlite, no cgo): one file, <data dir>/zizq.db, in WAL mode.
+//
+// Writes go through Append to one writer goroutine that owns the only
+// writing connection and commits many appended groups in one transaction
+// (group commit); reads use a separate pool of query-only connections and
+// run beside the writer. The writer also takes care of the file: WAL
+// checkpoints, returning free pages, the job-ID high-water mark
+// (checkpoint.go).
+//
+// Options.CacheSizeBytes (--cache-size) bounds SQLite's page cache of all
+// the connections together: each (the writer, the read pool's, a backup's)
+// is given an equal share, and SQLite lets the caches of a process take
+// each other's unused pages up to the sum of their sizes. The default, DefaultCacheSize
+// (32 MiB), is below Zizq's 256 MB: payloads live only here, in a table of
+// their own, and the server is meant to hold a million queued jobs in 200 MiB.
+//
+// Beyond the store interface it offers what only a local SQLite file has:
+// SimulateFault, IntegrityCheck, JournalMode, the Maintenance knobs, and
+// Restore and CheckArchive of backup archives.
+package sqlite

@@ -1,0 +1,330 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/zizq/zizq/store"
+)
+
+// liveColumns are a store.LiveJob in as few columns as it takes: every
+// column is a few calls into SQLite, which at a million rows costs more
+// than the cheap SQL that packs them:
+//
+//   - priority, status and attempts in one integer (16, 3 and 32 bits; in
+//     SQLite | and << bind alike, hence the parentheses);
+//   - the bindings and the overrides in one text, NULL for the jobs with
+//     neither: the bindings' JSON alone (it starts with '['), or the
+//     overrides, ';', and the bindings' JSON or nothing. The overrides are
+//     retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+//     retention_completed_ms and retention_dead_ms, comma-separated, empty
+//     when NULL.
+const liveColumns = `id, queue, type, priority | (status << 16) | (attempts << 19), ready_at,
+	CASE WHEN retry_limit IS NULL AND backoff_exponent IS NULL AND backoff_base_ms IS NULL
+		AND backoff_jitter_ms IS NULL AND retention_completed_ms IS NULL AND retention_dead_ms IS NULL
+	THEN budgets ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
+		ifnull(backoff_base_ms, '') || ',' || ifnull(backoff_jitter_ms, '') || ',' ||
+		ifnull(retention_completed_ms, '') || ',' || ifnull(retention_dead_ms, '') || ';' ||
+		ifnull(budgets, '') END`
+
+// Two ways to read the live jobs in (priority, id) order (TestDB_LoadPlans):
+//
+//   - liveByIndex walks jobs_live and looks each job up by id: one B-tree
+//     search a job, about 0.6 µs here;
+//   - liveByPriority walks the primary key once for each distinct priority
+//     of the live jobs, in id order, stepping over the rows of other
+//     priorities and of finished jobs, about 0.1 µs a row.
+//
+// loadPlan picks the cheaper by those costs; most backlogs have one or a
+// few priorities, and the walks then read a million jobs in about half the
+// time.
+const (
+	liveByIndex    = `SELECT ` + liveColumns + ` FROM jobs WHERE status <= 2 ORDER BY priority, id`
+	liveByPriority = `SELECT ` + liveColumns + ` FROM jobs WHERE +priority = ? AND +status <= 2 ORDER BY id`
+	// lookupCost is the cost of a job looked up by id, in rows stepped
+	// over by a walk of the primary key.
+	lookupCost = 5
+)
+
+// liveCounts are what loadPlan weighs: how many jobs there are (SQLite
+// counts the entries of its smallest index) and how many are finished
+// (counted in jobs_status). Counting jobs_live itself would look every
+// entry up in the table.
+const liveCounts = `SELECT (SELECT count(*) FROM jobs),
+	(SELECT count(*) FROM jobs WHERE status >= 3 AND status <> 1)`
+
+// livePriorities are the live jobs' distinct priorities, ascending, up to
+// a limit: one search of jobs_live each.
+const livePriorities = `WITH RECURSIVE p(v) AS (
+		SELECT min(priority) FROM jobs WHERE status <= 2
+		UNION ALL
+		SELECT (SELECT min(priority) FROM jobs WHERE status <= 2 AND priority > p.v) FROM p WHERE p.v IS NOT NULL
+	) SELECT v FROM p WHERE v IS NOT NULL LIMIT ?`
+
+// loadPlan returns the priorities to walk the primary key for, in order,
+// or nil to read through jobs_live.
+func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+	var all, done int64
+	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&all, &done); err != nil {
+		return nil, err
+	}
+	live := all - done
+	if live <= 0 {
+		return nil, nil
+	}
+	// Walks cost P·all, the index lookupCost·live: walk only while P stays
+	// below the break-even.
+	most := lookupCost * live / all
+	if most < 1 {
+		return nil, nil
+	}
+	rows, err := tx.QueryContext(ctx, livePriorities, most+1)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ps []int64
+	for rows.Next() {
+		var p int64
+		if err := rows.Scan(&p); err != nil {
+			return nil, err
+		}
+		ps = append(ps, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if int64(len(ps)) > most {
+		return nil, nil
+	}
+	return ps, nil
+}
+
+// getJobsChunk bounds the IDs of one GetJobs query: a call with more
+// issues one query per chunk.
+const getJobsChunk = 1000
+
+// Load reads what the engine needs at start from one read transaction (one
+// snapshot of the WAL): budgets, live jobs in (priority, id) order, the
+// purge schedule and the greatest job ID. Each part is one query whose rows
+// go to l as they are read, so the first job arrives before the last is
+// read.
+func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
+	tx, err := db.rdb.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }() // read-only: nothing to commit
+	if err := loadBudgets(ctx, tx, l.Budget); err != nil {
+		return err
+	}
+	if err := loadLive(ctx, tx, l.Job); err != nil {
+		return err
+	}
+	if err := loadPurges(ctx, tx, l.Purge); err != nil {
+		return err
+	}
+	if l.MaxID == nil {
+		return nil
+	}
+	maxID, err := db.maxJobID(ctx, tx)
+	if err != nil {
+		return err
+	}
+	l.MaxID(maxID)
+	return nil
+}
+
+func loadBudgets(ctx context.Context, tx *sql.Tx, fn func(store.Budget) error) error {
+	if fn == nil {
+		return nil
+	}
+	budgets, err := queryBudgets(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("load budgets: %w", err)
+	}
+	for _, b := range budgets {
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadLive(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error) error {
+	if fn == nil {
+		return nil
+	}
+	priorities, err := loadPlan(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("load jobs: %w", err)
+	}
+	if priorities == nil {
+		return scanLiveRows(ctx, tx, fn, liveByIndex)
+	}
+	for _, p := range priorities {
+		if err := scanLiveRows(ctx, tx, fn, liveByPriority, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanLiveRows calls fn with each row of a query of liveColumns.
+func scanLiveRows(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error, query string, args ...any) error {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("load jobs: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		j, err := scanLive(rows)
+		if err != nil {
+			return fmt.Errorf("load jobs: %w", err)
+		}
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load jobs: %w", err)
+	}
+	return nil
+}
+
+func loadPurges(ctx context.Context, tx *sql.Tx, fn func(id string, at int64) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, purge_at FROM jobs
+		WHERE purge_at IS NOT NULL AND status >= 3 ORDER BY purge_at, id`)
+	if err != nil {
+		return fmt.Errorf("load purge schedule: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return fmt.Errorf("load purge schedule: %w", err)
+		}
+		if err := fn(id, at); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load purge schedule: %w", err)
+	}
+	return nil
+}
+
+// maxJobID returns the greatest job ID the store has ever held: the
+// greatest of the greatest stored ID, the saved high-water mark (which
+// outlives deleted and purged jobs) and the mark of this process's commits
+// (saved about once a second, so the stored one may lag behind it).
+func (db *DB) maxJobID(ctx context.Context, tx *sql.Tx) (string, error) {
+	var stored, mark sql.NullString
+	err := tx.QueryRowContext(ctx, `SELECT (SELECT max(id) FROM jobs),
+		(SELECT value FROM meta WHERE key = 'id_high_water')`).Scan(&stored, &mark)
+	if err != nil {
+		return "", fmt.Errorf("read greatest job id: %w", err)
+	}
+	db.mu.Lock()
+	committed := db.highWater
+	db.mu.Unlock()
+	return max(stored.String, mark.String, committed), nil
+}
+
+// GetJobs returns the jobs of ids, whole, in any order; IDs of no job are
+// skipped. Each query looks up at most getJobsChunk IDs, each by primary
+// key (the IDs drive a CROSS JOIN, as in withinQuery), so a batch of
+// dispatched jobs costs one query.
+func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// Duplicates would come back twice.
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	jobs := make([]store.Job, 0, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(getJobsChunk, len(ids))]
+		ids = ids[len(batch):]
+		arg, _ := json.Marshal(batch) // strings: cannot fail
+		var err error
+		jobs, err = db.queryJobs(ctx, jobs, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
+			SELECT `+jobColumns+` FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id
+			LEFT JOIN job_payloads AS p ON p.id = jobs.id`, string(arg))
+		if err != nil {
+			return nil, fmt.Errorf("get jobs: %w", err)
+		}
+	}
+	return jobs, nil
+}
+
+// scanLive reads a row of liveColumns.
+func scanLive(s scanner) (store.LiveJob, error) {
+	var (
+		j      store.LiveJob
+		packed int64
+		rest   sql.NullString
+	)
+	if err := s.Scan(&j.ID, &j.Queue, &j.Type, &packed, &j.ReadyAt, &rest); err != nil {
+		return store.LiveJob{}, err
+	}
+	j.Priority, j.Status, j.Attempts = uint16(packed), store.Status(packed>>16&7), uint32(packed>>19)
+	if !rest.Valid {
+		return j, nil
+	}
+	budgets := rest.String
+	if !strings.HasPrefix(budgets, "[") {
+		var overrides string
+		overrides, budgets, _ = strings.Cut(budgets, ";")
+		var err error
+		if j.RetryLimit, j.Backoff, j.Retention, err = parseOverrides(overrides); err != nil {
+			return store.LiveJob{}, fmt.Errorf("job %s: %w", j.ID, err)
+		}
+	}
+	if budgets != "" {
+		var err error
+		if j.Budgets, err = decodeBindings(budgets); err != nil {
+			return store.LiveJob{}, fmt.Errorf("job %s: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+// parseOverrides reads the overrides of liveColumns: six comma-separated
+// values, empty for NULL.
+func parseOverrides(s string) (*uint32, *store.Backoff, *store.Retention, error) {
+	f := strings.Split(s, ",")
+	if len(f) != 6 {
+		return nil, nil, nil, fmt.Errorf("overrides %q: want 6 fields", s)
+	}
+	var ints [6]*int64
+	var exp *float64
+	for i, v := range f {
+		if v == "" {
+			continue
+		}
+		if i == 1 {
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("overrides %q: %w", s, err)
+			}
+			exp = &x
+			continue
+		}
+		x, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("overrides %q: %w", s, err)
+		}
+		ints[i] = &x
+	}
+	limit, bo, ret := overrides(ints[0], exp, ints[2], ints[3], ints[4], ints[5])
+	return limit, bo, ret, nil
+}

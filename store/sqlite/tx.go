@@ -1,0 +1,327 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/zizq/zizq/store"
+)
+
+// rowColumns are the columns of jobs, in the order rowArgs uses.
+const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
+	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+	retention_completed_ms, retention_dead_ms,
+	dequeued_at, failed_at, completed_at, purge_at, budgets`
+
+// jobColumns are the columns of a whole job, payload included, in the
+// order scanJob reads them, from jobsWithPayload.
+const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at, attempts,
+	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+	retention_completed_ms, retention_dead_ms,
+	dequeued_at, failed_at, completed_at, purge_at, budgets`
+
+// jobsWithPayload joins each job to its payload, for jobColumns.
+const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
+
+// writer owns the only writing connection and its prepared statements. It
+// is used by the writer goroutine alone (and by Open before that starts).
+type writer struct {
+	conn *sql.Conn
+	mode store.CommitMode // the synchronous setting in force
+
+	begin, commit                   *sql.Stmt
+	insertJob, insertPlain          *sql.Stmt
+	insertPayload                   *sql.Stmt
+	putJob, setStatus               *sql.Stmt
+	retry, finish, patch, rebind    *sql.Stmt
+	deleteJob, deletePayload        *sql.Stmt
+	deleteErrors, probe             *sql.Stmt
+	addError, putBudget, delBudget  *sql.Stmt
+	deleteEverything, recoverFlight *sql.Stmt
+}
+
+// prepare prepares the writer's statements and sets the initial commit mode.
+func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
+	stmts := []struct {
+		s   **sql.Stmt
+		sql string
+	}{
+		{&w.begin, `BEGIN IMMEDIATE`},
+		{&w.commit, `COMMIT`},
+		{&w.insertJob, `INSERT INTO jobs (` + rowColumns + `)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)`},
+		// Most new jobs have no overrides and no timestamps yet: fewer
+		// values to bind (each bind is a call into SQLite).
+		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&w.insertPayload, `INSERT INTO job_payloads (id, payload) VALUES (?, ?)`},
+		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
+			ready_at = ?6, attempts = ?7, retry_limit = ?8,
+			backoff_exponent = ?9, backoff_base_ms = ?10, backoff_jitter_ms = ?11,
+			retention_completed_ms = ?12, retention_dead_ms = ?13,
+			dequeued_at = ?14, failed_at = ?15, completed_at = ?16, purge_at = ?17, budgets = ?18
+			WHERE id = ?1`},
+		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
+		{&w.retry, `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`},
+		{&w.finish, `UPDATE jobs SET status = ?2, attempts = ?3, failed_at = ?4, completed_at = ?5, purge_at = ?6
+			WHERE id = ?1`},
+		{&w.patch, `UPDATE jobs SET queue = ?2, priority = ?3, status = ?4, ready_at = ?5, retry_limit = ?6,
+			backoff_exponent = ?7, backoff_base_ms = ?8, backoff_jitter_ms = ?9,
+			retention_completed_ms = ?10, retention_dead_ms = ?11 WHERE id = ?1`},
+		{&w.rebind, `UPDATE jobs SET budgets = ?2 WHERE id = ?1`},
+		{&w.deleteJob, `DELETE FROM jobs WHERE id = ?`},
+		{&w.deletePayload, `DELETE FROM job_payloads WHERE id = ?`},
+		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
+		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
+		{&w.addError, `INSERT OR REPLACE INTO job_errors
+			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
+			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
+		{&w.putBudget, `INSERT OR REPLACE INTO budgets
+			(key, allocation, strategy, duration_ms, burst, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
+		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
+		// "status <> 1" lets SQLite use the partial index jobs_status.
+		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
+	}
+	for _, s := range stmts {
+		st, err := w.conn.PrepareContext(ctx, s.sql)
+		if err != nil {
+			return fmt.Errorf("prepare %q: %w", s.sql, err)
+		}
+		*s.s = st
+	}
+	w.mode = mode
+	if err := w.setMode(mode, true); err != nil {
+		return fmt.Errorf("set commit mode: %w", err)
+	}
+	return nil
+}
+
+// close finalizes the statements and closes the connection.
+func (w *writer) close() error {
+	for _, s := range []*sql.Stmt{w.begin, w.commit,
+		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
+		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe,
+		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	return w.conn.Close()
+}
+
+// setMode issues PRAGMA synchronous when the mode changes (or when force).
+func (w *writer) setMode(mode store.CommitMode, force bool) error {
+	if mode == w.mode && !force {
+		return nil
+	}
+	// Not a prepared statement: SQLite applies this PRAGMA when it compiles
+	// it, so re-running a prepared one would change nothing.
+	q := "PRAGMA synchronous = NORMAL"
+	if mode == store.Fsync {
+		q = "PRAGMA synchronous = FULL"
+	}
+	if _, err := w.conn.ExecContext(context.Background(), q); err != nil {
+		return err
+	}
+	w.mode = mode
+	return nil
+}
+
+// runTx commits the groups in one transaction, in the strongest commit mode
+// any of them needs. On failure it rolls back and returns the error.
+func (db *DB) runTx(groups []*group) (err error) {
+	db.txs.Add(1)
+	w := db.w
+	mode := store.Buffered
+	for _, g := range groups {
+		mode = max(mode, g.mode)
+	}
+	if err := w.setMode(mode, false); err != nil {
+		return wrapWrite("set commit mode", err)
+	}
+	full, err := db.applyFault()
+	if err != nil {
+		return err
+	}
+	ops := coalesce(groups)
+	if _, err := w.begin.Exec(); err != nil {
+		return wrapWrite("begin", err)
+	}
+	defer func() {
+		if err != nil {
+			// A failed COMMIT may already have rolled back; ignore "no
+			// transaction is active".
+			_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
+		}
+	}()
+	for i := range ops {
+		if err := w.apply(&ops[i]); err != nil {
+			return err
+		}
+	}
+	if full {
+		return errDiskFull
+	}
+	if _, err := w.commit.Exec(); err != nil {
+		return wrapWrite("commit", err)
+	}
+	return nil
+}
+
+// apply runs one op inside the writer's transaction.
+func (w *writer) apply(o *op) error {
+	var err error
+	switch o.kind {
+	case opNone:
+		return nil
+	case opProbeNew:
+		var exists bool
+		if err = w.probe.QueryRow(o.id).Scan(&exists); err == nil && exists {
+			return fmt.Errorf("insert job %s: job already exists", o.id)
+		}
+		return wrapOp("insert job", o.id, err)
+	case opRecoverInFlight:
+		var res sql.Result
+		if res, err = w.recoverFlight.Exec(); err == nil {
+			*o.count, err = res.RowsAffected()
+		}
+		return wrapOp("recover in-flight jobs", "", err)
+	}
+	switch s := o.src.(type) {
+	case store.InsertJobOp:
+		err = w.insert(&s.Job)
+		if err == nil && len(s.Job.Payload) > 0 {
+			_, err = w.insertPayload.Exec(s.Job.ID, s.Job.Payload)
+		}
+		return wrapOp("insert job", o.id, err)
+	case store.PutJobOp:
+		_, err = w.putJob.Exec(rowArgs(&s.Job)...)
+		return wrapOp("put job", o.id, err)
+	case store.SetStatusOp:
+		_, err = w.setStatus.Exec(s.ID, int64(s.Status), s.DequeuedAt)
+		return wrapOp("set job status", o.id, err)
+	case store.RetryOp:
+		_, err = w.retry.Exec(s.ID, int64(s.Attempts), s.FailedAt, s.ReadyAt, int64(s.Status))
+		return wrapOp("retry job", o.id, err)
+	case store.FinishOp:
+		_, err = w.finish.Exec(s.ID, int64(s.Status), int64(s.Attempts), s.FailedAt, s.CompletedAt, nullZero(s.PurgeAt))
+		return wrapOp("finish job", o.id, err)
+	case store.PatchJobOp:
+		_, err = w.patch.Exec(patchArgs(&s.Patch)...)
+		return wrapOp("patch job", o.id, err)
+	case store.SetBudgetsOp:
+		_, err = w.rebind.Exec(s.ID, bindingsArg(s.Budgets))
+		return wrapOp("set budgets of job", o.id, err)
+	case store.DeleteJobOp:
+		for _, st := range []*sql.Stmt{w.deleteJob, w.deletePayload, w.deleteErrors} {
+			if _, err = st.Exec(s.ID); err != nil {
+				break
+			}
+		}
+		return wrapOp("delete job", o.id, err)
+	case store.AddErrorOp:
+		r := &s.Record
+		_, err = w.addError.Exec(r.JobID, int64(r.Attempt), r.Message, r.ErrorType, r.Backtrace,
+			r.DequeuedAt, r.FailedAt)
+		return wrapOp("add error record of job", o.id, err)
+	case store.PutBudgetOp:
+		b := &s.Budget
+		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
+			b.CreatedAt, b.UpdatedAt)
+		return wrapOp("put budget", o.id, err)
+	case store.DeleteBudgetOp:
+		_, err = w.delBudget.Exec(s.Key)
+		return wrapOp("delete budget", o.id, err)
+	case store.DeleteEverythingOp:
+		_, err = w.deleteEverything.Exec()
+		return wrapOp("delete everything", "", err)
+	}
+	return fmt.Errorf("unknown store op %T", o.src)
+}
+
+// insert writes the row of a new job.
+func (w *writer) insert(j *store.Job) error {
+	var err error
+	if plain(j) {
+		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
+			int64(j.Attempts), bindingsArg(j.Budgets))
+	} else {
+		_, err = w.insertJob.Exec(rowArgs(j)...)
+	}
+	return err
+}
+
+// plain reports whether j's overrides and timestamps (but ready_at) are
+// all unset, as the columns' defaults have them.
+func plain(j *store.Job) bool {
+	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
+		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0
+}
+
+// wrapOp gives an op's error its context ("insert job <id>: …").
+func wrapOp(what, id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if id != "" {
+		what += " " + id
+	}
+	return wrapWrite(what, err)
+}
+
+// rowArgs returns j's values in rowColumns order, NULL for unset options.
+func rowArgs(j *store.Job) []any {
+	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(j.RetryLimit, j.Backoff, j.Retention)
+	return []any{
+		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
+		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
+		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
+	}
+}
+
+// patchArgs returns the arguments of the patch statement.
+func patchArgs(p *store.JobPatch) []any {
+	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(p.RetryLimit, p.Backoff, p.Retention)
+	return []any{p.ID, p.Queue, int64(p.Priority), int64(p.Status), p.ReadyAt,
+		retry, boExp, boBase, boJitter, retCompleted, retDead}
+}
+
+// overrideArgs returns the column values of a job's overrides, NULL for
+// each one unset.
+func overrideArgs(limit *uint32, bo *store.Backoff, ret *store.Retention) (retry, boExp, boBase, boJitter, retCompleted, retDead any) {
+	if limit != nil {
+		retry = int64(*limit)
+	}
+	if bo != nil {
+		boExp, boBase, boJitter = float64(bo.Exponent), int64(bo.BaseMs), int64(bo.JitterMs)
+	}
+	if ret != nil {
+		// uint64 milliseconds are stored bit for bit in SQLite's int64.
+		if ret.CompletedMs != nil {
+			retCompleted = int64(*ret.CompletedMs)
+		}
+		if ret.DeadMs != nil {
+			retDead = int64(*ret.DeadMs)
+		}
+	}
+	return retry, boExp, boBase, boJitter, retCompleted, retDead
+}
+
+// nullZero maps 0 ("unset") to NULL, for purge_at.
+func nullZero(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// bindingsArg is the stored form of a job's bindings, NULL when none.
+func bindingsArg(bs []store.Binding) any {
+	if len(bs) == 0 {
+		return nil
+	}
+	return encodeBindings(bs)
+}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"io"
+)
+
+// Store is zizq's durable record behind one interface: an append-only log
+// of ops with group commit, the reads the API needs, and a one-pass load for
+// start-up. It is written for a local database and a network one alike:
+// ops are appended in groups and committed many groups to a transaction,
+// reads take whole batches, and nothing asks for one round trip per row.
+// store/sqlite implements it; store/storetest is the conformance suite.
+//
+// Every method is safe for concurrent use.
+type Store interface {
+	// Append queues ops to commit in one transaction after every group
+	// appended before. It never blocks, and a group is never split: it
+	// commits whole or fails whole, alone, however the store batches
+	// groups into transactions (group commit). A group holding an
+	// InsertJob commits in the enqueue commit mode.
+	Append(ops ...Op) Pending
+	// Barrier returns once every group appended before the call has
+	// committed or failed (failures go to each group's Pending, not here).
+	Barrier(ctx context.Context) error
+
+	// RecoverInFlight returns every in-flight job to ready and returns how
+	// many there were; the change has committed when it returns. Call it at
+	// start, before the engine is rebuilt.
+	RecoverInFlight(ctx context.Context) (int64, error)
+	// Load reads, from one consistent snapshot, what the engine needs at
+	// start and nothing more, calling l's functions in this order: every
+	// budget, by key; every live job (scheduled, ready, in flight), without
+	// its payload, in (priority, id) order; the purge schedule (completed
+	// and dead jobs whose purge_at is set), by (purge_at, id); and once, the
+	// greatest job ID the store ever held ("" if none), deleted and purged
+	// jobs included. It stops at the first error a function returns and
+	// returns it. Writes go on meanwhile and are not seen.
+	Load(ctx context.Context, l Loader) error
+
+	// GetJob returns the job with the given ID, or ErrNotFound if there is
+	// none or its purge_at is set and not after now (0: no such check).
+	GetJob(ctx context.Context, id string, now int64) (Job, error)
+	// ListJobs returns up to limit (> 0) jobs matching f by ID in order,
+	// after the exclusive cursor from ("" = from the start). more reports
+	// whether at least one more matching job follows the page.
+	ListJobs(ctx context.Context, f Filter, from string, o Order, limit int) (jobs []Job, more bool, err error)
+	// CountJobs returns how many jobs match f.
+	CountJobs(ctx context.Context, f Filter) (int64, error)
+	// JobIDs returns the ID of every job matching f, ascending.
+	JobIDs(ctx context.Context, f Filter) ([]string, error)
+	// Queues returns the distinct queue names of all stored jobs, in any
+	// status, sorted by byte order.
+	Queues(ctx context.Context) ([]string, error)
+	// ListErrors returns up to limit (> 0) error records of a job by
+	// attempt in order, after the exclusive cursor from (0 = from the
+	// start). more reports whether at least one more record follows.
+	ListErrors(ctx context.Context, jobID string, from uint32, o Order, limit int) ([]ErrorRecord, bool, error)
+	// GetJobs returns the jobs of ids, whole (payloads included), in any
+	// order; IDs of no job are skipped, and purge_at is not looked at. It
+	// is one round trip per call, for any number of IDs (the engine asks
+	// for the payloads of a batch of dispatched jobs this way).
+	GetJobs(ctx context.Context, ids []string) ([]Job, error)
+	// GetError returns one error record, or ErrNotFound.
+	GetError(ctx context.Context, jobID string, attempt uint32) (ErrorRecord, error)
+	// Budgets returns every budget configuration, sorted by key.
+	Budgets(ctx context.Context) ([]Budget, error)
+
+	// Backup writes a consistent snapshot of the store, as of the call, as
+	// a tar.gz archive; writes go on meanwhile.
+	Backup(ctx context.Context, w io.Writer) error
+	// Sizes returns the bytes the store occupies: its data and its log
+	// (for SQLite, the database file and the WAL). Cheap: no query.
+	Sizes() (dbBytes, walBytes int64)
+	// Close commits everything appended so far and releases the store.
+	// Appends made after Close fail with ErrUnavailable; Close is
+	// idempotent.
+	Close() error
+}
+
+// Pending is one appended group of ops.
+type Pending interface {
+	// Wait returns once the transaction holding the group has committed,
+	// with nil, or has failed, with its error. If ctx ends first it returns
+	// ctx's error; the group still commits (or fails) later.
+	Wait(ctx context.Context) error
+}
+
+// Loader receives what Store.Load reads; a nil function skips its part.
+type Loader struct {
+	Budget func(Budget) error
+	Job    func(LiveJob) error // in (priority, id) order
+	Purge  func(id string, at int64) error
+	MaxID  func(id string)
+}
+
+// LiveJob is what the engine needs of a live job: no payload, and none of
+// the timestamps it does not decide with.
+type LiveJob struct {
+	ID         string
+	Queue      string
+	Type       string
+	Priority   uint16
+	Status     Status
+	ReadyAt    int64
+	Attempts   uint32
+	RetryLimit *uint32
+	Backoff    *Backoff
+	Retention  *Retention
+	Budgets    []Binding
+}

@@ -1,0 +1,218 @@
+package storetest
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
+)
+
+// loaded is what a Load delivered, in order.
+type loaded struct {
+	Budgets []store.Budget
+	Jobs    []store.LiveJob
+	Purges  []purge
+	MaxID   []string // one call
+	Order   []string // the parts in the order they came, runs collapsed
+}
+
+type purge struct {
+	ID string
+	At int64
+}
+
+// load runs Load and records everything it delivers.
+func load(t testing.TB, b *bundle) loaded {
+	t.Helper()
+	var l loaded
+	part := func(name string) {
+		if len(l.Order) == 0 || l.Order[len(l.Order)-1] != name {
+			l.Order = append(l.Order, name)
+		}
+	}
+	err := b.s.Load(b.ctx, store.Loader{
+		Budget: func(bg store.Budget) error { part("budgets"); l.Budgets = append(l.Budgets, bg); return nil },
+		Job:    func(j store.LiveJob) error { part("jobs"); l.Jobs = append(l.Jobs, j); return nil },
+		Purge: func(id string, at int64) error {
+			part("purges")
+			l.Purges = append(l.Purges, purge{id, at})
+			return nil
+		},
+		MaxID: func(id string) { part("max"); l.MaxID = append(l.MaxID, id) },
+	})
+	require.NoError(t, err)
+	return l
+}
+
+// live is the LiveJob of a stored job.
+func live(j store.Job) store.LiveJob {
+	return store.LiveJob{ID: j.ID, Queue: j.Queue, Type: j.Type, Priority: j.Priority, Status: j.Status,
+		ReadyAt: j.ReadyAt, Attempts: j.Attempts, RetryLimit: j.RetryLimit, Backoff: j.Backoff,
+		Retention: j.Retention, Budgets: j.Budgets}
+}
+
+func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
+	t.Run("Empty", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		require.Equal(t, loaded{MaxID: []string{""}, Order: []string{"max"}}, load(t, b))
+	})
+
+	t.Run("Everything", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		budgets := []store.Budget{
+			{Key: "b", Allocation: 2, Strategy: store.TimeBased, DurationMs: 10, Burst: 3, CreatedAt: 1, UpdatedAt: 2},
+			{Key: "a", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 4},
+		}
+		// 60 jobs over three priorities, inserted out of order; every
+		// status; options and bindings on some; purge_at on terminal ones.
+		var ops []store.Op
+		var jobs []store.Job
+		for n := range 60 {
+			j := with(59-n, func(j *store.Job) {
+				j.Priority = []uint16{7, 0, 65535}[n%3]
+				j.Status = store.Status(n % 5)
+				j.Attempts, j.DequeuedAt, j.FailedAt = uint32(n%4), int64(n), int64(n+1)
+				j.Queue, j.Type = []string{"q1", "q2"}[n%2], []string{"t1", "t2", "t3"}[n%3]
+				if n%6 == 0 {
+					j.RetryLimit, j.Backoff = ptr(uint32(n)), &store.Backoff{Exponent: 1.5, BaseMs: 2, JitterMs: 3}
+					j.Retention = &store.Retention{DeadMs: ptr(uint64(n))}
+					j.Budgets = []store.Binding{{Key: "b", Cost: 2}, {Key: "a", Cost: 1}}
+				}
+				if !j.Status.Live() {
+					j.PurgeAt = int64(1000 - n/2) // some purge at the same time
+				}
+			})
+			jobs = append(jobs, j)
+			ops = append(ops, store.InsertJob(j))
+		}
+		ops = append(ops, store.PutBudget(budgets[0]), store.PutBudget(budgets[1]))
+		b.apply(t, ops...)
+
+		var want loaded
+		want.Budgets = []store.Budget{budgets[1], budgets[0]}
+		for _, j := range jobs {
+			if j.Status.Live() {
+				want.Jobs = append(want.Jobs, live(j))
+			} else {
+				want.Purges = append(want.Purges, purge{j.ID, j.PurgeAt})
+			}
+		}
+		slices.SortFunc(want.Jobs, func(a, b store.LiveJob) int {
+			return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
+		})
+		slices.SortFunc(want.Purges, func(a, b purge) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) })
+		want.MaxID = ids(59)
+		want.Order = []string{"budgets", "jobs", "purges", "max"}
+		require.Equal(t, want, load(t, b))
+	})
+
+	t.Run("RoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		jobs := []store.Job{
+			with(1, func(j *store.Job) {
+				j.Queue, j.Type, j.Priority, j.Attempts, j.ReadyAt = "q,é\x00;[", "", math.MaxUint16, math.MaxUint32, math.MaxInt64
+				j.RetryLimit = ptr(uint32(math.MaxUint32))
+				j.Backoff = &store.Backoff{Exponent: 1.1, BaseMs: math.MaxUint32, JitterMs: 0}
+				j.Retention = &store.Retention{CompletedMs: ptr(uint64(math.MaxUint64)), DeadMs: ptr(uint64(0))}
+				j.Budgets = []store.Binding{{Key: "a\"<&>,;b", Cost: math.MaxInt64}, {Key: "é", Cost: 1}}
+			}),
+			with(2, func(j *store.Job) { j.Queue, j.Type, j.Priority, j.ReadyAt = "", "t", 0, -5 }),
+			with(3, func(j *store.Job) { j.Status, j.Retention = store.InFlight, &store.Retention{DeadMs: ptr(uint64(7))} }),
+			with(4, func(j *store.Job) { j.Status, j.Backoff = store.Scheduled, &store.Backoff{Exponent: 3.4028235e38} }),
+			with(5, func(j *store.Job) { j.RetryLimit, j.Budgets = ptr(uint32(0)), []store.Binding{{Key: "[", Cost: 2}} }),
+			with(6, func(j *store.Job) { j.Budgets = []store.Binding{{Key: "k", Cost: -1}} }),
+		}
+		var ops []store.Op
+		for _, j := range jobs {
+			ops = append(ops, store.InsertJob(j))
+		}
+		b.apply(t, ops...)
+		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]), live(jobs[0])}
+		require.Equal(t, want, load(t, b).Jobs)
+	})
+
+	t.Run("TerminalWithoutPurgeIsNotLoaded", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		b.apply(t, store.InsertJob(with(1, func(j *store.Job) { j.Status = store.Completed })),
+			store.InsertJob(with(2, func(j *store.Job) { j.Status = store.Dead })))
+		require.Equal(t, loaded{MaxID: ids(2), Order: []string{"max"}}, load(t, b))
+	})
+
+	t.Run("MaxIDOutlivesJobs", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		b.apply(t, store.InsertJob(job(7)), store.InsertJob(job(3)))
+		require.Equal(t, ids(7), load(t, b).MaxID)
+		b.apply(t, store.DeleteJob(id(7)))
+		require.Equal(t, ids(7), load(t, b).MaxID, "a deleted job's ID still counts")
+		b.apply(t, store.DeleteEverything())
+		require.Equal(t, ids(7), load(t, b).MaxID, "and after a reset")
+	})
+
+	t.Run("FollowsUpdates", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		b.apply(t, store.InsertJob(job(1)), store.InsertJob(job(2)), store.InsertJob(job(3)))
+		b.apply(t, store.PatchJob(store.JobPatch{ID: id(3), Queue: "q", Priority: 1, Status: store.Scheduled, ReadyAt: 5}),
+			store.SetBudgets(id(2), []store.Binding{{Key: "k", Cost: 4}}),
+			store.Finish(id(1), store.Completed, 0, 0, 10, 20))
+		got := load(t, b)
+		j3 := with(3, func(j *store.Job) { j.Queue, j.Priority, j.Status, j.ReadyAt = "q", 1, store.Scheduled, 5 })
+		j2 := with(2, func(j *store.Job) { j.Budgets = []store.Binding{{Key: "k", Cost: 4}} })
+		require.Equal(t, []store.LiveJob{live(j3), live(j2)}, got.Jobs)
+		require.Equal(t, []purge{{id(1), 20}}, got.Purges)
+	})
+
+	t.Run("OneSnapshot", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		var ops []store.Op
+		for n := range 300 {
+			ops = append(ops, store.InsertJob(job(n)))
+		}
+		b.apply(t, append(ops, store.PutBudget(store.Budget{Key: "k", Allocation: 1, Strategy: store.WhileInFlight}))...)
+
+		// Once the load has begun, jobs come and go and the budget is
+		// deleted: the load goes on as of its start.
+		var got []string
+		changed := false
+		err := b.s.Load(b.ctx, store.Loader{
+			Budget: func(store.Budget) error {
+				b.apply(t, store.InsertJob(with(1000, func(j *store.Job) { j.Priority = 0 })), store.DeleteJob(id(150)),
+					store.DeleteJob(id(299)), store.DeleteBudget("k"))
+				changed = true
+				return nil
+			},
+			Job: func(j store.LiveJob) error { got = append(got, j.ID); return nil },
+		})
+		require.NoError(t, err)
+		require.True(t, changed)
+		require.Equal(t, ids(upTo(300, 1)...), got)
+		require.Equal(t, []string{id(1000)}, load(t, b).MaxID, "and a new load sees the change")
+	})
+
+	t.Run("StopsAtTheFirstError", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		var ops []store.Op
+		for n := range 50 {
+			ops = append(ops, store.InsertJob(job(n)))
+		}
+		b.apply(t, ops...)
+		calls, maxCalls := 0, 0
+		err := b.s.Load(b.ctx, store.Loader{
+			Job:   func(store.LiveJob) error { calls++; return errStop },
+			MaxID: func(string) { maxCalls++ },
+		})
+		require.ErrorIs(t, err, errStop)
+		require.Equal(t, 1, calls)
+		require.Zero(t, maxCalls)
+	})
+}
