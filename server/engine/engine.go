@@ -183,6 +183,7 @@ type Engine struct {
 	gainedRoom      []*Taker
 	touched         []*queue
 	sigBuf          []byte
+	bindBuf         []bind // newJob's scratch
 
 	counts [numStates]int64
 	// work counts the group and budget entries decisions looked at (for
@@ -221,7 +222,6 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 	return e
 }
 
-
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
 // as ready), then purge deadlines. It journals nothing. Jobs given in
@@ -255,7 +255,7 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 	if err != nil {
 		return fmt.Errorf("restore job %s: %w", lj.ID, err)
 	}
-	e.idgen.Observe(lj.ID)
+	// The IDs to come sort after MaxID's, which no live job's passes.
 	e.schedule(j)
 	r.jobs++
 	return nil
@@ -269,7 +269,7 @@ func (r *Restorer) Purge(id string, at int64) {
 }
 
 // MaxID makes every later job ID sort after id, the largest the store ever
-// held.
+// held; it must be called, live jobs or not.
 func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.

@@ -51,7 +51,7 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	if !ok {
 		return ref{}, errorf(Unprocessable, "invalid job ID %q", j.ID)
 	}
-	var binds []bind
+	binds := e.bindBuf[:0]
 	for _, b := range j.Budgets {
 		a := e.accounts[b.Key]
 		if a == nil {
@@ -76,6 +76,8 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
+	clear(binds) // holds no deleted budget alive
+	e.bindBuf = binds[:0]
 	return ref{id: jid, idx: idx}, nil
 }
 

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/zizq/zizq/server/jobid"
@@ -113,7 +114,8 @@ type signature struct {
 	refs  int
 }
 
-// internBinds returns the index of the list of binds, counting a reference.
+// internBinds returns the index of the list of binds, counting a reference;
+// it keeps a copy of binds, not binds.
 func (e *Engine) internBinds(binds []bind) uint32 {
 	if len(binds) == 0 {
 		return 0
@@ -123,6 +125,7 @@ func (e *Engine) internBinds(binds []bind) uint32 {
 		e.bindLists[i].refs++
 		return i
 	}
+	binds = slices.Clone(binds) // the caller's may be a scratch buffer
 	l := bindList{binds: binds, key: string(e.sigBuf), refs: 1, sig: e.internSignature(binds)}
 	var i uint32
 	if n := len(e.freeBinds); n > 0 {
