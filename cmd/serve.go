@@ -258,7 +258,7 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go memlimit.Run(ctx, uint64(o.MemoryLimit), 5*time.Second)
+	go memlimit.Run(ctx, uint64(o.MemoryLimit))
 	// The store opens and the engine is rebuilt in the background: /health
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)
