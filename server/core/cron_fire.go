@@ -134,7 +134,10 @@ func (s *Service) fire(ctx context.Context, f *cronFire) {
 	e := f.entry
 	group, name := e.row.Group, e.row.Name
 	if !f.group.meta.Paused && !e.row.Paused {
-		_, err := s.enqueue(ctx, []engine.NewJob{e.job}, store.CronFired(group, name, f.next, f.now))
+		// The job is ready as of the fire, the moment its last_enqueue_at says.
+		job := e.job
+		job.ReadyAt = &f.now
+		_, err := s.enqueue(ctx, []engine.NewJob{job}, store.CronFired(group, name, f.next, f.now))
 		if err == nil {
 			f.fired = true
 			return
