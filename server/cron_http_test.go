@@ -626,3 +626,92 @@ func cronNames(g api.CronGroup) []string {
 	}
 	return out
 }
+
+// TestCron_NodeClientShapes sends what zizq-node's cron helpers send
+// (src/cron.ts: the group's timezone folded into each entry, undefined
+// fields stripped) and reads what they read.
+func TestCron_NodeClientShapes(t *testing.T) {
+	t.Parallel()
+	c := setupCron(t, api.JSON)
+	// client.cron("default").register({timezone: "UTC", entries: [...]})
+	var g api.CronGroup
+	c.call(t, "PUT", "/crons/default", `{"entries":[
+		{"name":"sync","expression":"0 9 * * *","timezone":"UTC","job":{"type":"sync_analytics","queue":"default","payload":{"incremental":true}}},
+		{"name":"cleanup","expression":"0 0 * * *","timezone":"UTC","job":{"type":"cleanup","queue":"ops","payload":{},"priority":5,"retry_limit":3,
+		 "backoff":{"exponent":2,"base_ms":1000,"jitter_ms":500},"retention":{"completed_ms":0,"dead_ms":86400000}}}]}`, http.StatusOK, &g)
+	require.Equal(t, "default", g.Name)
+	require.Equal(t, []string{"cleanup", "sync"}, cronNames(g))
+	// cron.entry("sync").pause() / .resume() / .get()
+	var e api.CronEntry
+	c.call(t, "PATCH", "/crons/default/entries/sync", `{"paused":true}`, http.StatusOK, &e)
+	require.True(t, e.Paused)
+	c.call(t, "PATCH", "/crons/default/entries/sync", `{"paused":false}`, http.StatusOK, &e)
+	require.False(t, e.Paused)
+	// cron.entry("sync").register({...}): PUT with the name in the body too.
+	c.call(t, "PUT", "/crons/default/entries/sync", `{"name":"sync","expression":"0 10 * * *","timezone":"UTC","job":{"type":"sync_analytics","queue":"default","payload":{"incremental":false}}}`, http.StatusOK, &e)
+	require.Equal(t, ms(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)), e.NextEnqueueAt)
+	// cron.pause() / .resume(): PATCH the group, the whole group back.
+	c.call(t, "PATCH", "/crons/default", `{"paused":true}`, http.StatusOK, &g)
+	require.True(t, g.Paused)
+	require.Len(t, g.Entries, 2)
+	c.call(t, "DELETE", "/crons/default/entries/sync", "", http.StatusNoContent, nil)
+	c.call(t, "DELETE", "/crons/default", "", http.StatusNoContent, nil)
+	c.fails(t, "GET", "/crons/default", "", http.StatusNotFound, "cron group 'default' not found")
+}
+
+// TestCron_RubyClientShapes sends what zizq-ruby's Crontab sends
+// (define_crontab with a schedule timezone; entries by define_entry; the
+// client's msgpack format), and checks its read-then-redefine: the group
+// read back, sent again as it came, changes nothing.
+func TestCron_RubyClientShapes(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		c := setupCron(t, f)
+		var g api.CronGroup
+		c.call(t, "PUT", "/crons/reports", `{"timezone":"Europe/London","entries":[
+			{"name":"weekly","expression":"0 2 * * MON","job":{"type":"WeeklyReportJob","queue":"reports","payload":{"args":[1,"x"]},"priority":100,
+			 "budgets":[{"key":"reporting","cost":2,"create_with":{"allocation":4,"strategy":{"type":"while_in_flight"}}}]}},
+			{"name":"hourly","expression":"0 * * * *","timezone":"UTC","paused":true,"job":{"type":"Tick","queue":"default","payload":null}}]}`, http.StatusOK, &g)
+		require.Equal(t, "Europe/London", g.Timezone)
+		before := g
+
+		// Read, then redefine with what was read (Crontab#redefine after
+		// materialize): every field the template carries goes back.
+		redefined := api.CronGroupRequest{Timezone: &g.Timezone, Entries: []api.CronEntryRequest{}}
+		for _, e := range g.Entries {
+			redefined.Entries = append(redefined.Entries, api.CronEntryRequest{
+				Name: api.Ptr(e.Name), Expression: api.Ptr(e.Expression), Timezone: nonEmpty(e.Timezone), Paused: api.Ptr(e.Paused), Job: &e.Job,
+			})
+		}
+		body, err := api.Marshal(api.JSON, redefined)
+		require.NoError(t, err)
+		c.clk.Advance(time.Minute)
+		c.call(t, "PUT", "/crons/reports", string(body), http.StatusOK, &g)
+		require.Equal(t, before, g, "a read-then-redefine changes nothing, budgets and create_with included")
+
+		// add_cron_group_entry (201, 409), replace_cron_group_entry,
+		// update_cron_group_entry, update_cron_group, delete_all_crons.
+		var e api.CronEntry
+		c.call(t, "POST", "/crons/reports/entries", `{"name":"daily","expression":"0 6 * * *","job":{"type":"Daily","queue":"reports","payload":{}}}`, http.StatusCreated, &e)
+		require.Equal(t, ms(time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)), e.NextEnqueueAt, "London is on GMT in March")
+		c.fails(t, "POST", "/crons/reports/entries", `{"name":"daily","expression":"0 6 * * *","job":{"type":"Daily","queue":"reports","payload":{}}}`, http.StatusConflict,
+			"cron entry 'daily' already exists in group 'reports'")
+		c.call(t, "PUT", "/crons/reports/entries/daily", `{"name":"daily","expression":"30 6 * * *","timezone":"Asia/Tokyo","job":{"type":"Daily","queue":"reports","payload":{}}}`, http.StatusOK, &e)
+		require.Equal(t, "Asia/Tokyo", e.Timezone)
+		c.call(t, "PATCH", "/crons/reports/entries/daily", `{"paused":true}`, http.StatusOK, &e)
+		require.True(t, e.Paused)
+		c.call(t, "PATCH", "/crons/reports", `{"paused":true}`, http.StatusOK, &g)
+		require.True(t, g.Paused)
+		require.Equal(t, "Europe/London", g.Timezone)
+		var del api.Deleted
+		c.call(t, "DELETE", "/crons", "", http.StatusOK, &del)
+		require.Equal(t, int64(1), del.Deleted)
+	})
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
