@@ -15,6 +15,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // cronStart is the fake clock's start in cron tests: mid-minute, so that
@@ -714,4 +715,34 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// TestCron_StorageFailureRetries: a fire whose commit fails (a full disk)
+// leaves the entry as it was and no job; once the disk takes writes again
+// it fires, once.
+func TestCron_StorageFailureRetries(t *testing.T) {
+	t.Parallel()
+	c := setupCron(t, api.JSON)
+	c.call(t, "PUT", "/crons/g", `{"entries":[`+fmt.Sprintf(cronEntryBody, "e", "* * * * *")+`]}`, http.StatusOK, nil)
+	first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
+	c.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	c.clk.AdvanceTo(time.UnixMilli(int64(first)))
+	// The fire failed: it tries again a second later, on the one timer.
+	require.Eventually(t, func() bool {
+		at, ok := c.clk.NextAt()
+		return ok && at.UnixMilli() == int64(first)+1000
+	}, 10*time.Second, 5*time.Millisecond, "a retry a second later")
+	e := c.entry(t, "g", "e")
+	require.Equal(t, first, e.NextEnqueueAt, "the entry is as it was")
+	require.Zero(t, e.LastEnqueueAt)
+	require.Empty(t, c.jobs(t, "q"))
+
+	c.srv.DB().SimulateFault(sqlite.NoFault)
+	e = c.fireAt(t, "g", "e", first+1000)
+	require.Equal(t, first+1000, e.LastEnqueueAt)
+	require.Equal(t, first+60_000, e.NextEnqueueAt)
+	require.Len(t, c.jobs(t, "q"), 1)
+	c.restart(t)
+	require.Equal(t, e, c.entry(t, "g", "e"))
+	require.Len(t, c.jobs(t, "q"), 1)
 }
