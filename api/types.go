@@ -222,6 +222,7 @@ type Stats struct {
 	Jobs     JobCounts    `json:"jobs"`
 	Queues   []QueueStats `json:"queues"`
 	Budgets  []Budget     `json:"budgets"`
+	Crons    []CronStats  `json:"crons"` // cron groups by name (our extension)
 }
 
 // JobCounts counts live jobs by state. Ready excludes parked jobs.

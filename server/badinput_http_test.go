@@ -207,11 +207,11 @@ func TestBadInput_Routing(t *testing.T) {
 		{name: "UnknownPath", method: "GET", path: "/nope", status: 404, msg: "not found"},
 		{name: "UnknownNestedPath", method: "POST", path: "/jobs/x/y/z/w", status: 404, msg: "not found"},
 		{name: "Root", method: "GET", path: "/", status: 404, msg: "not found"},
-		{name: "CronsList", method: "GET", path: "/crons", status: 403, msg: "cron scheduling is not available on this server yet"},
-		{name: "CronsDelete", method: "DELETE", path: "/crons", status: 403, msg: "cron scheduling is not available on this server yet"},
-		{name: "CronGroupPut", method: "PUT", path: "/crons/g", body: `{"entries":[]}`, status: 403, msg: "cron scheduling is not available on this server yet"},
-		{name: "CronEntriesPost", method: "POST", path: "/crons/g/entries", body: `{}`, status: 403, msg: "cron scheduling is not available on this server yet"},
-		{name: "CronEntryPatch", method: "PATCH", path: "/crons/g/entries/e", body: `{"paused":true}`, status: 403, msg: "cron scheduling is not available on this server yet"},
+		{name: "CronGroupUnknown", method: "GET", path: "/crons/g", status: 404, msg: "cron group 'g' not found"},
+		{name: "CronGroupPutNoEntries", method: "PUT", path: "/crons/g", body: `{}`, status: 400, msg: "invalid JSON: missing field `entries`"},
+		{name: "CronEntriesPostNoName", method: "POST", path: "/crons/g/entries", body: `{}`, status: 400, msg: "invalid JSON: missing field `name`"},
+		{name: "CronEntryPatchUnknown", method: "PATCH", path: "/crons/g/entries/e", body: `{"paused":true}`, status: 404, msg: "cron entry 'e' not found in group 'g'"},
+		{name: "CronEntriesGet", method: "GET", path: "/crons/g/entries", status: 405, msg: "method not allowed"},
 	})
 
 	for _, c := range []struct{ method, path, allow string }{

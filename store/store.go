@@ -65,6 +65,9 @@ type Store interface {
 	GetError(ctx context.Context, jobID string, attempt uint32) (ErrorRecord, error)
 	// Budgets returns every budget configuration, sorted by key.
 	Budgets(ctx context.Context) ([]Budget, error)
+	// CronGroups returns every cron group, by name, each with its entries
+	// by name (the core reads them once at start).
+	CronGroups(ctx context.Context) ([]CronGroup, error)
 
 	// Backup writes a consistent snapshot of the store, as of the call, as
 	// a tar.gz archive; writes go on meanwhile.

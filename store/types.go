@@ -1,7 +1,7 @@
 // Package store defines zizq's durable record: the domain types (jobs, their
-// error history, budget configurations), the ops that change them and the
-// sentinel errors. It knows nothing of HTTP, of dispatching or of any
-// database: implementations live in subpackages (store/sqlite), and
+// error history, budget configurations, cron groups), the ops that change
+// them and the sentinel errors. It knows nothing of HTTP, of dispatching or
+// of any database: implementations live in subpackages (store/sqlite), and
 // store/storetest is the suite every implementation passes. The engine keeps
 // live state in memory and appends its changes, in order, as ops.
 package store

@@ -47,6 +47,10 @@ type Options struct {
 	// BeforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	BeforeRestore func(context.Context)
+	// Standby starts the service without firing cron entries, until
+	// SetLeader(true): a server that is not its cluster's leader. A SQLite
+	// server is always its own leader.
+	Standby bool
 }
 
 // DefaultPayloadCacheBytes is the payload cache's default bound: enough for
@@ -63,6 +67,7 @@ type Service struct {
 	engine *engine.Engine
 	store  Store
 	cache  *payloadCache
+	cron   cronState
 	life   lifecycle
 	closed sync.Once
 }
@@ -89,7 +94,7 @@ func Start(ctx context.Context, opts Options) *Service {
 	if opts.PayloadCacheBytes == 0 {
 		opts.PayloadCacheBytes = DefaultPayloadCacheBytes
 	}
-	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes)}
+	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes), cron: newCronState()}
 	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)
 	go s.start(ctx)
@@ -113,7 +118,22 @@ func (s *Service) start(ctx context.Context) {
 		return
 	}
 	s.engine, s.store = e, st
+	groups, err := s.loadCron(ctx)
+	if err != nil {
+		_ = st.Close()
+		s.fail(err)
+		return
+	}
+	s.cron.groups = groups
+	e.OnAlarm(s.onCronAlarm)
 	close(s.life.ready)
+	go s.runCron(ctx)
+	if !s.opts.Standby {
+		// Occurrences missed while the server was down fire now.
+		s.cron.mu.Lock()
+		s.leadLocked(s.cron.groups)
+		s.cron.mu.Unlock()
+	}
 }
 
 func (s *Service) fail(err error) {
@@ -195,6 +215,9 @@ func (s *Service) ready() error {
 func (s *Service) Close() error {
 	s.life.cancel()
 	<-s.life.done
+	if s.IsReady() {
+		<-s.cron.done // a fire under way commits first
+	}
 	var err error
 	s.closed.Do(func() {
 		if s.store != nil {

@@ -14,10 +14,16 @@ import (
 // are durable, and only then may they be dispatched; if the commit fails
 // they are undone and no worker ever sees them.
 func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]store.Job, error) {
+	return s.enqueue(ctx, specs)
+}
+
+// enqueue is Enqueue with ops that commit in the jobs' group (a cron
+// fire's schedule, cron_fire.go).
+func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]store.Job, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	jobs, w, err := s.engine.Enqueue(specs)
+	jobs, w, err := s.engine.Enqueue(specs, with...)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -385,10 +391,19 @@ func (s *Service) Queues(ctx context.Context) ([]string, error) {
 	return s.store.Queues(ctx)
 }
 
-// Reset deletes every job and budget.
+// Reset deletes every cron group first (no entry fires after), then every
+// job and budget.
 func (s *Service) Reset(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	return wait(ctx, s.engine.Reset())
+	s.cron.mu.Lock()
+	crons := s.store.Append(store.DeleteCronGroups())
+	s.dropCronLocked()
+	jobs := s.engine.Reset()
+	s.cron.mu.Unlock()
+	if err := wait(ctx, crons); err != nil {
+		return err
+	}
+	return wait(ctx, jobs)
 }

@@ -35,8 +35,8 @@
 //
 // # Time
 //
-// Deadlines (scheduled jobs, refill moments of time_based budgets, purges)
-// share one heap and one timer. A deadline is handled as of its own time,
+// Deadlines (scheduled jobs, refill moments of time_based budgets, purges,
+// and the alarms of alarm.go) share one timer. A deadline is handled as of its own time,
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
@@ -156,15 +156,21 @@ type Engine struct {
 	queues    map[string]*queue
 	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
-	// Deadlines: three heaps, one timer at the earliest of them.
+	// Deadlines: four heaps, one timer at the earliest of them.
 	promos   promoHeap
 	purges   purgeHeap
 	refills  refillHeap
+	alarms   alarmHeap
 	timer    clock.Timer
 	timerAt  int64
 	timerGen uint64
 
 	accounts map[string]*account
+
+	// onAlarm receives the names of the alarms that came (alarm.go);
+	// dueAlarms holds them until the operation ends.
+	onAlarm   func(names []string)
+	dueAlarms []string
 
 	takers     map[*Taker]struct{}
 	takerSlots []*Taker // by slot, nil when free
@@ -290,14 +296,16 @@ func (e *Engine) enterOp() {
 }
 
 // finishOp settles after an operation's changes, handles deadlines that are
-// already due (a retry_at in the past) and points the timer at the next.
+// already due (a retry_at in the past), points the timer at the next and
+// hands on the alarms that came.
 func (e *Engine) finishOp() {
 	e.settle()
 	e.fireDue(e.vnow)
 	e.armTimer()
+	e.deliverAlarms()
 }
 
-// nextDeadline returns the earliest deadline of the three heaps.
+// nextDeadline returns the earliest deadline of the four heaps.
 func (e *Engine) nextDeadline() (int64, bool) {
 	at, ok := int64(0), false
 	take := func(t int64) {
@@ -313,6 +321,9 @@ func (e *Engine) nextDeadline() (int64, bool) {
 	}
 	if len(e.refills.items) > 0 {
 		take(e.refills.items[0].at)
+	}
+	if len(e.alarms.items) > 0 {
+		take(e.alarms.items[0].at)
 	}
 	return at, ok
 }
@@ -349,6 +360,7 @@ func (e *Engine) handleDue() {
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
 		e.journal.Append(store.DeleteJob(e.purges.pop().id.String()))
 	}
+	e.takeDueAlarms()
 }
 
 func nowMs(ns int64) int64 { return ns / int64(time.Millisecond) }

@@ -34,8 +34,11 @@ type NewJob struct {
 // returns the jobs as enqueued and a Waiter for their durable commit. The
 // jobs are visible at once but wait out of dispatch until the caller, once
 // the commit succeeded, calls Admit: no worker ever receives a job whose
-// enqueue could still fail. (If the commit fails, Delete them.)
-func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
+// enqueue could still fail. (If the commit fails, Delete them.) The ops of
+// with, if any, are journalled in the jobs' group, so that they commit
+// together (a cron fire and its schedule); a refused enqueue journals
+// nothing.
+func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
@@ -71,6 +74,7 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 		out[i] = sj
 		ops = append(ops, store.InsertJob(sj))
 	}
+	ops = append(ops, with...)
 	w := e.journal.Append(ops...)
 	e.finishOp()
 	return out, w, nil

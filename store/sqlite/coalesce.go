@@ -24,6 +24,9 @@ const (
 	opDeleteBudget
 	opDeleteEverything
 	opRecoverInFlight
+	// opCron is any op on cron groups and entries: it touches no job, so
+	// nothing is coalesced with it.
+	opCron
 	// opProbeNew stands for an InsertJob that coalescing removed together
 	// with a later DeleteJob: it fails, as the insert would have, if the
 	// job already exists.
@@ -66,6 +69,9 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opDeleteBudget, id: o.Key, src: o}, nil
 	case store.DeleteEverythingOp:
 		return op{kind: opDeleteEverything, src: o}, nil
+	case store.PutCronGroupOp, store.DeleteCronGroupOp, store.DeleteCronGroupsOp,
+		store.PutCronEntryOp, store.DeleteCronEntryOp, store.CronFiredOp:
+		return op{kind: opCron, src: o}, nil
 	}
 	return op{}, fmt.Errorf("unknown store op %T", o)
 }

@@ -24,6 +24,12 @@ const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at,
 // jobsWithPayload joins each job to its payload, for jobColumns.
 const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
 
+// stmtSQL is a statement to prepare and where to keep it.
+type stmtSQL struct {
+	s   **sql.Stmt
+	sql string
+}
+
 // writer owns the only writing connection and its prepared statements. It
 // is used by the writer goroutine alone (and by Open before that starts).
 type writer struct {
@@ -39,14 +45,12 @@ type writer struct {
 	deleteErrors, probe             *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
+	cron                            cronStmts
 }
 
 // prepare prepares the writer's statements and sets the initial commit mode.
 func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
-	stmts := []struct {
-		s   **sql.Stmt
-		sql string
-	}{
+	stmts := []stmtSQL{
 		{&w.begin, `BEGIN IMMEDIATE`},
 		{&w.commit, `COMMIT`},
 		{&w.insertJob, `INSERT INTO jobs (` + rowColumns + `)
@@ -85,7 +89,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		// "status <> 1" lets SQLite use the partial index jobs_status.
 		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
 	}
-	for _, s := range stmts {
+	for _, s := range append(stmts, w.cron.list()...) {
 		st, err := w.conn.PrepareContext(ctx, s.sql)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", s.sql, err)
@@ -104,7 +108,9 @@ func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
 		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe,
-		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight} {
+		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
+		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
+		w.cron.putEntry, w.cron.delEntry, w.cron.fired} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -238,6 +244,9 @@ func (w *writer) apply(o *op) error {
 	case store.DeleteEverythingOp:
 		_, err = w.deleteEverything.Exec()
 		return wrapOp("delete everything", "", err)
+	}
+	if o.kind == opCron {
+		return w.applyCron(o.src)
 	}
 	return fmt.Errorf("unknown store op %T", o.src)
 }
