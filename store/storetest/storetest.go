@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Reads", testReads},
 		{"Filters", testFilters},
 		{"Lifecycle", testLifecycle},
+		{"Unique", testUnique},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
