@@ -147,6 +147,10 @@ type Engine struct {
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
 	types    names
+
+	// unique is the holder index of unique keys (unique.go).
+	unique uniqueIndex
+
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList
 	bindIndex  map[string]uint32
@@ -210,6 +214,7 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		vnow:       now.UnixNano(),
 		overrides:  map[int32]*overrides{},
 		failedAt:   map[int32]int64{},
+		unique:     newUniqueIndex(),
 		bindLists:  []bindList{{}},
 		bindIndex:  map[string]uint32{},
 		signatures: map[string]*signature{},
@@ -221,15 +226,16 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 	return e
 }
 
-
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then purge deadlines. It journals nothing. Jobs given in
-// (priority, id) order load fastest. The engine is locked from Restore to
-// Finish; nothing else may use it meanwhile.
+// as ready), then unique keys, then purge deadlines. It journals nothing
+// but, at Finish, the unique keys that jobs left in flight take again (see
+// unique.go). Jobs given in (priority, id) order load fastest. The engine
+// is locked from Restore to Finish; nothing else may use it meanwhile.
 type Restorer struct {
-	e    *Engine
-	jobs int
+	e        *Engine
+	jobs     int
+	inFlight []ref // jobs the last run left in flight
 }
 
 // Restore begins loading the store's state; call it once, before takers
@@ -258,8 +264,15 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 	e.idgen.Observe(lj.ID)
 	e.schedule(j)
 	r.jobs++
+	if lj.Status == store.InFlight {
+		r.inFlight = append(r.inFlight, j)
+	}
 	return nil
 }
+
+// Unique adds a job's unique key: a live job's (loaded before), holding it
+// or not, or a finished job's that holds it.
+func (r *Restorer) Unique(u store.UniqueJob) { r.e.restoreUnique(u) }
 
 // Purge adds the purge deadline (ms) of a retained terminal job.
 func (r *Restorer) Purge(id string, at int64) {
@@ -274,6 +287,7 @@ func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.
 func (r *Restorer) Finish() int {
+	r.e.recovered(r.inFlight)
 	r.e.finishOp()
 	r.e.mu.Unlock()
 	return r.jobs
@@ -347,7 +361,9 @@ func (e *Engine) handleDue() {
 		e.changed(d.account)
 	}
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
-		e.journal.Append(store.DeleteJob(e.purges.pop().id.String()))
+		id := e.purges.pop().id
+		e.dropFinished(id)
+		e.journal.Append(store.DeleteJob(id.String()))
 	}
 }
 
