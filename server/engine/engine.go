@@ -287,6 +287,7 @@ func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.
 func (r *Restorer) Finish() int {
+	r.e.fireDue(r.e.vnow) // purges already due go first: their keys are free
 	r.e.recovered(r.inFlight)
 	r.e.finishOp()
 	r.e.mu.Unlock()

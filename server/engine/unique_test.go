@@ -335,3 +335,32 @@ func TestEngine_UniqueRestore(t *testing.T) {
 	require.Equal(t, store.UniqueQueued, j.UniqueWhile)
 	tb.dupOf(t, "03hbspbx73m827tya0zdbnrrh", uspec{key: "b", while: store.UniqueExists})
 }
+
+// At a restart, a queued job left in flight takes its key back when no job
+// holds it: not when one does, and yes when the holder's purge is already
+// due.
+func TestEngine_UniqueRecoveredAtRestart(t *testing.T) {
+	t.Parallel()
+	const (
+		held, flight, purged, flight2, flight3 = "03hbspbwnw9m04mdludj16js1", "03hbspbwnw9m04mdludj16js2",
+			"03hbspbwnw9m04mdludj16js3", "03hbspbwnw9m04mdludj16js4", "03hbspbwnw9m04mdludj16js5"
+	)
+	tb := setup(t)
+	r := tb.e.Restore()
+	for _, j := range []struct {
+		id string
+		st store.Status
+	}{{held, store.Ready}, {flight, store.InFlight}, {flight2, store.InFlight}, {flight3, store.InFlight}} {
+		require.NoError(t, r.Job(store.LiveJob{ID: j.id, Queue: "q", Type: "t", Status: j.st}))
+	}
+	r.Unique(store.UniqueJob{ID: held, Key: "a", While: store.UniqueQueued, Status: store.Ready, Holds: true})
+	r.Unique(store.UniqueJob{ID: flight, Key: "a", While: store.UniqueQueued, Status: store.InFlight})
+	r.Unique(store.UniqueJob{ID: purged, Key: "b", While: store.UniqueExists, Status: store.Completed, Holds: true})
+	r.Unique(store.UniqueJob{ID: flight3, Key: "b", While: store.UniqueQueued, Status: store.InFlight})
+	r.Unique(store.UniqueJob{ID: flight2, Key: "b", While: store.UniqueQueued, Status: store.InFlight})
+	r.Purge(purged, epoch.UnixMilli()-1)
+	r.Finish()
+	require.Equal(t, held, tb.holder("a"), "a holder keeps its key")
+	require.Equal(t, flight2, tb.holder("b"), "the first by ID of the jobs left in flight takes a free key")
+	require.Equal(t, []store.Op{store.DeleteJob(purged), store.HoldUniqueKey(flight2)}, tb.journal.ops)
+}
