@@ -11,8 +11,10 @@
 //     are the engine's; its payload and whatever else never changes come
 //     from the store, or from a small cache of jobs enqueued moments ago,
 //     so the hot enqueue → take path does not read back what it just wrote.
-//   - Start-up returns jobs left in flight to ready and loads only what the
-//     engine needs.
+//   - Start-up loads only what the engine needs, then returns jobs left in
+//     flight to ready.
+//   - An enqueue whose unique key another job holds creates nothing: its
+//     answer is that job, read as GET reads it.
 //
 // Errors are *Error values of a few kinds (errors.Is with ErrNotFound, ...);
 // transports map each kind to their own status in one place.

@@ -40,6 +40,13 @@
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
+// # Unique keys
+//
+// The holder index of unique keys lives here too, beside the records and
+// decided under the same lock as the enqueue it answers: a side table of
+// the live jobs that have a key, and each key's latest claimant (unique.go
+// says when a claimant holds, lets go and takes back its key).
+//
 // Lock order: Engine.mu, then the store writer's lock (inside Journal.Append);
 // nothing blocks while holding Engine.mu.
 package engine
