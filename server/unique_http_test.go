@@ -644,3 +644,15 @@ func TestUnique_NodeClientKeys(t *testing.T) {
 	require.True(t, *bulk.Jobs[0].Duplicate && *bulk.Jobs[1].Duplicate)
 	require.Equal(t, int64(3), jobCount(t, tb, "queue=emails"))
 }
+
+// POST /reset deletes every job: every key is free again.
+func TestUnique_ResetFreesKeys(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	for _, e := range encodings {
+		a := e.created(t, tb, ujob("reset", "reset-"+e.name, "exists", "retention", keep()))
+		e.dupOf(t, tb, a.ID, ujob("reset", "reset-"+e.name, "exists"))
+		require.Equal(t, http.StatusNoContent, e.call(t, tb, "POST", "/reset", nil).status)
+		require.NotEqual(t, a.ID, e.created(t, tb, ujob("reset", "reset-"+e.name, "exists")).ID)
+	}
+}
