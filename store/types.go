@@ -66,6 +66,54 @@ type Job struct {
 	CompletedAt int64
 	PurgeAt     int64
 	Budgets     []Binding
+	// UniqueKey ("" = none) and UniqueWhile never change once inserted.
+	UniqueKey   string
+	UniqueWhile UniqueWhile
+}
+
+// UniqueWhile is the scope of a job's unique key: the statuses in which
+// the job holding the key makes a new job with that key a duplicate.
+type UniqueWhile uint8
+
+// Unique scopes (API.md §4.4).
+const (
+	// UniqueQueued: while the holder is scheduled or ready (the default).
+	UniqueQueued UniqueWhile = iota
+	// UniqueActive: while it is scheduled, ready or in flight.
+	UniqueActive
+	// UniqueExists: until it is deleted or purged, finished or not.
+	UniqueExists
+)
+
+var uniqueWhileNames = [...]string{"queued", "active", "exists"}
+
+// String returns the wire name of the scope.
+func (w UniqueWhile) String() string {
+	if int(w) < len(uniqueWhileNames) {
+		return uniqueWhileNames[w]
+	}
+	return "unknown"
+}
+
+// ParseUniqueWhile maps a wire name to a UniqueWhile.
+func ParseUniqueWhile(name string) (UniqueWhile, bool) {
+	for i, n := range uniqueWhileNames {
+		if n == name {
+			return UniqueWhile(i), true
+		}
+	}
+	return 0, false
+}
+
+// Covers reports whether a job in status s is within scope w.
+func (w UniqueWhile) Covers(s Status) bool {
+	switch w {
+	case UniqueQueued:
+		return s == Scheduled || s == Ready
+	case UniqueActive:
+		return s.Live()
+	}
+	return true
 }
 
 // Backoff is a per-job retry backoff override.

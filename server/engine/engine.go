@@ -40,6 +40,13 @@
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
+// # Unique keys
+//
+// The holder index of unique keys lives here too, beside the records and
+// decided under the same lock as the enqueue it answers: a side table of
+// the live jobs that have a key, and each key's latest claimant (unique.go
+// says when a claimant holds, lets go and takes back its key).
+//
 // Lock order: Engine.mu, then the store writer's lock (inside Journal.Append);
 // nothing blocks while holding Engine.mu.
 package engine
@@ -147,6 +154,10 @@ type Engine struct {
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
 	types    names
+
+	// unique is the holder index of unique keys (unique.go).
+	unique uniqueIndex
+
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList
 	bindIndex  map[string]uint32
@@ -217,6 +228,7 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		vnow:       now.UnixNano(),
 		overrides:  map[int32]*overrides{},
 		failedAt:   map[int32]int64{},
+		unique:     newUniqueIndex(),
 		bindLists:  []bindList{{}},
 		bindIndex:  map[string]uint32{},
 		signatures: map[string]*signature{},
@@ -230,12 +242,14 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then purge deadlines. It journals nothing. Jobs given in
-// (priority, id) order load fastest. The engine is locked from Restore to
-// Finish; nothing else may use it meanwhile.
+// as ready), then unique keys, then purge deadlines. It journals nothing
+// but, at Finish, the unique keys that jobs left in flight take again (see
+// unique.go). Jobs given in (priority, id) order load fastest. The engine
+// is locked from Restore to Finish; nothing else may use it meanwhile.
 type Restorer struct {
-	e    *Engine
-	jobs int
+	e        *Engine
+	jobs     int
+	inFlight []ref // jobs the last run left in flight
 }
 
 // Restore begins loading the store's state; call it once, before takers
@@ -264,8 +278,15 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 	// The IDs to come sort after MaxID's, which no live job's passes.
 	e.schedule(j)
 	r.jobs++
+	if lj.Status == store.InFlight {
+		r.inFlight = append(r.inFlight, j)
+	}
 	return nil
 }
+
+// Unique adds a job's unique key: a live job's (loaded before), holding it
+// or not, or a finished job's that holds it.
+func (r *Restorer) Unique(u store.UniqueJob) { r.e.restoreUnique(u) }
 
 // Purge adds the purge deadline (ms) of a retained terminal job.
 func (r *Restorer) Purge(id string, at int64) {
@@ -280,6 +301,8 @@ func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.
 func (r *Restorer) Finish() int {
+	r.e.fireDue(r.e.vnow) // purges already due go first: their keys are free
+	r.e.recovered(r.inFlight)
 	r.e.finishOp()
 	r.e.mu.Unlock()
 	return r.jobs
@@ -358,7 +381,9 @@ func (e *Engine) handleDue() {
 		e.changed(d.account)
 	}
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
-		e.journal.Append(store.DeleteJob(e.purges.pop().id.String()))
+		id := e.purges.pop().id
+		e.dropFinished(id)
+		e.journal.Append(store.DeleteJob(id.String()))
 	}
 	e.takeDueAlarms()
 }

@@ -73,6 +73,7 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
+	e.setUnique(idx, j.UniqueKey, j.UniqueWhile)
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
@@ -195,6 +196,7 @@ func (e *Engine) forget(j ref) {
 		delete(e.overrides, j.idx)
 	}
 	delete(e.failedAt, j.idx)
+	e.forgetUnique(j)
 	e.ids.delete(j.id)
 	e.slab.release(j.idx)
 }
@@ -248,6 +250,9 @@ func (e *Engine) view(id string, idx int32) store.Job {
 	}
 	for _, b := range e.binds(r) {
 		j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+	}
+	if u, ok := e.uniqueOf(idx); ok {
+		j.UniqueKey, j.UniqueWhile = u.key, u.while
 	}
 	return j
 }

@@ -42,10 +42,10 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 		return store.Job{}, nil, err
 	}
 	e.idgen.Observe(sj.ID)
-	w := e.journal.Append(store.PatchJob(store.JobPatch{
+	w := e.journal.Append(e.readmitUnique([]store.Op{store.PatchJob(store.JobPatch{
 		ID: sj.ID, Queue: sj.Queue, Priority: sj.Priority, Status: store.Ready, ReadyAt: ms,
 		RetryLimit: sj.RetryLimit, Backoff: sj.Backoff, Retention: sj.Retention,
-	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0))
+	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0)}, j)...)
 	out := sj // as readmitted, like Enqueue: it may be dispatched at once
 	e.schedule(j)
 	return out, w, nil

@@ -34,6 +34,8 @@ const (
 	// recOverrides: the job has a retry limit, backoff or retention of its
 	// own, in Engine.overrides.
 	recOverrides recFlags = 1 << iota
+	// recUnique: the job has a unique key, in Engine.unique.
+	recUnique
 )
 
 // overrides are a job's own settings, rare enough to keep beside the
