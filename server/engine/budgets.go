@@ -32,6 +32,8 @@ type BudgetState struct {
 	OldestParkedMs *int64
 	NextTokenAt    *int64
 	Dispatched     int64
+	// SubBudgets counts a family's live sub-budgets (0 for other budgets).
+	SubBudgets int64
 }
 
 // PutBudget creates or replaces a budget. cfg holds the validated

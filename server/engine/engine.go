@@ -117,6 +117,9 @@ const (
 	Conflict
 	// Unprocessable: valid request that the current state refuses (422).
 	Unprocessable
+	// Invalid: a request that contradicts itself, whatever the state
+	// (400): a job bound to a family and to one of its sub-budgets.
+	Invalid
 )
 
 // Error is an engine refusal with a message meant for the client.

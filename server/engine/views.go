@@ -146,6 +146,11 @@ type Why struct {
 	// queue, or every worker of it is busy.
 	Reason  string
 	Budgets []WhyBudget
+	// ExpectedAt is when the job is expected to be dispatched (ms), from
+	// its place in the lines of its time_based budgets at their rates,
+	// if nothing else takes their tokens; nil when no such estimate holds
+	// (a while_in_flight budget or a pause without end holds it back).
+	ExpectedAt *int64
 }
 
 // WhyBudget is one budget in whose line a parked job waits.
