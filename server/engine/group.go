@@ -118,7 +118,7 @@ func (e *Engine) join(j ref) {
 	r := e.rec(j.idx)
 	r.aux = -1
 	g := e.groupOf(r)
-	g.set.insert(item{id: j.id, idx: j.idx, prio: r.prio})
+	g.set.insert(itemAt(e.keyOf(j), j.idx))
 	e.markGroup(g)
 	if e.served(g.q) {
 		for _, b := range g.binds() {
@@ -138,7 +138,7 @@ func (e *Engine) leave(j ref) {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(key{prio: r.prio, id: j.id})
+	g.set.remove(e.keyOf(j))
 	e.markGroup(g)
 	if e.served(g.q) {
 		for _, b := range g.binds() {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"github.com/zizq/zizq/server/jobid"
@@ -32,7 +33,26 @@ type bind struct {
 
 func (e *Engine) rec(idx int32) *jobRec { return e.slab.at(idx) }
 
-func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, id: r.id} }
+func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, tag: e.tagOf(r), id: r.id} }
+
+// tagOf returns a job's tag: its ID's time, or its fair-share tag.
+func (e *Engine) tagOf(r ref) int64 {
+	tag := r.id.Millis()
+	if e.rec(r.idx).flags&recLead != 0 {
+		ent, _ := e.ids.entry(r.id)
+		tag += int64(ent.lead)
+	}
+	return tag
+}
+
+// leadOf is a fair-share tag less the ID's time, saturated to 32 bits: a
+// tag more than 24 days from its ID's time orders as if it were 24 days.
+func leadOf(id jobid.ID, tag int64) int32 {
+	if tag == 0 {
+		return 0
+	}
+	return int32(min(max(tag-id.Millis(), math.MinInt32), math.MaxInt32))
+}
 
 // lookup finds a live job by its wire ID.
 func (e *Engine) lookup(id string) (ref, bool) {
@@ -69,7 +89,11 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 		e.overrides[idx] = &o
 		r.flags |= recOverrides
 	}
-	e.ids.set(jid, idx)
+	lead := leadOf(jid, j.FairTag)
+	if lead != 0 {
+		r.flags |= recLead
+	}
+	e.ids.set(jid, idx, lead)
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}

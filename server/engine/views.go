@@ -103,7 +103,7 @@ type waitingJob struct {
 
 func (e *Engine) waitingJob(j ref) waitingJob {
 	r := e.rec(j.idx)
-	return waitingJob{ref: j, k: key{prio: r.prio, id: j.id}, g: e.queueList[r.q].groups[e.sigOf(r)]}
+	return waitingJob{ref: j, k: e.keyOf(j), g: e.queueList[r.q].groups[e.sigOf(r)]}
 }
 
 // inLine reports whether a waiting job waits in a's line.
