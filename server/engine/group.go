@@ -120,6 +120,10 @@ func (e *Engine) join(j ref) {
 	g := e.groupOf(r)
 	g.set.insert(itemAt(e.keyOf(j), j.idx))
 	e.markGroup(g)
+	for _, b := range e.binds(r) {
+		b.a.waitN++
+		b.a.waitCost += b.cost
+	}
 	if e.served(g.q) {
 		for _, b := range g.binds() {
 			e.checkHead(b.a) // a budget without a head may now refuse it
@@ -140,6 +144,10 @@ func (e *Engine) leave(j ref) {
 	}
 	g.set.remove(e.keyOf(j))
 	e.markGroup(g)
+	for _, b := range e.binds(r) {
+		b.a.waitN--
+		b.a.waitCost -= b.cost
+	}
 	if e.served(g.q) {
 		for _, b := range g.binds() {
 			e.deadlineDirty(b.a)

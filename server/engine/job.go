@@ -25,12 +25,6 @@ type ref struct {
 	idx int32
 }
 
-// bind is one resolved budget binding of a job.
-type bind struct {
-	a    *account
-	cost int64
-}
-
 func (e *Engine) rec(idx int32) *jobRec { return e.slab.at(idx) }
 
 func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, tag: e.tagOf(r), id: r.id} }
@@ -65,19 +59,24 @@ func (e *Engine) lookup(id string) (ref, bool) {
 }
 
 // newJob makes the engine record for a job and binds it to its budgets,
-// which must exist. The record starts stNew: admit places it.
-func (e *Engine) newJob(j *store.Job) (ref, error) {
+// which must exist (a sub-budget of a family is made here). The record
+// starts stNew: admit places it. A fresh job bound to a family gets its
+// fair-share tag here, in j.FairTag; any other keeps the one it has.
+func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 	jid, ok := jobid.Parse(j.ID)
 	if !ok {
 		return ref{}, errorf(Unprocessable, "invalid job ID %q", j.ID)
 	}
-	binds := e.bindBuf[:0]
-	for _, b := range j.Budgets {
-		a := e.accounts[b.Key]
-		if a == nil {
-			return ref{}, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
+	binds, err := e.resolveBinds(e.bindBuf[:0], j.Budgets)
+	if err != nil {
+		return ref{}, err
+	}
+	if fresh && j.FairTag == 0 {
+		for i, b := range binds {
+			if b.implied {
+				j.FairTag = e.fairTag(binds[i-1].a, b.a, b.cost)
+			}
 		}
-		binds = append(binds, bind{a: a, cost: b.Cost})
 	}
 	idx := e.slab.alloc()
 	r := e.rec(idx)
@@ -101,9 +100,28 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
+	if e.restoredFamilies != nil && j.FairTag != 0 {
+		restoredTag(binds, j.FairTag, e.restoredFamilies)
+	}
 	clear(binds) // holds no deleted budget alive
 	e.bindBuf = binds[:0]
 	return ref{id: jid, idx: idx}, nil
+}
+
+// resolveBinds appends the accounts of bindings to binds: a sub-budget's
+// binding is followed by its family's, implied.
+func (e *Engine) resolveBinds(binds []bind, specs []store.Binding) ([]bind, error) {
+	for _, b := range specs {
+		a, fam := e.resolve(b.Key)
+		if a == nil {
+			return nil, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
+		}
+		binds = append(binds, bind{a: a, cost: b.Cost})
+		if fam != nil {
+			binds = append(binds, bind{a: fam, cost: b.Cost, implied: true})
+		}
+	}
+	return binds, nil
 }
 
 // admit places a new or re-placed job: a future ready_at waits for its
@@ -158,6 +176,7 @@ func (e *Engine) deliver(j ref, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 	}
+	e.dispatchedTag(j, e.binds(r))
 	waited := int64(0)
 	if r.binds != 0 {
 		waited = r.readyAt // when it became ready (a requeue keeps it)
@@ -184,12 +203,14 @@ func (e *Engine) deliver(j ref, t *Taker) {
 // ended it.
 func (e *Engine) release(j ref) {
 	r := e.rec(j.idx)
+	t := e.takerSlots[r.aux]
+	flown := e.vnow - t.inFlight[j.idx].dequeuedAt*int64(time.Millisecond)
 	for _, b := range e.binds(r) {
 		b.a.pool.Release(b.cost)
 		b.a.inFlight--
+		b.a.observeFlight(flown)
 		e.changed(b.a)
 	}
-	t := e.takerSlots[r.aux]
 	delete(t.inFlight, j.idx)
 	r.aux = -1
 	e.inFlight--
@@ -228,6 +249,9 @@ func (e *Engine) forget(j ref) {
 func (e *Engine) unbind(idx int32) {
 	for _, b := range e.binds(e.rec(idx)) {
 		b.a.bind(b.cost, -1)
+		if b.a.parent != nil && b.a.bound == 0 && !e.releaseSub(b.a) {
+			e.deadlineDirty(b.a) // released once its pool is full
+		}
 	}
 }
 
@@ -273,7 +297,9 @@ func (e *Engine) view(id string, idx int32) store.Job {
 		j.RetryLimit, j.Backoff, j.Retention = o.retryLimit, o.backoff, o.retention
 	}
 	for _, b := range e.binds(r) {
-		j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+		if !b.implied {
+			j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+		}
 	}
 	if u, ok := e.uniqueOf(idx); ok {
 		j.UniqueKey, j.UniqueWhile = u.key, u.while
