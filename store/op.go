@@ -71,6 +71,15 @@ type SetBudgetsOp struct {
 	Budgets []Binding
 }
 
+// SetPayloadOp replaces a job's payload; see SetPayload.
+type SetPayloadOp struct {
+	ID      string
+	Payload []byte
+}
+
+// CloseBatchOp closes a job's batch; see CloseBatch.
+type CloseBatchOp struct{ ID string }
+
 // DeleteJobOp deletes a job and its error records; see DeleteJob.
 type DeleteJobOp struct{ ID string }
 
@@ -94,6 +103,8 @@ func (RetryOp) storeOp()            {}
 func (FinishOp) storeOp()           {}
 func (PatchJobOp) storeOp()         {}
 func (SetBudgetsOp) storeOp()       {}
+func (SetPayloadOp) storeOp()       {}
+func (CloseBatchOp) storeOp()       {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
 func (PutBudgetOp) storeOp()        {}
@@ -145,6 +156,14 @@ func PatchJob(p JobPatch) Op { return PatchJobOp{Patch: p} }
 // SetBudgets replaces a job's budget bindings (rebind); an empty list
 // unbinds it. It does nothing if the job does not exist.
 func SetBudgets(id string, bs []Binding) Op { return SetBudgetsOp{ID: id, Budgets: bs} }
+
+// SetPayload replaces a job's payload (a batch fold); an empty payload
+// reads back as nil. It does nothing if the job does not exist.
+func SetPayload(id string, payload []byte) Op { return SetPayloadOp{ID: id, Payload: payload} }
+
+// CloseBatch clears a job's BatchOpen: its batch takes no more folds. It
+// does nothing if the job does not exist.
+func CloseBatch(id string) Op { return CloseBatchOp{ID: id} }
 
 // DeleteJob deletes a job, its payload and its error records. It does
 // nothing if the job does not exist.

@@ -31,8 +31,9 @@ type Store interface {
 	// Load reads, from one consistent snapshot, what the engine needs at
 	// start and nothing more, calling l's functions in this order: every
 	// budget, by key; every live job (scheduled, ready, in flight), without
-	// its payload, in (priority, id) order; the purge schedule (completed
-	// and dead jobs whose purge_at is set), by (purge_at, id); and once, the
+	// its payload, in (priority, id) order; the batch of every live batched
+	// job, by id; the purge schedule (completed and dead jobs whose
+	// purge_at is set), by (purge_at, id); and once, the
 	// greatest job ID the store ever held ("" if none), deleted and purged
 	// jobs included. It stops at the first error a function returns and
 	// returns it. Writes go on meanwhile and are not seen.
@@ -90,6 +91,7 @@ type Pending interface {
 type Loader struct {
 	Budget func(Budget) error
 	Job    func(LiveJob) error // in (priority, id) order
+	Batch  func(LiveBatch) error
 	Purge  func(id string, at int64) error
 	MaxID  func(id string)
 }
@@ -108,4 +110,12 @@ type LiveJob struct {
 	Backoff    *Backoff
 	Retention  *Retention
 	Budgets    []Binding
+}
+
+// LiveBatch is the batch of a live batched job, loaded apart from its
+// LiveJob because few jobs have one.
+type LiveBatch struct {
+	ID    string
+	Batch BatchConfig
+	Open  bool
 }

@@ -66,6 +66,22 @@ type Job struct {
 	CompletedAt int64
 	PurgeAt     int64
 	Budgets     []Binding
+	// Batch is a batched job's batch (nil: not batched): its key, and the
+	// jq programs of the batch's first job, which rule the whole batch.
+	Batch *BatchConfig
+	// BatchOpen marks the pending job of its batch key: the one that later
+	// enqueues with that key fold into. Dispatch closes it (CloseBatch).
+	// The engine keeps at most one open live job per key.
+	BatchOpen bool
+}
+
+// BatchConfig is the batch of a batched job: enqueues with the same Key
+// fold into its pending job while When holds, and Fold makes the merged
+// payload (both jq programs, over $existing and $new).
+type BatchConfig struct {
+	Key  string
+	When string
+	Fold string
 }
 
 // Backoff is a per-job retry backoff override.
