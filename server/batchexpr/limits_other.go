@@ -1,0 +1,14 @@
+//go:build !linux
+
+package batchexpr
+
+import "os/exec"
+
+// limitMemory is a no-op here: only Linux gives a dependable address-space
+// limit (RLIMIT_AS). The worker's soft memory limit and its deadline
+// still apply, and whatever it takes is the worker's, not the server's.
+func limitMemory(int64) {}
+
+// bindToParent is a no-op here: the worker ends when its stdin closes,
+// which happens when the server exits.
+func bindToParent(*exec.Cmd) {}
