@@ -146,6 +146,7 @@ type Engine struct {
 	// failedAt is when a job that has failed failed last (ms): the store's
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
+	batches  batchTables
 	types    names
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList

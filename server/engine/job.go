@@ -73,6 +73,9 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
+	if j.Batch != nil {
+		e.setBatch(idx, *j.Batch)
+	}
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
@@ -93,6 +96,10 @@ func (e *Engine) admit(j ref, scheduled bool) {
 // dispatch at once.
 func (e *Engine) schedule(j ref) {
 	r := e.rec(j.idx)
+	if r.flags&recHeld != 0 { // until its fold commits (batch.go)
+		e.setState(j.idx, stNew)
+		return
+	}
 	at := r.readyAt * int64(time.Millisecond)
 	if at <= e.vnow {
 		e.setState(j.idx, stNew)
@@ -142,7 +149,7 @@ func (e *Engine) deliver(j ref, t *Taker) {
 	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
 	e.inFlight++
 	id := j.id.String()
-	e.journal.Append(store.SetStatus(id, store.InFlight, ms))
+	e.journalDispatch(j, id, ms)
 	frame := e.view(id, j.idx)
 	t.out = append(t.out, frame)
 	if e.cfg.OnDispatch != nil {
@@ -193,6 +200,7 @@ func (e *Engine) forget(j ref) {
 		delete(e.overrides, j.idx)
 	}
 	delete(e.failedAt, j.idx)
+	e.dropBatch(j.idx)
 	e.ids.delete(j.id)
 	e.slab.release(j.idx)
 }
@@ -247,5 +255,6 @@ func (e *Engine) view(id string, idx int32) store.Job {
 	for _, b := range e.binds(r) {
 		j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
 	}
+	j.Batch = e.batchOf(idx)
 	return j
 }

@@ -28,6 +28,10 @@ type NewJob struct {
 	Backoff    *store.Backoff
 	Retention  *store.Retention
 	Budgets    []BindingSpec
+	// Batch is the job's batch; BatchOpen makes the job its key's pending
+	// job (the key must have none, or the plan must seal it).
+	Batch     *store.BatchConfig
+	BatchOpen bool
 }
 
 // Enqueue adds jobs atomically: either every job is accepted or none is. It
@@ -36,15 +40,28 @@ type NewJob struct {
 // the commit succeeded, calls Admit: no worker ever receives a job whose
 // enqueue could still fail. (If the commit fails, Delete them.)
 func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
+	jobs, _, w, err := e.EnqueueBatch(specs, BatchPlan{})
+	return jobs, w, err
+}
+
+// EnqueueBatch is Enqueue with the folds and seals of a plan (batch.go),
+// applied in the same commit and only if the pending jobs it was made
+// against are unchanged (else ErrBatchMoved). It also returns the pending
+// jobs folded into, as they are now, in plan.Folds order; they wait out of
+// dispatch until FinishBatch.
+func (e *Engine) EnqueueBatch(specs []NewJob, plan BatchPlan) ([]store.Job, []store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	ms := e.nowMs()
+	if err := e.checkBatchPlan(specs, plan); err != nil {
+		return nil, nil, nil, err
+	}
 	created, err := e.checkBindings(specs, ms)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ops := make([]store.Op, 0, len(created)+len(specs))
+	ops, folded := e.applyBatchPlan(plan)
 	for _, cfg := range created {
 		e.addAccount(cfg)
 		ops = append(ops, store.PutBudget(cfg))
@@ -55,25 +72,31 @@ func (e *Engine) Enqueue(specs []NewJob) ([]store.Job, Waiter, error) {
 			ID: e.idgen.Next(), Type: s.Type, Queue: s.Queue, Priority: s.Priority,
 			Status: store.Ready, Payload: s.Payload, ReadyAt: ms,
 			RetryLimit: s.RetryLimit, Backoff: s.Backoff, Retention: s.Retention,
+			Batch: s.Batch, BatchOpen: s.BatchOpen,
 		}
 		if s.ReadyAt != nil {
 			sj.ReadyAt = *s.ReadyAt
 			if sj.ReadyAt > ms {
 				sj.Status = store.Scheduled
+				sj.BatchOpen = false // a scheduled job takes no folds
 			}
 		}
 		for _, b := range s.Budgets {
 			sj.Budgets = append(sj.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
 		}
-		if _, err := e.newJob(&sj); err != nil { // cannot happen: bindings were checked
-			return nil, nil, err
+		j, err := e.newJob(&sj)
+		if err != nil { // cannot happen: bindings were checked
+			return nil, nil, nil, err
+		}
+		if sj.BatchOpen {
+			e.openBatch(j)
 		}
 		out[i] = sj
 		ops = append(ops, store.InsertJob(sj))
 	}
 	w := e.journal.Append(ops...)
 	e.finishOp()
-	return out, w, nil
+	return out, folded, w, nil
 }
 
 // Admit places enqueued jobs whose commit succeeded: scheduled jobs wait
@@ -377,6 +400,7 @@ func (e *Engine) patch(j ref, id string, change func(now int64, j *store.Job) er
 	e.setOverrides(j.idx, overrides{retryLimit: next.RetryLimit, backoff: next.Backoff, retention: next.Retention})
 	if moved {
 		e.schedule(j)
+		e.closeIfScheduled(j)
 	}
 	status := e.view(id, j.idx).Status
 	return store.PatchJob(store.JobPatch{

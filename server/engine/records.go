@@ -33,6 +33,13 @@ const (
 	// recOverrides: the job has a retry limit, backoff or retention of its
 	// own, in Engine.overrides.
 	recOverrides recFlags = 1 << iota
+	// recBatch: the job is batched, its batch in Engine.batches.
+	recBatch
+	// recPending: the job is the pending job of its batch key.
+	recPending
+	// recHeld: a fold into the job is committing; it waits out of
+	// dispatch until then.
+	recHeld
 )
 
 // overrides are a job's own settings, rare enough to keep beside the
