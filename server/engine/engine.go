@@ -222,7 +222,6 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 	return e
 }
 
-
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
 // as ready), then purge deadlines. It journals nothing. Jobs given in
