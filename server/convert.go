@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -36,15 +37,18 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 	for _, b := range j.Budgets {
 		out.Budgets = append(out.Budgets, api.Binding{Key: b.Key, Cost: b.Cost})
 	}
+	if b := j.Batch; b != nil {
+		out.Batch = &api.Batch{Key: b.Key, When: b.When, Fold: b.Fold}
+	}
 	return out
 }
 
 // enqueued renders a job in an enqueue response: no payload, with the
 // duplicate and folded flags.
-func enqueued(j store.Job) api.Job {
-	out := wireJob(j, false)
-	no := false
-	out.Duplicate, out.Folded = &no, &no
+func enqueued(e core.Enqueued) api.Job {
+	out := wireJob(e.Job, false)
+	no, folded := false, e.Folded
+	out.Duplicate, out.Folded = &no, &folded
 	return out
 }
 

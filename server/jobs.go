@@ -32,7 +32,21 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.respond(w, r, http.StatusCreated, enqueued(jobs[0]))
+	s.respond(w, r, enqueueStatus(jobs), enqueued(jobs[0]))
+}
+
+// enqueueStatus is 200 when every item folded into an existing job (none
+// is new), else 201.
+func enqueueStatus(jobs []core.Enqueued) int {
+	if len(jobs) == 0 {
+		return http.StatusCreated
+	}
+	for _, j := range jobs {
+		if !j.Folded {
+			return http.StatusCreated
+		}
+	}
+	return http.StatusOK
 }
 
 func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
@@ -55,8 +69,10 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 		specs[i] = spec
 	}
 	out := api.BulkJobs{Jobs: []api.Job{}}
+	var jobs []core.Enqueued
 	if len(specs) > 0 {
-		jobs, err := s.core.Enqueue(r.Context(), specs)
+		var err error
+		jobs, err = s.core.Enqueue(r.Context(), specs)
 		if err != nil {
 			s.fail(w, r, itemError(-1, err))
 			return
@@ -65,7 +81,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 			out.Jobs = append(out.Jobs, enqueued(j))
 		}
 	}
-	s.respond(w, r, http.StatusCreated, out)
+	s.respond(w, r, enqueueStatus(jobs), out)
 }
 
 // itemError prefixes a bulk item's error with its index ("jobs[3]: ").

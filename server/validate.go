@@ -54,9 +54,6 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if req.UniqueKey != nil {
 		return engine.NewJob{}, forbidden("unique jobs is not available on this server yet")
 	}
-	if req.Batch != nil {
-		return engine.NewJob{}, forbidden("batched jobs is not available on this server yet")
-	}
 	j := engine.NewJob{
 		Type: *req.Type, Queue: *req.Queue, Priority: api.DefaultPriority,
 		Payload: req.Payload, RetryLimit: req.RetryLimit,
@@ -83,7 +80,27 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if err != nil {
 		return engine.NewJob{}, err
 	}
+	j.Batch, err = batchConfig(req.Batch, prefix)
+	if err != nil {
+		return engine.NewJob{}, err
+	}
 	return j, nil
+}
+
+// batchConfig checks that a batch has its three fields; the programs are
+// the core's to compile and dry-run (422 when they fail).
+func batchConfig(in *api.BatchRequest, prefix string) (*store.BatchConfig, error) {
+	switch {
+	case in == nil:
+		return nil, nil
+	case in.Key == nil:
+		return nil, missing(prefix, "key")
+	case in.When == nil:
+		return nil, missing(prefix, "when")
+	case in.Fold == nil:
+		return nil, missing(prefix, "fold")
+	}
+	return &store.BatchConfig{Key: *in.Key, When: *in.When, Fold: *in.Fold}, nil
 }
 
 func backoff(in *api.BackoffRequest, prefix string) (*store.Backoff, error) {

@@ -45,6 +45,21 @@ func (c *payloadCache) put(id string, payload []byte) {
 	c.compact()
 }
 
+// peek returns a payload and keeps it (a fold reads the pending job's).
+func (c *payloadCache) peek(id string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.items[id]
+	return p, ok
+}
+
+// replace puts a job's new payload (a fold's) in place of its old one;
+// one past the bound only removes the old.
+func (c *payloadCache) replace(id string, payload []byte) {
+	c.take(id)
+	c.put(id, payload)
+}
+
 // take returns and forgets a payload.
 func (c *payloadCache) take(id string) ([]byte, bool) {
 	c.mu.Lock()

@@ -43,3 +43,21 @@ func TestPayloadCache_OrderStaysSmall(t *testing.T) {
 	}
 	require.Less(t, len(c.order)-c.head, 5000, "taken IDs do not pile up")
 }
+
+func TestPayloadCache_Replace(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(100)
+	c.put("a", []byte("[1]"))
+	p, ok := c.peek("a")
+	require.True(t, ok)
+	require.Equal(t, "[1]", string(p))
+	c.replace("a", []byte("[1,2]"))
+	p, _ = c.take("a")
+	require.Equal(t, "[1,2]", string(p), "peek kept it; replace swapped it")
+	require.Zero(t, c.size, "the old payload's bytes went with it")
+
+	c.put("b", []byte("[1]"))
+	c.replace("b", make([]byte, 200))
+	_, ok = c.peek("b")
+	require.False(t, ok, "a payload past the bound leaves no stale one behind")
+}

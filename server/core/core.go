@@ -13,13 +13,17 @@
 //     so the hot enqueue → take path does not read back what it just wrote.
 //   - Start-up returns jobs left in flight to ready and loads only what the
 //     engine needs.
+//   - A batched enqueue's jq programs run outside the engine lock, in
+//     sandboxed worker processes; its folds apply only against the pending
+//     jobs they were decided on (batch.go).
 //
 // Errors are *Error values of a few kinds (errors.Is with ErrNotFound, ...);
 // transports map each kind to their own status in one place.
 //
-// Lock order: Engine.mu, then the store writer's lock (taken by
-// Journal.Append under the engine lock); the payload cache's lock is taken
-// alone.
+// Lock order: the batch keys' locks (in key order, held across a batched
+// enqueue's evaluation and commit), then Engine.mu, then the store
+// writer's lock (taken by Journal.Append under the engine lock); the
+// payload cache's lock is taken alone.
 package core
 
 import (
@@ -28,6 +32,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/server/jobid"
@@ -47,6 +52,12 @@ type Options struct {
 	// BeforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	BeforeRestore func(context.Context)
+	// Batches runs batched jobs' programs (nil: a batchexpr.Sandbox of
+	// worker processes); the service closes it.
+	Batches BatchEvaluator
+	// MaxPayloadBytes bounds a payload that a fold makes, as the transport
+	// bounds one sent (0: 16 MiB). Used when Batches is nil.
+	MaxPayloadBytes int64
 }
 
 // DefaultPayloadCacheBytes is the payload cache's default bound: enough for
@@ -63,8 +74,11 @@ type Service struct {
 	engine *engine.Engine
 	store  Store
 	cache  *payloadCache
-	life   lifecycle
-	closed sync.Once
+	// batches runs batch programs; batchKeys serialises folds by key.
+	batches   BatchEvaluator
+	batchKeys *keyLocks
+	life      lifecycle
+	closed    sync.Once
 }
 
 // lifecycle tracks the start.
@@ -89,7 +103,14 @@ func Start(ctx context.Context, opts Options) *Service {
 	if opts.PayloadCacheBytes == 0 {
 		opts.PayloadCacheBytes = DefaultPayloadCacheBytes
 	}
-	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes)}
+	if opts.Batches == nil {
+		opts.Batches = batchexpr.NewSandbox(batchexpr.SandboxOptions{
+			Limits: batchexpr.Limits{MaxPayloadBytes: int(opts.MaxPayloadBytes)},
+			Logger: opts.Logger,
+		})
+	}
+	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes),
+		batches: opts.Batches, batchKeys: newKeyLocks()}
 	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)
 	go s.start(ctx)
@@ -197,6 +218,7 @@ func (s *Service) Close() error {
 	<-s.life.done
 	var err error
 	s.closed.Do(func() {
+		s.batches.Close()
 		if s.store != nil {
 			err = s.store.Close()
 		}

@@ -12,14 +12,35 @@ import (
 
 // Enqueue adds jobs atomically: every one or none. It answers once they
 // are durable, and only then may they be dispatched; if the commit fails
-// they are undone and no worker ever sees them.
-func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]store.Job, error) {
+// they are undone and no worker ever sees them. Batched items may fold
+// into pending jobs instead (batch.go).
+func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]Enqueued, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	jobs, w, err := s.engine.Enqueue(specs)
+	for _, sp := range specs {
+		if sp.Batch != nil {
+			return s.enqueueBatched(ctx, specs)
+		}
+	}
+	jobs, _, err := s.commitEnqueue(ctx, specs, engine.BatchPlan{})
 	if err != nil {
-		return nil, translate(err)
+		return nil, err
+	}
+	out := make([]Enqueued, len(jobs))
+	for i, j := range jobs {
+		out[i].Job = j
+	}
+	return out, nil
+}
+
+// commitEnqueue creates jobs and applies a batch plan in one commit, then
+// admits the jobs and puts the folded ones back into dispatch, their new
+// payloads in the cache; it returns the new jobs and the folded ones.
+func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan engine.BatchPlan) ([]store.Job, []store.Job, error) {
+	jobs, folded, w, err := s.engine.EnqueueBatch(specs, plan)
+	if err != nil {
+		return nil, nil, translate(err)
 	}
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
@@ -27,11 +48,18 @@ func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]store.J
 		s.cache.put(j.ID, j.Payload)
 	}
 	if err := wait(ctx, w); err != nil {
+		s.engine.FinishBatch(plan, ids, false)
 		s.unwindEnqueue(ctx, ids, specs)
-		return nil, err
+		return nil, nil, err
+	}
+	for _, f := range plan.Folds {
+		s.cache.replace(f.ID, f.Payload)
 	}
 	s.engine.Admit(ids)
-	return jobs, nil
+	if len(plan.Folds) > 0 {
+		s.engine.FinishBatch(plan, nil, true)
+	}
+	return jobs, folded, nil
 }
 
 // unwindEnqueue undoes an enqueue whose commit failed (see unwind.go).

@@ -17,6 +17,7 @@ func load(ctx context.Context, st Store, r *engine.Restorer) error {
 	err := st.Load(ctx, store.Loader{
 		Budget: func(b store.Budget) error { r.Budget(b); return nil },
 		Job:    r.Job,
+		Batch:  func(b store.LiveBatch) error { r.Batch(b); return nil },
 		Purge:  func(id string, at int64) error { r.Purge(id, at); return nil },
 		MaxID:  r.MaxID,
 	})
