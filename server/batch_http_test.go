@@ -15,6 +15,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Batched jobs (API.md §4.5), over real HTTP in both encodings.
@@ -454,4 +455,42 @@ func TestBatch_OutputBoundedByMaxBodySize(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, r.status)
 	require.Equal(t, "batch fold failed: fold output exceeds the 2048-byte payload limit (--max-body-size)", r.errorText(t))
 	require.Len(t, payloadOf(t, tb, a.ID), 1802)
+}
+
+// A fold or seal whose commit fails changes nothing: the pending job keeps
+// its payload, stays pending, and is not dispatched with a payload that
+// was never stored.
+func TestBatch_FailedCommitChangesNothing(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	sealer := func(payload string) api.EnqueueRequest {
+		return batched(payload, "k", "$new != [0]", "$existing + $new") // [0] seals
+	}
+	_, a := tb.enqueueAs(t, api.JSON, sealer(`[1]`))
+
+	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	for _, p := range []string{`[2]`, `[0]`} {
+		r := tb.req(t, "POST", "/jobs", sealer(p))
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
+		require.Equal(t, "storage unavailable: database or disk is full", r.errorText(t))
+	}
+	require.Equal(t, `[1]`, payloadOf(t, tb, a.ID))
+	ts := tb.take(t, "prefetch=1&queue=none") // a taker of nothing: a is not held by it
+	ts.none(t, 50*time.Millisecond)
+
+	tb.srv.DB().SimulateFault(sqlite.NoFault)
+	status, b := tb.enqueueAs(t, api.JSON, sealer(`[3]`))
+	require.Equal(t, http.StatusOK, status, "a is pending again: neither the fold nor the seal happened")
+	require.Equal(t, a.ID, b.ID)
+	require.Equal(t, `[1,3]`, payloadOf(t, tb, a.ID))
+	require.EqualValues(t, 1, jobCount(t, tb, ""))
+
+	got := tb.take(t, "prefetch=1").next(t, 5*time.Second)
+	require.Equal(t, a.ID, got.ID)
+	require.Equal(t, `[1,3]`, string(got.Payload))
+	tb.stop()
+	tb = setupIn(t, tb.dir)
+	require.Equal(t, `[1,3]`, payloadOf(t, tb, a.ID))
+	status, _ = tb.enqueueAs(t, api.JSON, sealer(`[4]`))
+	require.Equal(t, http.StatusCreated, status, "a was dispatched before the restart: its batch is closed")
 }
