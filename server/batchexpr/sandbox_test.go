@@ -216,3 +216,35 @@ func TestSandbox_CloseEndsWorkers(t *testing.T) {
 	_, err = s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")})
 	require.Error(t, err)
 }
+
+// BenchmarkSandbox_Run measures one task's round trip through a worker: a
+// dry run and a fold of small arrays (the shape of zizq-node's
+// batchConfig), and the same work in process.
+func BenchmarkSandbox_Run(b *testing.B) {
+	cfg := batchexpr.Config{When: "(($existing | .) + ($new | .)) | length <= 100", Fold: "$existing | . += ($new | .)"}
+	task := batchexpr.Task{Check: &cfg, Into: &cfg, Existing: []byte("[1,2,3,4,5,6,7,8,9,10]"), New: []byte("[11]")}
+	b.Run("Sandbox", func(b *testing.B) {
+		exe, _ := os.Executable()
+		s := batchexpr.NewSandbox(batchexpr.SandboxOptions{Workers: 1, Command: func() *exec.Cmd { return exec.Command(exe, "-test.run=^$") }})
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Run(ctx, task); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("InProcess", func(b *testing.B) {
+		lim := batchexpr.Limits{Timeout: time.Second, MaxPayloadBytes: 1 << 20}
+		p, _ := batchexpr.Compile(cfg)
+		for b.Loop() {
+			incoming, _ := batchexpr.Decode(task.New)
+			existing, _ := batchexpr.Decode(task.Existing)
+			if err := p.DryRun(ctx, incoming, lim); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := p.Fold(ctx, existing, incoming, lim); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
