@@ -121,35 +121,63 @@ func TestBatch_FalsyWhenSeals(t *testing.T) {
 
 func TestBatch_FirstJobRulesTheBatch(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
-	_, a := tb.enqueueAs(t, api.JSON, batched(`[1]`, "k", "true", "$existing + $new"))
-	// Its own when would seal and its own fold keep only $new: the
-	// pending job's programs decide.
-	status, b := tb.enqueueAs(t, api.JSON, batched(`[2]`, "k", "false", "$new"))
-	require.Equal(t, http.StatusOK, status)
-	require.Equal(t, a.ID, b.ID)
-	require.Equal(t, "true", b.Batch.When, "the stored batch is the first job's")
-	require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID))
+	for name, f := range encodings {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			_, a := tb.enqueueAs(t, f, batched(`[1]`, "k", "true", "$existing + $new"))
+			// Its own when would seal and its own fold keep only $new: the
+			// pending job's programs decide.
+			status, b := tb.enqueueAs(t, f, batched(`[2]`, "k", "false", "$new"))
+			require.Equal(t, http.StatusOK, status)
+			require.Equal(t, a.ID, b.ID)
+			require.Equal(t, "true", b.Batch.When, "the stored batch is the first job's")
+			require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID))
 
-	// Its own programs still have to work on its own payload.
-	r := tb.req(t, "POST", "/jobs", batched(`[3]`, "k", "true", "$existing, $new"))
-	require.Equal(t, http.StatusUnprocessableEntity, r.status)
-	require.Equal(t, "batch dry-run: fold: fold expression produced more than one output", r.errorText(t))
-	require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "nothing changed")
+			// Its own programs still have to work on its own payload.
+			r := tb.send(t, f, "POST", "/jobs", batched(`[3]`, "k", "true", "$existing, $new"))
+			require.Equal(t, http.StatusUnprocessableEntity, r.status)
+			var e api.Error
+			decodeAs(t, f, r.body, &e)
+			require.Equal(t, "batch dry-run: fold: fold expression produced more than one output", e.Error)
+			require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "nothing changed")
 
-	// Other keys have batches of their own; other fields of a folded item
-	// are dropped (it creates no job).
-	other := batched(`[9]`, "other", "true", "$existing + $new")
-	other.Queue, other.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
-	status, o := tb.enqueueAs(t, api.JSON, other)
-	require.Equal(t, http.StatusCreated, status)
-	require.NotEqual(t, a.ID, o.ID)
-	folded := batched(`[4]`, "k", "true", "$new")
-	folded.Queue, folded.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
-	_, b = tb.enqueueAs(t, api.JSON, folded)
-	require.Equal(t, a.ID, b.ID)
-	require.Equal(t, "q", b.Queue)
-	require.EqualValues(t, 32768, b.Priority)
+			// Other keys have batches of their own; other fields of a folded
+			// item are dropped (it creates no job).
+			other := batched(`[9]`, "other", "true", "$existing + $new")
+			other.Queue, other.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
+			status, o := tb.enqueueAs(t, f, other)
+			require.Equal(t, http.StatusCreated, status)
+			require.NotEqual(t, a.ID, o.ID)
+			folded := batched(`[4]`, "k", "true", "$new")
+			folded.Queue, folded.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
+			_, b = tb.enqueueAs(t, f, folded)
+			require.Equal(t, a.ID, b.ID)
+			require.Equal(t, "q", b.Queue)
+			require.EqualValues(t, 32768, b.Priority)
+		})
+	}
+}
+
+// Deleting the pending job, or a reset, ends its batch: the next item
+// starts a new one.
+func TestBatch_DeleteAndResetEndTheBatch(t *testing.T) {
+	t.Parallel()
+	for name, f := range encodings {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tb := setup(t)
+			_, a := tb.enqueueAs(t, f, concat(`[1]`, 10))
+			require.Equal(t, http.StatusNoContent, tb.req(t, "DELETE", "/jobs/"+a.ID, nil).status)
+			status, b := tb.enqueueAs(t, f, concat(`[2]`, 10))
+			require.Equal(t, http.StatusCreated, status)
+			require.NotEqual(t, a.ID, b.ID)
+			require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/reset", nil).status)
+			status, c := tb.enqueueAs(t, f, concat(`[3]`, 10))
+			require.Equal(t, http.StatusCreated, status)
+			require.Equal(t, `[3]`, payloadOf(t, tb, c.ID))
+		})
+	}
 }
 
 func TestBatch_DispatchClosesTheBatch(t *testing.T) {
@@ -195,34 +223,40 @@ func TestBatch_FoldKeepsTheFIFOPlace(t *testing.T) {
 
 func TestBatch_ScheduledNeverFolds(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(time.Now())
-	tb := setup(t, func(o *server.Options) { o.Clock = clk })
-	later := concat(`[1]`, 10)
-	later.ReadyAt = api.Ptr(uint64(clk.Now().Add(time.Minute).UnixMilli()))
-	status, s := tb.enqueueAs(t, api.JSON, later)
-	require.Equal(t, http.StatusCreated, status)
-	require.Equal(t, "scheduled", s.Status)
-	require.Equal(t, "k", s.Batch.Key, "it keeps its batch")
+	for name, f := range encodings {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			clk := clock.NewFake(time.Now())
+			tb := setup(t, func(o *server.Options) { o.Clock = clk })
+			later := concat(`[1]`, 10)
+			later.ReadyAt = api.Ptr(uint64(clk.Now().Add(time.Minute).UnixMilli()))
+			status, s := tb.enqueueAs(t, f, later)
+			require.Equal(t, http.StatusCreated, status)
+			require.Equal(t, "scheduled", s.Status)
+			require.Equal(t, "k", s.Batch.Key, "it keeps its batch")
 
-	status, s2 := tb.enqueueAs(t, api.JSON, later)
-	require.Equal(t, http.StatusCreated, status, "a scheduled one does not fold either")
-	status, r := tb.enqueueAs(t, api.JSON, concat(`[2]`, 10))
-	require.Equal(t, http.StatusCreated, status, "a ready one does not fold into a scheduled one")
+			status, s2 := tb.enqueueAs(t, f, later)
+			require.Equal(t, http.StatusCreated, status, "a scheduled one does not fold either")
+			status, r := tb.enqueueAs(t, f, concat(`[2]`, 10))
+			require.Equal(t, http.StatusCreated, status, "a ready one does not fold into a scheduled one")
 
-	clk.Advance(2 * time.Minute)
-	eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, s.ID) == "ready" }, "promoted")
-	_, f := tb.enqueueAs(t, api.JSON, concat(`[3]`, 10))
-	require.Equal(t, r.ID, f.ID, "promoted, the scheduled ones still take no folds")
-	require.Equal(t, "[1]", payloadOf(t, tb, s.ID))
-	require.Equal(t, "[1]", payloadOf(t, tb, s2.ID))
-	require.Equal(t, "[2,3]", payloadOf(t, tb, r.ID))
+			clk.Advance(2 * time.Minute)
+			eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, s.ID) == "ready" }, "promoted")
+			_, fo := tb.enqueueAs(t, f, concat(`[3]`, 10))
+			require.Equal(t, r.ID, fo.ID, "promoted, the scheduled ones still take no folds")
+			require.Equal(t, "[1]", payloadOf(t, tb, s.ID))
+			require.Equal(t, "[1]", payloadOf(t, tb, s2.ID))
+			require.Equal(t, "[2,3]", payloadOf(t, tb, r.ID))
 
-	// A pending job patched to a later ready_at closes its batch.
-	patch := fmt.Sprintf(`{"ready_at":%d}`, clk.Now().Add(time.Hour).UnixMilli())
-	require.Equal(t, http.StatusOK, tb.req(t, "PATCH", "/jobs/"+r.ID, patch).status)
-	status, n := tb.enqueueAs(t, api.JSON, concat(`[4]`, 10))
-	require.Equal(t, http.StatusCreated, status)
-	require.NotEqual(t, r.ID, n.ID)
+			// A pending job patched to a later ready_at closes its batch.
+			patch := fmt.Sprintf(`{"ready_at":%d}`, clk.Now().Add(time.Hour).UnixMilli())
+			require.Equal(t, http.StatusOK, tb.req(t, "PATCH", "/jobs/"+r.ID, patch).status)
+			require.Equal(t, "k", jobByID(t, tb, r.ID).Batch.Key)
+			status, n := tb.enqueueAs(t, f, concat(`[4]`, 10))
+			require.Equal(t, http.StatusCreated, status)
+			require.NotEqual(t, r.ID, n.ID)
+		})
+	}
 }
 
 func TestBatch_FoldErrorsChangeNothing(t *testing.T) {

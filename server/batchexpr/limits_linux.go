@@ -46,3 +46,7 @@ func mappedBytes() int64 {
 func bindToParent(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// selfExe is the running binary, even once an upgrade has replaced or
+// removed its file.
+func selfExe() string { return "/proc/self/exe" }

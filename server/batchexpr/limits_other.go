@@ -2,7 +2,10 @@
 
 package batchexpr
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 // limitMemory is a no-op here: only Linux gives a dependable address-space
 // limit (RLIMIT_AS). The worker's soft memory limit and its deadline
@@ -12,3 +15,12 @@ func limitMemory(int64) {}
 // bindToParent is a no-op here: the worker ends when its stdin closes,
 // which happens when the server exits.
 func bindToParent(*exec.Cmd) {}
+
+// selfExe is the running binary's path.
+func selfExe() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return os.Args[0]
+	}
+	return exe
+}

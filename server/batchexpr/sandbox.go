@@ -86,13 +86,7 @@ func NewSandbox(o SandboxOptions) *Sandbox {
 // selfCommand starts this executable again. The argument makes a test
 // binary that lacks the TestMain hook run no test (and fail the hello)
 // instead of running its whole suite; zizq ignores it in worker mode.
-func selfCommand() *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
-	}
-	return exec.Command(exe, "-test.run=^$")
-}
+func selfCommand() *exec.Cmd { return exec.Command(selfExe(), "-test.run=^$") }
 
 // Limits returns the limits each task runs under.
 func (s *Sandbox) Limits() Limits { return s.opts.Limits }
