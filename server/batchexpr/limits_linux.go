@@ -8,6 +8,9 @@ import (
 	"syscall"
 )
 
+// limitsMemory: limitMemory works here.
+const limitsMemory = true
+
 // limitMemory caps the worker's address space at what it maps now plus
 // bytes: an allocation past it fails, and the Go runtime then ends the
 // worker ("fatal error: out of memory") instead of the machine paging.

@@ -7,6 +7,9 @@ import (
 	"os/exec"
 )
 
+// limitsMemory: limitMemory does nothing here.
+const limitsMemory = false
+
 // limitMemory is a no-op here: only Linux gives a dependable address-space
 // limit (RLIMIT_AS). The worker's soft memory limit and its deadline
 // still apply, and whatever it takes is the worker's, not the server's.

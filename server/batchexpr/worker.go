@@ -100,7 +100,9 @@ func confine(memoryBytes int64) {
 	debug.SetMaxStack(64 << 20)
 	if memoryBytes > 0 {
 		debug.SetMemoryLimit(memoryBytes / 2)
-		limitMemory(memoryBytes)
+		if !raceBuild {
+			limitMemory(memoryBytes)
+		}
 	}
 }
 
@@ -184,3 +186,8 @@ func (c *programCache) get(cfg Config) (*Program, error) {
 	}
 	return p, err
 }
+
+// MemoryLimited reports whether workers run under an address-space limit:
+// on Linux, but for race builds (see race.go). Elsewhere a hostile program
+// can take its worker's memory, though never the server's.
+func MemoryLimited() bool { return limitsMemory && !raceBuild }
