@@ -95,6 +95,7 @@ func TestBadInput_Enqueue(t *testing.T) {
 		{name: "BatchMissingKey", path: "/jobs", body: enqueueBody(`,"batch":{"when":"true","fold":"$new"}`), status: 400, msg: "invalid JSON: missing field `key`"},
 		{name: "BatchMissingWhen", path: "/jobs", body: enqueueBody(`,"batch":{"key":"b","fold":"$new"}`), status: 400, msg: "invalid JSON: missing field `when`"},
 		{name: "BatchMissingFold", path: "/jobs", body: enqueueBody(`,"batch":{"key":"b","when":"true"}`), status: 400, msg: "invalid JSON: missing field `fold`"},
+		{name: "BatchMissingFieldFirst", path: "/jobs", body: `{"type":"t","queue":"a,b","payload":null,"batch":{"key":"b","when":"true"}}`, status: 400, msg: "invalid JSON: missing field `fold`"},
 		{name: "BatchNotAnObject", path: "/jobs", body: enqueueBody(`,"batch":"b"`), status: 400, msg: "invalid JSON: ", prefix: true},
 		{name: "BatchKeyNotString", path: "/jobs", body: enqueueBody(`,"batch":{"key":1,"when":"true","fold":"$new"}`), status: 400, msg: "invalid JSON: ", prefix: true},
 		{name: "BatchBadExpression", path: "/jobs", body: enqueueBody(`,"batch":{"key":"b","when":".[*]","fold":"$new"}`), status: 422, msg: "batch expression: when: ", prefix: true},

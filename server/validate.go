@@ -39,6 +39,11 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	case req.Payload == nil:
 		return engine.NewJob{}, missing(prefix, "payload")
 	}
+	// A batch missing a field does not decode in Zizq: that comes first.
+	batch, err := batchConfig(req.Batch, prefix)
+	if err != nil {
+		return engine.NewJob{}, err
+	}
 	if err := api.ValidateName("type", *req.Type); err != nil {
 		return engine.NewJob{}, badRequest("%s", err)
 	}
@@ -80,10 +85,7 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if err != nil {
 		return engine.NewJob{}, err
 	}
-	j.Batch, err = batchConfig(req.Batch, prefix)
-	if err != nil {
-		return engine.NewJob{}, err
-	}
+	j.Batch = batch
 	return j, nil
 }
 
