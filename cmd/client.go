@@ -65,6 +65,7 @@ func addClientCommands(root *cobra.Command, streams IO) {
 	f := &Factory{IO: streams, Opts: o}
 	for _, c := range []*cobra.Command{
 		newBudgetCmd(f),
+		newCronCmd(f),
 		newJobCmd(f),
 		newHealthCmd(f),
 		newVersionCmd(f),

@@ -116,9 +116,9 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
 	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together")
 	bind("cache-size", "ZIZQ_CACHE_SIZE")
-	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", 1000, "most writes committed in one transaction (group commit)")
+	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", sqlite.DefaultBatchSize, "most writes committed in one transaction (group commit)")
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
-	fs.IntVar(&o.CompleteBatchSize, "complete-batch-size", 1000, "accepted for compatibility; see --enqueue-batch-size")
+	fs.IntVar(&o.CompleteBatchSize, "complete-batch-size", sqlite.DefaultBatchSize, "accepted for compatibility; see --enqueue-batch-size")
 	bind("complete-batch-size", "ZIZQ_COMPLETE_BATCH_SIZE")
 	fs.IntVar(&o.MaxBudgets, "max-budgets", de.MaxBudgets, "most budgets the server keeps")
 	bind("max-budgets", "ZIZQ_MAX_BUDGETS")
@@ -258,7 +258,7 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go memlimit.Run(ctx, uint64(o.MemoryLimit), 5*time.Second)
+	go memlimit.Run(ctx, uint64(o.MemoryLimit))
 	// The store opens and the engine is rebuilt in the background: /health
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)

@@ -21,7 +21,7 @@ import (
 
 // Batched jobs (API.md §4.5), over real HTTP in both encodings.
 
-var encodings = map[string]api.Format{"JSON": api.JSON, "MsgPack": api.MsgPack}
+var formats = map[string]api.Format{"JSON": api.JSON, "MsgPack": api.MsgPack}
 
 // send sends v (an api request value) in format f and asks for f back.
 func (tb *testBundle) send(t *testing.T, f api.Format, method, path string, v any) reply {
@@ -69,7 +69,7 @@ func payloadOf(t *testing.T, tb *testBundle, id string) string {
 
 func TestBatch_FoldsIntoThePendingJob(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -100,7 +100,7 @@ func TestBatch_FoldsIntoThePendingJob(t *testing.T) {
 
 func TestBatch_FalsyWhenSeals(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -122,7 +122,7 @@ func TestBatch_FalsyWhenSeals(t *testing.T) {
 
 func TestBatch_FirstJobRulesTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -164,7 +164,7 @@ func TestBatch_FirstJobRulesTheBatch(t *testing.T) {
 // starts a new one.
 func TestBatch_DeleteAndResetEndTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -183,7 +183,7 @@ func TestBatch_DeleteAndResetEndTheBatch(t *testing.T) {
 
 func TestBatch_DispatchClosesTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -224,7 +224,7 @@ func TestBatch_FoldKeepsTheFIFOPlace(t *testing.T) {
 
 func TestBatch_ScheduledNeverFolds(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clk := clock.NewFake(time.Now())
@@ -262,7 +262,7 @@ func TestBatch_ScheduledNeverFolds(t *testing.T) {
 
 func TestBatch_FoldErrorsChangeNothing(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)
@@ -296,7 +296,7 @@ func TestBatch_FoldErrorsChangeNothing(t *testing.T) {
 
 func TestBatch_Bulk(t *testing.T) {
 	t.Parallel()
-	for name, f := range encodings {
+	for name, f := range formats {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			tb := setup(t)

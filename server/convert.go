@@ -2,7 +2,7 @@ package server
 
 import (
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/core"
+	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -37,6 +37,9 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 	for _, b := range j.Budgets {
 		out.Budgets = append(out.Budgets, api.Binding{Key: b.Key, Cost: b.Cost})
 	}
+	if j.UniqueKey != "" {
+		out.UniqueKey, out.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
+	}
 	if b := j.Batch; b != nil {
 		out.Batch = &api.Batch{Key: b.Key, When: b.When, Fold: b.Fold}
 	}
@@ -45,10 +48,9 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 
 // enqueued renders a job in an enqueue response: no payload, with the
 // duplicate and folded flags.
-func enqueued(e core.Enqueued) api.Job {
-	out := wireJob(e.Job, false)
-	no, folded := false, e.Folded
-	out.Duplicate, out.Folded = &no, &folded
+func enqueued(j engine.Enqueued) api.Job {
+	out := wireJob(j.Job, false)
+	out.Duplicate, out.Folded = &j.Duplicate, &j.Folded
 	return out
 }
 

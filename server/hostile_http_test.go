@@ -74,6 +74,7 @@ var (
 		"/jobs/{id}/failure", "/jobs/{id}/errors", "/jobs/{id}/errors/{n}", "/jobs/{id}/why",
 		"/jobs/{id}/budgets", "/jobs/{id}/budgets/{key}", "/jobs/budgets/{key}",
 		"/budgets", "/budgets/{key}", "/queues", "/stats", "/health", "/version", "/crons/{key}",
+		"/crons", "/crons/{key}/entries", "/crons/{key}/entries/{key}",
 		"/{key}", "/jobs/{key}/{key}/{key}/{key}", "//jobs", "/jobs/", "/budgets/{key}/x",
 	}
 	hostileSegments = []string{
@@ -97,6 +98,9 @@ var (
 		`{"jobs":[{"type":"t","queue":"q","payload":[1,2,3]},{"type":"u","queue":"r","payload":"s"}]}`,
 		`{"allocation":3,"strategy":{"type":"time_based","duration_ms":1000,"burst":2}}`,
 		`{"allocation":2,"strategy":{"type":"while_in_flight"}}`,
+		`{"paused":false,"timezone":"UTC","entries":[{"name":"e","expression":"*/5 * * * * *","timezone":"Europe/Paris","job":{"type":"t","queue":"q","payload":{},"budgets":[{"key":"b","create_with":{"allocation":1,"strategy":{"type":"while_in_flight"}}}]}}]}`,
+		`{"name":"e","expression":"@every 1s","paused":true,"job":{"type":"t","queue":"q","payload":null,"priority":1}}`,
+		`{"paused":true}`,
 		`{"priority":7,"queue":"q2","retry_limit":null}`,
 		`{"message":"boom","error_type":"E","backtrace":"b","retry_at":1,"kill":false}`,
 		`{"ids":["0000000000000000000000000"]}`,

@@ -35,14 +35,15 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, enqueueStatus(jobs), enqueued(jobs[0]))
 }
 
-// enqueueStatus is 200 when every item folded into an existing job (none
-// is new), else 201.
-func enqueueStatus(jobs []core.Enqueued) int {
+// enqueueStatus is 200 when every request found its job already there (a
+// unique duplicate, or the pending job of its batch, which it folded into),
+// else 201: something was created, or nothing was asked.
+func enqueueStatus(jobs []engine.Enqueued) int {
 	if len(jobs) == 0 {
 		return http.StatusCreated
 	}
 	for _, j := range jobs {
-		if !j.Folded {
+		if !j.Duplicate && !j.Folded {
 			return http.StatusCreated
 		}
 	}
@@ -69,7 +70,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 		specs[i] = spec
 	}
 	out := api.BulkJobs{Jobs: []api.Job{}}
-	var jobs []core.Enqueued
+	var jobs []engine.Enqueued
 	if len(specs) > 0 {
 		var err error
 		jobs, err = s.core.Enqueue(r.Context(), specs)

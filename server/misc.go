@@ -37,12 +37,13 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 	noContent(w)
 }
 
-func (s *Server) cronUnavailable(w http.ResponseWriter, r *http.Request) {
-	s.fail(w, r, forbidden("cron scheduling is not available on this server yet"))
-}
-
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	st, err := s.core.Stats()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	crons, err := s.core.CronSummaries()
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -57,6 +58,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		Jobs:     api.JobCounts{Scheduled: st.Jobs.Scheduled, Ready: st.Jobs.Ready, Parked: st.Jobs.Parked, InFlight: st.Jobs.InFlight},
 		Queues:   make([]api.QueueStats, 0, len(st.Queues)),
 		Budgets:  make([]api.Budget, 0, len(st.Budgets)),
+		Crons:    wireCronStats(crons),
 	}
 	for _, q := range st.Queues {
 		out.Queues = append(out.Queues, api.QueueStats{Name: q.Name, Scheduled: q.Scheduled, Ready: q.Ready, Parked: q.Parked, InFlight: q.InFlight})

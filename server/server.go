@@ -116,12 +116,8 @@ func (s *Server) routes() {
 	r.handle("DELETE", "/budgets/{key}", s.deleteBudget)
 
 	s.bindingRoutes()
+	s.cronRoutes()
 
-	for _, p := range []string{"/crons", "/crons/{g}", "/crons/{g}/entries", "/crons/{g}/entries/{e}"} {
-		for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-			r.handle(m, p, s.cronUnavailable)
-		}
-	}
 	// These answer while the server starts (a take waits for it); /metrics
 	// and /backup negotiate no format (Prometheus text, tar.gz).
 	r.early("/health", "/version", "/ready", "/metrics", "/jobs/take")

@@ -121,6 +121,12 @@ func fixtureStats() api.Stats {
 				OldestParkedMs: ptr[int64](5_300), NextTokenAt: ptr(nowMs() + 1_200), Dispatched: 1234}),
 			timeBased("partner-webhooks-eu-west-1-production", 100, 1000, 0, api.BudgetState{Available: 100, Capacity: 100, Dispatched: 99999}),
 		},
+		Crons: []api.CronStats{
+			{Name: "billing", Entries: 3, PausedEntries: 1, NextEnqueueAt: uint64(nowMs() + 42_000), NextEntry: "invoice-reminders",
+				LastEnqueueAt: uint64(nowMs() - 18_000)},
+			{Name: "maintenance", Paused: true, Entries: 2, LastEnqueueAt: uint64(nowMs() - 7_200_000)},
+			{Name: "reports", Entries: 1, NextEnqueueAt: uint64(nowMs() + 9*3600_000), NextEntry: "nightly"},
+		},
 	}
 }
 

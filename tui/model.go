@@ -21,10 +21,11 @@ const (
 	tabInFlight
 	tabReady
 	tabScheduled
+	tabCrons
 	numTabs
 )
 
-var tabNames = [numTabs]string{"Budgets", "Queues", "In flight", "Ready", "Scheduled"}
+var tabNames = [numTabs]string{"Budgets", "Queues", "In flight", "Ready", "Scheduled", "Crons"}
 
 // status is the job status a job tab lists, "" for the others.
 func (t tab) status() string {
@@ -134,6 +135,15 @@ func New(src Source, opts Options) Model {
 		column{title: "PARKED", right: true},
 		column{title: "IN FLIGHT", right: true, drop: 3},
 		column{title: "TOTAL", right: true, drop: 1},
+	)
+	m.tables[tabCrons] = newTable(keys, st, "no cron groups",
+		column{title: "GROUP", flex: true, min: 8},
+		column{title: "STATE"},
+		column{title: "ENTRIES", right: true, drop: 2},
+		column{title: "PAUSED", right: true, drop: 1},
+		column{title: "NEXT RUN", right: true},
+		column{title: "NEXT ENTRY", flex: true, min: 6, drop: 3},
+		column{title: "LAST RUN", right: true, optional: true},
 	)
 	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
 		age := map[tab]string{tabInFlight: "RUNNING", tabReady: "WAITING", tabScheduled: "READY IN"}[t]

@@ -13,6 +13,7 @@ import (
 func (m *Model) rebuild() {
 	m.tables[tabBudgets].SetRows(m.budgetRows())
 	m.tables[tabQueues].SetRows(m.queueRows())
+	m.tables[tabCrons].SetRows(m.cronRows())
 	for _, t := range []tab{tabInFlight, tabReady, tabScheduled} {
 		m.tables[t].SetRows(m.jobRows(t))
 	}
@@ -221,4 +222,58 @@ func (m *Model) selectedJob() (api.Job, bool) {
 		}
 	}
 	return api.Job{}, false
+}
+
+// cronRows lists the cron groups by name. NEXT RUN is when the group next
+// enqueues a job ("paused" when it will not until resumed, "-" when no
+// entry has a future occurrence); a paused group is dimmed.
+func (m *Model) cronRows() []row {
+	nowMs := m.now.UnixMilli()
+	var rows []row
+	for _, g := range m.stats.Crons {
+		if !m.matches(g.Name, g.NextEntry) {
+			continue
+		}
+		next, entry := "-", "-"
+		switch {
+		case g.Paused:
+			next = "paused"
+		case g.NextEnqueueAt != 0:
+			next, entry = until(nowMs, int64(g.NextEnqueueAt)), g.NextEntry
+		case g.PausedEntries > 0 && g.PausedEntries == g.Entries:
+			next = "paused"
+		}
+		last := "-"
+		if g.LastEnqueueAt != 0 {
+			last = since(nowMs, int64(g.LastEnqueueAt)) + " ago"
+		}
+		r := row{key: g.Name, cells: []string{
+			g.Name, pausedWord(g.Paused), strconv.Itoa(g.Entries), strconv.Itoa(g.PausedEntries), next, entry, last,
+		}}
+		if g.Paused {
+			r.tone = tonePaused
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+func pausedWord(paused bool) string {
+	if paused {
+		return "paused"
+	}
+	return "active"
+}
+
+func (m *Model) selectedCron() (api.CronStats, bool) {
+	r, ok := m.tables[tabCrons].Selected()
+	if !ok {
+		return api.CronStats{}, false
+	}
+	for _, g := range m.stats.Crons {
+		if g.Name == r.key {
+			return g, true
+		}
+	}
+	return api.CronStats{}, false
 }

@@ -27,6 +27,7 @@ type tone int
 const (
 	toneNormal tone = iota
 	toneParked      // the row holds parked jobs
+	tonePaused      // the row is paused (a cron group)
 )
 
 // row is one table row. key identifies it across refreshes so that the
@@ -264,6 +265,8 @@ func (t table) View() string {
 			text = "> " + t.st.selected.Render(text)
 		case r.tone == toneParked:
 			text = "  " + t.st.parked.Render(text)
+		case r.tone == tonePaused:
+			text = "  " + t.st.dim.Render(text)
 		default:
 			text = "  " + text
 		}

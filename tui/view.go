@@ -206,6 +206,8 @@ func (m *Model) tabCount(t tab) int64 {
 		return m.stats.Jobs.InFlight
 	case tabReady:
 		return m.stats.Jobs.Ready + m.stats.Jobs.Parked
+	case tabCrons:
+		return int64(len(m.stats.Crons))
 	default:
 		return m.stats.Jobs.Scheduled
 	}
@@ -218,13 +220,15 @@ func (m *Model) unfiltered(t tab) int {
 		return len(m.stats.Budgets)
 	case tabQueues:
 		return len(m.stats.Queues)
+	case tabCrons:
+		return len(m.stats.Crons)
 	default:
 		return len(m.jobs[t.status()].Jobs)
 	}
 }
 
 // tabShortNames name the tabs on narrow screens.
-var tabShortNames = [numTabs]string{"Budgets", "Queues", "Flight", "Ready", "Sched"}
+var tabShortNames = [numTabs]string{"Budgets", "Queues", "Flight", "Ready", "Sched", "Crons"}
 
 // tabsLine names the tabs, the visible one in brackets, and says on the
 // right what the visible table leaves out. Narrower screens get short
@@ -345,6 +349,10 @@ func (m *Model) detail() (string, []string) {
 		if q, ok := m.selectedQueue(); ok {
 			return "queue " + q.Name, queueDetail(q)
 		}
+	case tabCrons:
+		if g, ok := m.selectedCron(); ok {
+			return "cron group " + g.Name, m.cronDetail(g)
+		}
 	default:
 		if j, ok := m.selectedJob(); ok {
 			return "job " + j.ID, m.jobDetail(j)
@@ -388,6 +396,24 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 			line += " · " + next
 		}
 		lines = append(lines, line)
+	}
+	return lines
+}
+
+func (m *Model) cronDetail(g api.CronStats) []string {
+	state := "active"
+	if g.Paused {
+		state = "paused: its schedule moves on, nothing is enqueued"
+	}
+	lines := []string{fmt.Sprintf("%s · %d entries, %d paused", state, g.Entries, g.PausedEntries)}
+	if g.NextEnqueueAt != 0 {
+		lines = append(lines, fmt.Sprintf("next run: entry %s in %s (%s)", g.NextEntry,
+			until(m.now.UnixMilli(), int64(g.NextEnqueueAt)), m.clock(int64(g.NextEnqueueAt))))
+	} else {
+		lines = append(lines, m.st.dim.Render("no run to come"))
+	}
+	if g.LastEnqueueAt != 0 {
+		lines = append(lines, "last run "+since(m.now.UnixMilli(), int64(g.LastEnqueueAt))+" ago ("+m.clock(int64(g.LastEnqueueAt))+")")
 	}
 	return lines
 }

@@ -9,9 +9,10 @@ package memlimit
 import (
 	"context"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
-	"time"
+	"sync"
 )
 
 // Headroom is the limit as a multiple of the live heap, once the live heap
@@ -27,10 +28,13 @@ func Limit(floor, live uint64) int64 {
 	return int64(l)
 }
 
-// Run sets the soft memory limit now and every interval until ctx ends,
-// from the live heap the last collection measured. A floor of 0 leaves
-// the runtime's limit alone.
-func Run(ctx context.Context, floor uint64, interval time.Duration) {
+// Run sets the soft memory limit now and again after every collection,
+// from the live heap that collection measured, until ctx ends. Following
+// each collection rather than a clock matters while the heap grows fast (a
+// start-up loading ten million jobs): a limit a few seconds stale sits
+// below the live heap, and the collector then runs without pause. A floor
+// of 0 leaves the runtime's limit alone.
+func Run(ctx context.Context, floor uint64) {
 	if floor == 0 {
 		return
 	}
@@ -44,14 +48,38 @@ func Run(ctx context.Context, floor uint64, interval time.Duration) {
 		debug.SetMemoryLimit(Limit(floor, live))
 	}
 	set()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			set()
-		}
+	stop := afterEachCollection(set)
+	<-ctx.Done()
+	stop()
+}
+
+// afterEachCollection calls fn after each garbage collection until stop
+// is called; once stop returns, fn is not called again. A cleanup runs
+// once the collector has found its object unreachable, and each one arms
+// the next on a fresh object.
+func afterEachCollection(fn func()) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		arm     func()
+	)
+	arm = func() {
+		// A pointer keeps the object out of the tiny allocator, whose
+		// blocks are freed together and late.
+		type sentinel struct{ _ *byte }
+		runtime.AddCleanup(new(sentinel), func(struct{}) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !stopped {
+				fn()
+				arm()
+			}
+		}, struct{}{})
+	}
+	arm()
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
 	}
 }

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
@@ -25,13 +26,26 @@ func TestLimit(t *testing.T) {
 	}
 }
 
-func TestRun_SetsTheLimitAndStops(t *testing.T) {
+func TestRun_FollowsEachCollectionAndStops(t *testing.T) {
 	old := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(old)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { Run(ctx, 1<<40, time.Millisecond); close(done) }()
-	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == 1<<40 }, 5*time.Second, time.Millisecond)
+	const floor = 1 << 40
+	go func() { Run(ctx, floor); close(done) }()
+	require.Eventually(t, func() bool { return debug.SetMemoryLimit(-1) == floor }, 5*time.Second, time.Millisecond)
+
+	// Someone else sets the limit; the next collection puts it back.
+	debug.SetMemoryLimit(1 << 50)
+	require.Eventually(t, func() bool { runtime.GC(); return debug.SetMemoryLimit(-1) == floor }, 5*time.Second, time.Millisecond)
 	cancel()
 	<-done
+
+	// Stopped: collections leave the limit alone.
+	debug.SetMemoryLimit(1 << 50)
+	for range 3 {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, int64(1<<50), debug.SetMemoryLimit(-1))
 }

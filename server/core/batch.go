@@ -33,20 +33,14 @@ type BatchEvaluator interface {
 	Close()
 }
 
-// Enqueued is one item of an enqueue's answer: the job it created, or the
-// pending job it folded into (Folded).
-type Enqueued struct {
-	Job    store.Job
-	Folded bool
-}
-
 // maxBatchAttempts bounds how often an enqueue decides again because a
 // pending job it read was dispatched or deleted meanwhile: under the key
 // locks that can happen once a key, so this only guards against a bug.
 const maxBatchAttempts = 16
 
-// enqueueBatched enqueues specs of which some are batched.
-func (s *Service) enqueueBatched(ctx context.Context, specs []engine.NewJob) ([]Enqueued, error) {
+// enqueueBatched enqueues specs of which some are batched, with the ops of
+// with in the same commit (see enqueue).
+func (s *Service) enqueueBatched(ctx context.Context, specs []engine.NewJob, with []store.Op) ([]engine.Enqueued, error) {
 	now := s.nowMs()
 	var keys []string
 	for _, sp := range specs {
@@ -59,7 +53,7 @@ func (s *Service) enqueueBatched(ctx context.Context, specs []engine.NewJob) ([]
 		return nil, err
 	}
 	defer unlock()
-	d := &batchDecision{s: s, specs: specs, now: now, checked: make([]bool, len(specs))}
+	d := &batchDecision{s: s, specs: specs, with: with, now: now, checked: make([]bool, len(specs))}
 	for range maxBatchAttempts {
 		out, err := d.run(ctx)
 		if !errors.Is(err, engine.ErrBatchMoved) {
@@ -80,6 +74,7 @@ func foldable(sp engine.NewJob, now int64) bool {
 type batchDecision struct {
 	s       *Service
 	specs   []engine.NewJob
+	with    []store.Op // committed with the jobs (see enqueue)
 	now     int64
 	checked []bool
 
@@ -116,7 +111,7 @@ type itemOutcome struct {
 	ext    string // key of the ext job folded into
 }
 
-func (d *batchDecision) run(ctx context.Context) ([]Enqueued, error) {
+func (d *batchDecision) run(ctx context.Context) ([]engine.Enqueued, error) {
 	if err := d.readPending(ctx); err != nil {
 		return nil, err
 	}
@@ -277,9 +272,9 @@ func (d *batchDecision) plan() engine.BatchPlan {
 }
 
 // commit enqueues the new jobs with the plan and answers every item.
-func (d *batchDecision) commit(ctx context.Context) ([]Enqueued, error) {
+func (d *batchDecision) commit(ctx context.Context) ([]engine.Enqueued, error) {
 	plan := d.plan()
-	jobs, folded, err := d.s.commitEnqueue(ctx, d.news, plan)
+	jobs, folded, err := d.s.commitEnqueue(ctx, d.news, plan, d.with)
 	if err != nil {
 		var ce *Error
 		if errors.As(err, &ce) && ce.Item >= 0 && ce.Item < len(d.origin) {
@@ -291,13 +286,14 @@ func (d *batchDecision) commit(ctx context.Context) ([]Enqueued, error) {
 	for i, f := range plan.Folds {
 		byKey[f.Key] = folded[i]
 	}
-	out := make([]Enqueued, len(d.specs))
+	out := make([]engine.Enqueued, len(d.specs))
 	for i, o := range d.outcome {
 		if o.ext != "" {
-			out[i] = Enqueued{Job: byKey[o.ext], Folded: true}
+			out[i] = engine.Enqueued{Job: byKey[o.ext], Folded: true}
 			continue
 		}
-		out[i] = Enqueued{Job: jobs[o.job], Folded: o.folded}
+		out[i] = jobs[o.job]
+		out[i].Folded = o.folded
 	}
 	return out, nil
 }

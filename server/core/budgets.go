@@ -37,10 +37,20 @@ func (s *Service) PatchBudget(ctx context.Context, key string, change func(*stor
 	return b, wait(ctx, w)
 }
 
-// DeleteBudget deletes a budget no unfinished job is bound to.
+// DeleteBudget deletes a budget that no unfinished job and no cron
+// entry's template is bound to.
 func (s *Service) DeleteBudget(ctx context.Context, key string) error {
 	if err := s.ready(); err != nil {
 		return err
+	}
+	// Held across the delete, so no entry binds the budget meanwhile.
+	s.cron.mu.Lock()
+	defer s.cron.mu.Unlock()
+	if group, entry, ok := s.cronReference(key); ok {
+		if _, err := s.engine.Budget(key, false); err != nil {
+			return translate(err) // a missing budget is a 404 first
+		}
+		return refuse(KindConflict, "budget '%s' is referenced by cron entry '%s' of group '%s'. Delete the entry or unbind the budget before deleting it.", key, entry, group)
 	}
 	w, err := s.engine.DeleteBudget(key)
 	if err != nil {

@@ -11,8 +11,10 @@
 //     are the engine's; its payload and whatever else never changes come
 //     from the store, or from a small cache of jobs enqueued moments ago,
 //     so the hot enqueue → take path does not read back what it just wrote.
-//   - Start-up returns jobs left in flight to ready and loads only what the
-//     engine needs.
+//   - Start-up loads only what the engine needs, then returns jobs left in
+//     flight to ready.
+//   - An enqueue whose unique key another job holds creates nothing: its
+//     answer is that job, read as GET reads it.
 //   - A batched enqueue's jq programs run outside the engine lock, in
 //     sandboxed worker processes; its folds apply only against the pending
 //     jobs they were decided on (batch.go).
@@ -52,6 +54,10 @@ type Options struct {
 	// BeforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	BeforeRestore func(context.Context)
+	// Standby starts the service without firing cron entries, until
+	// SetLeader(true): a server that is not its cluster's leader. A SQLite
+	// server is always its own leader.
+	Standby bool
 	// Batches runs batched jobs' programs (nil: a batchexpr.Sandbox of
 	// worker processes); the service closes it.
 	Batches BatchEvaluator
@@ -74,6 +80,7 @@ type Service struct {
 	engine *engine.Engine
 	store  Store
 	cache  *payloadCache
+	cron   cronState
 	// batches runs batch programs; batchKeys serialises folds by key.
 	batches   BatchEvaluator
 	batchKeys *keyLocks
@@ -110,7 +117,7 @@ func Start(ctx context.Context, opts Options) *Service {
 		})
 	}
 	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes),
-		batches: opts.Batches, batchKeys: newKeyLocks()}
+		cron: newCronState(), batches: opts.Batches, batchKeys: newKeyLocks()}
 	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)
 	go s.start(ctx)
@@ -134,7 +141,22 @@ func (s *Service) start(ctx context.Context) {
 		return
 	}
 	s.engine, s.store = e, st
+	groups, err := s.loadCron(ctx)
+	if err != nil {
+		_ = st.Close()
+		s.fail(err)
+		return
+	}
+	s.cron.groups = groups
+	e.OnAlarm(s.onCronAlarm)
 	close(s.life.ready)
+	go s.runCron(ctx)
+	if !s.opts.Standby {
+		// Occurrences missed while the server was down fire now.
+		s.cron.mu.Lock()
+		s.leadLocked(s.cron.groups)
+		s.cron.mu.Unlock()
+	}
 }
 
 func (s *Service) fail(err error) {
@@ -143,18 +165,20 @@ func (s *Service) fail(err error) {
 	close(s.life.failed)
 }
 
-// restore rebuilds the engine from the store.
+// restore rebuilds the engine from the store. The engine loads the jobs
+// left in flight before the store returns them to ready, so it knows which
+// they were (a queued one takes its unique key again if it is free).
 func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error) {
-	requeued, err := st.RecoverInFlight(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
-	}
 	e := engine.New(s.opts.Engine, s.clock, journal{st}, jobid.New(s.clock.Now))
 	r := e.Restore()
-	err = load(ctx, st, r)
+	err := load(ctx, st, r)
 	jobs := r.Finish()
 	if err != nil {
 		return nil, err
+	}
+	requeued, err := st.RecoverInFlight(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
 	}
 	s.log.Info("engine restored", "jobs", jobs, "requeued", requeued)
 	return e, nil
@@ -216,6 +240,9 @@ func (s *Service) ready() error {
 func (s *Service) Close() error {
 	s.life.cancel()
 	<-s.life.done
+	if s.IsReady() {
+		<-s.cron.done // a fire under way commits first
+	}
 	var err error
 	s.closed.Do(func() {
 		s.batches.Close()

@@ -12,40 +12,46 @@ import (
 
 // Enqueue adds jobs atomically: every one or none. It answers once they
 // are durable, and only then may they be dispatched; if the commit fails
-// they are undone and no worker ever sees them. Batched items may fold
-// into pending jobs instead (batch.go).
-func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]Enqueued, error) {
+// they are undone and no worker ever sees them. A request whose unique key
+// another job holds creates nothing: its outcome is that job, marked
+// Duplicate (see showDuplicates). A batched request may fold into the
+// pending job of its batch instead: its outcome is that job, marked Folded
+// (batch.go).
+func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]engine.Enqueued, error) {
+	return s.enqueue(ctx, specs)
+}
+
+// enqueue is Enqueue with ops that commit in the jobs' group (a cron
+// fire's schedule, cron_fire.go), even when every request is a duplicate
+// or a fold.
+func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]engine.Enqueued, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	for _, sp := range specs {
 		if sp.Batch != nil {
-			return s.enqueueBatched(ctx, specs)
+			return s.enqueueBatched(ctx, specs, with)
 		}
 	}
-	jobs, _, err := s.commitEnqueue(ctx, specs, engine.BatchPlan{})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Enqueued, len(jobs))
-	for i, j := range jobs {
-		out[i].Job = j
-	}
-	return out, nil
+	jobs, _, err := s.commitEnqueue(ctx, specs, engine.BatchPlan{}, with)
+	return jobs, err
 }
 
-// commitEnqueue creates jobs and applies a batch plan in one commit, then
-// admits the jobs and puts the folded ones back into dispatch, their new
-// payloads in the cache; it returns the new jobs and the folded ones.
-func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan engine.BatchPlan) ([]store.Job, []store.Job, error) {
-	jobs, folded, w, err := s.engine.EnqueueBatch(specs, plan)
+// commitEnqueue creates jobs, applies a batch plan and journals with in one
+// commit, then admits the jobs and puts the folded ones back into
+// dispatch, their new payloads in the cache; it returns the outcome of
+// each spec and the jobs folded into (in plan.Folds order).
+func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan engine.BatchPlan, with []store.Op) ([]engine.Enqueued, []store.Job, error) {
+	jobs, folded, w, err := s.engine.EnqueueBatch(specs, plan, with...)
 	if err != nil {
 		return nil, nil, translate(err)
 	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-		s.cache.put(j.ID, j.Payload)
+	ids := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		if !j.Duplicate {
+			ids = append(ids, j.ID)
+			s.cache.put(j.ID, j.Payload)
+		}
 	}
 	if err := wait(ctx, w); err != nil {
 		s.engine.FinishBatch(plan, ids, false)
@@ -59,6 +65,7 @@ func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan
 	if len(plan.Folds) > 0 {
 		s.engine.FinishBatch(plan, nil, true)
 	}
+	s.showDuplicates(ctx, jobs, ids)
 	return jobs, folded, nil
 }
 
@@ -413,10 +420,19 @@ func (s *Service) Queues(ctx context.Context) ([]string, error) {
 	return s.store.Queues(ctx)
 }
 
-// Reset deletes every job and budget.
+// Reset deletes every cron group first (no entry fires after), then every
+// job and budget.
 func (s *Service) Reset(ctx context.Context) error {
 	if err := s.ready(); err != nil {
 		return err
 	}
-	return wait(ctx, s.engine.Reset())
+	s.cron.mu.Lock()
+	crons := s.store.Append(store.DeleteCronGroups())
+	s.dropCronLocked()
+	jobs := s.engine.Reset()
+	s.cron.mu.Unlock()
+	if err := wait(ctx, crons); err != nil {
+		return err
+	}
+	return wait(ctx, jobs)
 }

@@ -2,30 +2,13 @@ package core
 
 import (
 	"context"
-	"fmt"
 	"io"
 
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
 // Store is the store the core writes to and reads from.
 type Store = store.Store
-
-// load fills a new engine from the store in one pass.
-func load(ctx context.Context, st Store, r *engine.Restorer) error {
-	err := st.Load(ctx, store.Loader{
-		Budget: func(b store.Budget) error { r.Budget(b); return nil },
-		Job:    r.Job,
-		Batch:  func(b store.LiveBatch) error { r.Batch(b); return nil },
-		Purge:  func(id string, at int64) error { r.Purge(id, at); return nil },
-		MaxID:  r.MaxID,
-	})
-	if err != nil {
-		return fmt.Errorf("load the store: %w", err)
-	}
-	return nil
-}
 
 // Backup writes a consistent snapshot of the store as a tar.gz archive;
 // started is called once, just before the first byte is written.

@@ -127,10 +127,10 @@ func (e *Engine) checkBatchPlan(specs []NewJob, plan BatchPlan) error {
 	return nil
 }
 
-// applyBatchPlan folds and seals as planned; it returns the ops that record
-// it and the pending jobs folded into, as they are now.
-func (e *Engine) applyBatchPlan(plan BatchPlan) ([]store.Op, []store.Job) {
-	var ops []store.Op
+// applyBatchPlan folds and seals as planned; it returns ops with the ops
+// that record it appended, and the pending jobs folded into, as they are
+// now.
+func (e *Engine) applyBatchPlan(ops []store.Op, plan BatchPlan) ([]store.Op, []store.Job) {
 	folded := make([]store.Job, 0, len(plan.Folds))
 	for _, f := range plan.Folds {
 		p := e.batches.pending[f.Key]

@@ -82,46 +82,83 @@ func (g *Generator) Next() string {
 
 const digits = "0123456789abcdefghijklmnopqrstuvwxyz"
 
+// chunk is 36^12, the largest power of 36 below 2^64: an ID is written and
+// read twelve digits at a time with 64-bit arithmetic, and only the joins
+// of the chunks need 128 bits (the engine parses every ID of a backlog at
+// start-up and writes one for every job it hands out).
+const (
+	chunkDigits = 12
+	chunk       = 4738381338321616896 // 36^12
+)
+
+// digitValue maps a byte to its base-36 value, or 0xff.
+var digitValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i := 0; i < len(digits); i++ {
+		t[digits[i]] = byte(i)
+	}
+	return t
+}()
+
+// An ID's value is (a·36^12 + b)·36 + c: a and b are its first and next
+// twelve digits, c the last.
+
 func encode(hi, lo uint64) string {
 	var out [Len]byte
-	for i := Len - 1; i >= 0; i-- {
-		var rem uint64
-		hi, rem = bits.Div64(0, hi, 36)
-		lo, rem = bits.Div64(rem, lo, 36)
-		out[i] = digits[rem]
-	}
+	var c, b uint64
+	hi, c = bits.Div64(0, hi, 36)
+	lo, c = bits.Div64(c, lo, 36)
+	// 2^128/36 < 36^24: the quotient by 36^12 fits in 64 bits.
+	a, b := bits.Div64(hi, lo, chunk)
+	out[Len-1] = digits[c]
+	writeChunk(out[chunkDigits:Len-1], b)
+	writeChunk(out[:chunkDigits], a)
 	return string(out[:])
+}
+
+// writeChunk writes v (< 36^12) as twelve digits.
+func writeChunk(out []byte, v uint64) {
+	for i := chunkDigits - 1; i >= 0; i-- {
+		out[i] = digits[v%36]
+		v /= 36
+	}
 }
 
 func decode(s string) (hi, lo uint64, ok bool) {
 	if len(s) != Len {
 		return 0, 0, false
 	}
-	for i := 0; i < Len; i++ {
-		c := s[i]
-		var d uint64
-		switch {
-		case c >= '0' && c <= '9':
-			d = uint64(c - '0')
-		case c >= 'a' && c <= 'z':
-			d = uint64(c-'a') + 10
-		default:
-			return 0, 0, false
-		}
-		// (hi,lo) = (hi,lo)*36 + d, rejecting overflow of 128 bits.
-		h1, h0 := bits.Mul64(hi, 36)
-		l1, l0 := bits.Mul64(lo, 36)
-		if h1 != 0 {
-			return 0, 0, false
-		}
-		var carry uint64
-		lo, carry = bits.Add64(l0, d, 0)
-		hi, carry = bits.Add64(h0, l1, carry)
-		if carry != 0 {
-			return 0, 0, false
-		}
+	a, okA := decodeChunk(s[:chunkDigits])
+	b, okB := decodeChunk(s[chunkDigits : Len-1])
+	c := digitValue[s[Len-1]]
+	if !okA || !okB || c == 0xff {
+		return 0, 0, false
 	}
-	return hi, lo, true
+	// a·36^12 + b < 36^24 < 2^125; times 36 plus c may pass 2^128.
+	hi, lo = bits.Mul64(a, chunk)
+	var carry uint64
+	lo, carry = bits.Add64(lo, b, 0)
+	hi += carry
+	h1, h0 := bits.Mul64(hi, 36)
+	l1, l0 := bits.Mul64(lo, 36)
+	lo, carry = bits.Add64(l0, uint64(c), 0)
+	hi, carry = bits.Add64(h0, l1, carry)
+	return hi, lo, h1 == 0 && carry == 0
+}
+
+// decodeChunk reads twelve base-36 digits.
+func decodeChunk(s string) (uint64, bool) {
+	var v uint64
+	for i := 0; i < chunkDigits; i++ {
+		d := digitValue[s[i]]
+		if d == 0xff {
+			return 0, false
+		}
+		v = v*36 + uint64(d)
+	}
+	return v, true
 }
 
 // ID is a job ID as its 128-bit value. IDs compare as their strings do:

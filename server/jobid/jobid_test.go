@@ -1,6 +1,9 @@
 package jobid
 
 import (
+	"math/big"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,4 +82,46 @@ func TestEncodeDecode(t *testing.T) {
 	}
 	_, _, ok := decode("zzzzzzzzzzzzzzzzzzzzzzzzz") // exceeds 128 bits
 	require.False(t, ok)
+}
+
+// bigForm is the oracle of the ID form: the value in base 36 by math/big,
+// zero-padded to 25 digits.
+func bigForm(hi, lo uint64) string {
+	v := new(big.Int).Lsh(new(big.Int).SetUint64(hi), 64)
+	v.Or(v, new(big.Int).SetUint64(lo))
+	s := v.Text(36)
+	return strings.Repeat("0", Len-len(s)) + s
+}
+
+func TestEncode_MatchesBigInt(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(1, 2))
+	values := [][2]uint64{{0, 0}, {0, 35}, {0, 36}, {0, chunk - 1}, {0, chunk}, {^uint64(0), ^uint64(0)}, {^uint64(0), 0}, {1, 0}}
+	for range 100000 {
+		values = append(values, [2]uint64{r.Uint64() >> r.IntN(64), r.Uint64() >> r.IntN(64)})
+	}
+	for _, v := range values {
+		want := bigForm(v[0], v[1])
+		require.Equal(t, want, encode(v[0], v[1]), "%x %x", v[0], v[1])
+		hi, lo, ok := decode(want)
+		require.True(t, ok, want)
+		require.Equal(t, v, [2]uint64{hi, lo}, want)
+	}
+}
+
+func FuzzDecode_MatchesBigInt(f *testing.F) {
+	for _, s := range []string{"0000000000000000000000000", "zzzzzzzzzzzzzzzzzzzzzzzzz", "f5lxx1zz5pnorynqglhzmsp33", "f5lxx1zz5pnorynqglhzmsp34", "0job000000000000000000001", "A000000000000000000000000", "00000000000000000000000!"} {
+		f.Add(s)
+	}
+	limit := new(big.Int).Lsh(big.NewInt(1), 128)
+	f.Fuzz(func(t *testing.T, s string) {
+		hi, lo, ok := decode(s)
+		v, parsed := new(big.Int).SetString(s, 36)
+		valid := len(s) == Len && parsed && strings.IndexFunc(s, func(r rune) bool { return !strings.ContainsRune(digits, r) }) < 0
+		want := valid && v.Cmp(limit) < 0
+		require.Equal(t, want, ok, "%q", s)
+		if ok {
+			require.Equal(t, s, bigForm(hi, lo))
+		}
+	})
 }

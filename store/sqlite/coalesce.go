@@ -20,12 +20,16 @@ const (
 	opSetBudgets
 	opSetPayload
 	opCloseBatch
+	opUniqueHolder
 	opDeleteJob
 	opAddError
 	opPutBudget
 	opDeleteBudget
 	opDeleteEverything
 	opRecoverInFlight
+	// opCron is any op on cron groups and entries: it touches no job, so
+	// nothing is coalesced with it.
+	opCron
 	// opProbeNew stands for an InsertJob that coalescing removed together
 	// with a later DeleteJob: it fails, as the insert would have, if the
 	// job already exists.
@@ -62,6 +66,8 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opSetPayload, id: o.ID, src: o}, nil
 	case store.CloseBatchOp:
 		return op{kind: opCloseBatch, id: o.ID, src: o}, nil
+	case store.UniqueHolderOp:
+		return op{kind: opUniqueHolder, id: o.ID, src: o}, nil
 	case store.DeleteJobOp:
 		return op{kind: opDeleteJob, id: o.ID, src: o}, nil
 	case store.AddErrorOp:
@@ -72,6 +78,9 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opDeleteBudget, id: o.Key, src: o}, nil
 	case store.DeleteEverythingOp:
 		return op{kind: opDeleteEverything, src: o}, nil
+	case store.PutCronGroupOp, store.DeleteCronGroupOp, store.DeleteCronGroupsOp,
+		store.PutCronEntryOp, store.DeleteCronEntryOp, store.CronFiredOp:
+		return op{kind: opCron, src: o}, nil
 	}
 	return op{}, fmt.Errorf("unknown store op %T", o)
 }
@@ -85,10 +94,13 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //   - An InsertJob followed by a DeleteJob of the same ID leaves no trace, so
 //     both go, with every op on that ID between them (PutJob and the
 //     partial updates change an existing row only, AddError inserts only
-//     for an existing job: none of them can fail or leave anything behind
-//     once the row is gone). The insert becomes a probe that fails if the
-//     job already exists, because then the insert would have failed the
-//     transaction.
+//     for an existing job, a unique key holder change only touches the
+//     other holder of the job's key when the row exists: none of them can
+//     fail or leave anything behind once the row is gone). The insert
+//     becomes a probe that fails if the job already exists, because then
+//     the insert would have failed the transaction. The insert of a job
+//     with a unique key stays: it takes the key from its previous holder,
+//     which the delete does not give back.
 //   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets,
 //     CloseBatch) after an InsertJob or PutJob of the same ID, with nothing
 //     between them that removes the row, is folded into a copy of that op:
@@ -129,7 +141,7 @@ func coalesce(groups []*group) []op {
 					// The second insert fails the transaction: keep it,
 					// and stop coalescing the first.
 					delete(open, o.id)
-				} else {
+				} else if o.src.(store.InsertJobOp).Job.UniqueKey == "" {
 					open[o.id] = []int{k}
 				}
 				rows[o.id] = k
@@ -154,7 +166,7 @@ func coalesce(groups []*group) []op {
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}
-			case opAddError:
+			case opAddError, opUniqueHolder:
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}

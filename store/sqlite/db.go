@@ -35,7 +35,9 @@ const FileName = "zizq.db"
 const DefaultCacheSize = 32 << 20
 
 const (
-	defaultBatchSize = 1000
+	// DefaultBatchSize is the default of Options.BatchSize
+	// (--enqueue-batch-size).
+	DefaultBatchSize = 1000
 	// busyTimeoutMs bounds how long a connection waits for a lock held by
 	// another process (or a checkpoint) before failing with SQLITE_BUSY.
 	busyTimeoutMs = 10_000
@@ -117,7 +119,7 @@ type DB struct {
 // schema and starts the writer.
 func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	if opts.BatchSize <= 0 {
-		opts.BatchSize = defaultBatchSize
+		opts.BatchSize = DefaultBatchSize
 	}
 	if opts.CacheSizeBytes <= 0 {
 		opts.CacheSizeBytes = DefaultCacheSize

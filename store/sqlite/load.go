@@ -12,22 +12,27 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// liveColumns are a store.LiveJob in as few columns as it takes: every
-// column is a few calls into SQLite, which at a million rows costs more
-// than the cheap SQL that packs them:
+// liveColumns are a store.LiveJob in one text column. Every column of a
+// row is several calls into SQLite, each taking the connection's mutex,
+// and at ten million rows those calls cost more than the row itself; the
+// cheap SQL that packs the job into one text saves most of them. The text
+// is the 25-character id, then the byte lengths of queue and type, a
+// packed integer and ready_at, each ended by a comma, then queue, type and
+// the rest: the store takes any names, so they are counted, not split.
 //
-//   - priority, status and attempts in one integer (16, 3 and 32 bits; in
-//     SQLite | and << bind alike, hence the parentheses);
-//   - the bindings and the overrides in one text, NULL for the jobs with
-//     neither: the bindings' JSON alone (it starts with '['), or the
-//     overrides, ';', and the bindings' JSON or nothing. The overrides are
-//     retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
+//   - The packed integer is priority, status and attempts (16, 3 and 32
+//     bits; in SQLite | and << bind alike, hence the parentheses).
+//   - The rest is empty for the jobs with neither bindings nor overrides;
+//     the bindings' JSON alone (it starts with '['); or the overrides, ';',
+//     and the bindings' JSON or nothing. The overrides are retry_limit,
+//     backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 //     retention_completed_ms and retention_dead_ms, comma-separated, empty
 //     when NULL.
-const liveColumns = `id, queue, type, priority | (status << 16) | (attempts << 19), ready_at,
+const liveColumns = `id || octet_length(queue) || ',' || octet_length(type) || ',' ||
+	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || queue || type ||
 	CASE WHEN retry_limit IS NULL AND backoff_exponent IS NULL AND backoff_base_ms IS NULL
 		AND backoff_jitter_ms IS NULL AND retention_completed_ms IS NULL AND retention_dead_ms IS NULL
-	THEN budgets ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
+	THEN ifnull(budgets, '') ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
 		ifnull(backoff_base_ms, '') || ',' || ifnull(backoff_jitter_ms, '') || ',' ||
 		ifnull(retention_completed_ms, '') || ',' || ifnull(retention_dead_ms, '') || ';' ||
 		ifnull(budgets, '') END`
@@ -110,10 +115,10 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 const getJobsChunk = 1000
 
 // Load reads what the engine needs at start from one read transaction (one
-// snapshot of the WAL): budgets, live jobs in (priority, id) order, the
-// purge schedule and the greatest job ID. Each part is one query whose rows
-// go to l as they are read, so the first job arrives before the last is
-// read.
+// snapshot of the WAL): budgets, live jobs in (priority, id) order, unique
+// keys, batches, the purge schedule and the greatest job ID. Each part is
+// one query whose rows go to l as they are read, so the first job arrives
+// before the last is read.
 func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -124,6 +129,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 		return err
 	}
 	if err := loadLive(ctx, tx, l.Job); err != nil {
+		return err
+	}
+	if err := loadUnique(ctx, tx, l.Unique); err != nil {
 		return err
 	}
 	if err := loadBatches(ctx, tx, l.Batch); err != nil {
@@ -185,8 +193,15 @@ func scanLiveRows(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error,
 		return fmt.Errorf("load jobs: %w", err)
 	}
 	defer rows.Close()
+	var (
+		text  string
+		binds = bindingsCache{}
+	)
 	for rows.Next() {
-		j, err := scanLive(rows)
+		if err := rows.Scan(&text); err != nil {
+			return fmt.Errorf("load jobs: %w", err)
+		}
+		j, err := parseLive(text, binds)
 		if err != nil {
 			return fmt.Errorf("load jobs: %w", err)
 		}
@@ -196,6 +211,35 @@ func scanLiveRows(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error,
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load jobs: %w", err)
+	}
+	return nil
+}
+
+// loadUnique reads the unique keys of the jobs that have one through the
+// partial index jobs_unique, so the jobs without a key cost nothing.
+func loadUnique(ctx context.Context, tx *sql.Tx, fn func(store.UniqueJob) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, unique_key, unique_while, status, unique_holder IS NOT NULL
+		FROM jobs INDEXED BY jobs_unique WHERE unique_key IS NOT NULL AND (status <= 2 OR unique_holder = 1)`)
+	if err != nil {
+		return fmt.Errorf("load unique keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u store.UniqueJob
+		var while, status int64
+		if err := rows.Scan(&u.ID, &u.Key, &while, &status, &u.Holds); err != nil {
+			return fmt.Errorf("load unique keys: %w", err)
+		}
+		u.While, u.Status = store.UniqueWhile(while), store.Status(status)
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load unique keys: %w", err)
 	}
 	return nil
 }
@@ -300,33 +344,76 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 	return jobs, nil
 }
 
-// scanLive reads a row of liveColumns.
-func scanLive(s scanner) (store.LiveJob, error) {
-	var (
-		j      store.LiveJob
-		packed int64
-		rest   sql.NullString
-	)
-	if err := s.Scan(&j.ID, &j.Queue, &j.Type, &packed, &j.ReadyAt, &rest); err != nil {
-		return store.LiveJob{}, err
+// bindingsCache holds the bindings decoded from each JSON text met so far:
+// a backlog binds most of its jobs alike, and decoding the same text again
+// would cost more than the rest of the row. The jobs of one text share its
+// slice, which nobody changes.
+type bindingsCache map[string][]store.Binding
+
+const bindingsCacheMax = 4096
+
+func (c bindingsCache) decode(text string) ([]store.Binding, error) {
+	if b, ok := c[text]; ok {
+		return b, nil
 	}
+	b, err := decodeBindings(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(c) < bindingsCacheMax {
+		c[strings.Clone(text)] = b // the key would hold the whole row
+	}
+	return b, nil
+}
+
+// jobIDLen is the length of every job ID (api.JobIDLen; the store imports
+// no wire package).
+const jobIDLen = 25
+
+// parseLive reads the text of liveColumns; id, queue and type share its
+// memory.
+func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
+	var j store.LiveJob
+	if len(text) < jobIDLen {
+		return j, fmt.Errorf("live row %q: too short", text)
+	}
+	j.ID = text[:jobIDLen]
+	var n [4]int64
+	rest := text[jobIDLen:]
+	for i := range n {
+		var field string
+		var ok bool
+		if field, rest, ok = strings.Cut(rest, ","); !ok {
+			return j, fmt.Errorf("job %s: live row: want 4 numbers", j.ID)
+		}
+		var err error
+		if n[i], err = strconv.ParseInt(field, 10, 64); err != nil {
+			return j, fmt.Errorf("job %s: live row: %w", j.ID, err)
+		}
+	}
+	qlen, tlen, packed := n[0], n[1], n[2]
+	if qlen < 0 || tlen < 0 || qlen+tlen > int64(len(rest)) {
+		return j, fmt.Errorf("job %s: live row: names of %d and %d bytes in %d", j.ID, qlen, tlen, len(rest))
+	}
+	j.Queue, j.Type, j.ReadyAt = rest[:qlen], rest[qlen:qlen+tlen], n[3]
+	rest = rest[qlen+tlen:]
 	j.Priority, j.Status, j.Attempts = uint16(packed), store.Status(packed>>16&7), uint32(packed>>19)
-	if !rest.Valid {
+	if rest == "" {
 		return j, nil
 	}
-	budgets := rest.String
+	budgets := rest
 	if !strings.HasPrefix(budgets, "[") {
 		var overrides string
-		overrides, budgets, _ = strings.Cut(budgets, ";")
 		var err error
+		overrides, budgets, _ = strings.Cut(budgets, ";")
 		if j.RetryLimit, j.Backoff, j.Retention, err = parseOverrides(overrides); err != nil {
-			return store.LiveJob{}, fmt.Errorf("job %s: %w", j.ID, err)
+			return j, fmt.Errorf("job %s: %w", j.ID, err)
 		}
 	}
 	if budgets != "" {
 		var err error
-		if j.Budgets, err = decodeBindings(budgets); err != nil {
-			return store.LiveJob{}, fmt.Errorf("job %s: %w", j.ID, err)
+		if j.Budgets, err = binds.decode(budgets); err != nil {
+			return j, fmt.Errorf("job %s: %w", j.ID, err)
 		}
 	}
 	return j, nil

@@ -138,12 +138,12 @@ func testBatches(t *testing.T, newB func(testing.TB) *bundle) {
 		b.apply(t, store.InsertJob(batched(3, true)), store.InsertJob(batched(1, false)),
 			store.InsertJob(with(2, func(j *store.Job) { j.Batch, j.Status = &cfg, store.Scheduled })),
 			store.InsertJob(with(4, func(j *store.Job) { j.Batch, j.Status, j.PurgeAt = &cfg, store.Completed, 50 })),
-			store.InsertJob(job(5)))
+			store.InsertJob(job(5)), store.InsertJob(keyed(6, "k", store.UniqueQueued)))
 		b.apply(t, store.CloseBatch(id(3)), store.SetStatus(id(1), store.InFlight, 7))
 		got := load(t, b)
 		require.Equal(t, []store.LiveBatch{{ID: id(1), Batch: cfg}, {ID: id(2), Batch: cfg}, {ID: id(3), Batch: cfg}}, got.Batches,
 			"live batched jobs only, by id, as they are now")
-		require.Equal(t, []string{"jobs", "batches", "purges", "max"}, got.Order)
+		require.Equal(t, []string{"jobs", "unique", "batches", "purges", "max"}, got.Order)
 	})
 
 	t.Run("FailedGroupKeepsTheBatch", func(t *testing.T) {
