@@ -144,12 +144,14 @@ func TestMarshal_JSONExact(t *testing.T) {
 				Payload: Payload(`{"a":[1,2.5,null],"b":"x"}`), ReadyAt: 5, Attempts: 2,
 				RetryLimit: Ptr[uint32](1), Backoff: &Backoff{Exponent: 1.5, BaseMs: 10, JitterMs: 0},
 				DequeuedAt: 6, FailedAt: 7, Retention: &Retention{DeadMs: Ptr[uint64](100)}, PurgeAt: 107,
-				Duplicate: Ptr(false), Folded: Ptr(false), Budgets: []Binding{{Key: "k", Cost: 2}},
+				Duplicate: Ptr(false), Folded: Ptr(true), Batch: &Batch{Key: "b", When: "true", Fold: "$existing + $new"},
+				Budgets: []Binding{{Key: "k", Cost: 2}},
 			},
 			want: `{"id":"036z951mhjikzik2gsl81gr7l","type":"t","queue":"q","priority":1,"status":"dead",` +
 				`"payload":{"a":[1,2.5,null],"b":"x"},"ready_at":5,"attempts":2,"retry_limit":1,` +
 				`"backoff":{"exponent":1.5,"base_ms":10,"jitter_ms":0},"dequeued_at":6,"failed_at":7,` +
-				`"retention":{"dead_ms":100},"purge_at":107,"duplicate":false,"folded":false,"budgets":[{"key":"k","cost":2}]}`,
+				`"retention":{"dead_ms":100},"purge_at":107,"duplicate":false,"folded":true,` +
+				`"batch":{"key":"b","when":"true","fold":"$existing + $new"},"budgets":[{"key":"k","cost":2}]}`,
 		},
 		{
 			name: "NullPayload",
@@ -379,7 +381,7 @@ func TestUnmarshal_EnqueueRequestRoundTrip(t *testing.T) {
 		Backoff:   &BackoffRequest{Exponent: Ptr[float32](4), BaseMs: Ptr[uint32](1), JitterMs: Ptr[uint32](0)},
 		Retention: &Retention{CompletedMs: Ptr[uint64](10)},
 		UniqueKey: Ptr("u"), UniqueWhile: Ptr("active"),
-		Batch: map[string]any{"key": "k", "when": "true", "fold": "$new"},
+		Batch: &BatchRequest{Key: Ptr("k"), When: Ptr("true"), Fold: Ptr("$new")},
 		Budgets: []BindingRequest{{Key: Ptr("b"), Cost: Ptr[int64](-3),
 			CreateWith: &BudgetInput{Allocation: Ptr[int64](5), Strategy: &StrategyInput{Type: Ptr("time_based"), DurationMs: Ptr[int64](1000), Burst: Ptr[int64](2)}}}},
 	}

@@ -4,9 +4,7 @@ package api
 // POST /jobs/bulk). Pointer fields distinguish "absent" from a zero value:
 // the server materialises defaults, and rejects missing required fields.
 // Payload is nil when the key is absent and the 4 bytes "null" when it is
-// sent as null. Batch is kept as a plain decoded value (maps, slices,
-// float64, …) so that it survives both encodings; the server refuses it
-// until batches are built.
+// sent as null.
 type EnqueueRequest struct {
 	Type        *string          `json:"type,omitempty"`
 	Queue       *string          `json:"queue,omitempty"`
@@ -18,7 +16,7 @@ type EnqueueRequest struct {
 	Retention   *Retention       `json:"retention,omitempty"`
 	UniqueKey   *string          `json:"unique_key,omitempty"`
 	UniqueWhile *string          `json:"unique_while,omitempty"`
-	Batch       any              `json:"batch,omitempty"`
+	Batch       *BatchRequest    `json:"batch,omitempty"`
 	Budgets     []BindingRequest `json:"budgets,omitempty"`
 }
 
@@ -27,6 +25,14 @@ type BackoffRequest struct {
 	Exponent *float32 `json:"exponent,omitempty"`
 	BaseMs   *uint32  `json:"base_ms,omitempty"`
 	JitterMs *uint32  `json:"jitter_ms,omitempty"`
+}
+
+// BatchRequest makes a job batched (API.md §4.5): key, when and fold are
+// all required.
+type BatchRequest struct {
+	Key  *string `json:"key,omitempty"`
+	When *string `json:"when,omitempty"`
+	Fold *string `json:"fold,omitempty"`
 }
 
 // BindingRequest binds a job to a budget at enqueue time.

@@ -49,7 +49,16 @@ type Job struct {
 	UniqueWhile string     `json:"unique_while,omitempty"` // materialised when UniqueKey is set
 	Duplicate   *bool      `json:"duplicate,omitempty"`
 	Folded      *bool      `json:"folded,omitempty"`
+	Batch       *Batch     `json:"batch,omitempty"`
 	Budgets     []Binding  `json:"budgets,omitempty"`
+}
+
+// Batch is a batched job's batch: its key, and the jq programs of the
+// batch's first job, which rule the whole batch.
+type Batch struct {
+	Key  string `json:"key"`
+	When string `json:"when"`
+	Fold string `json:"fold"`
 }
 
 // Backoff overrides the server's retry backoff for one job.

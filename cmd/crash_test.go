@@ -19,12 +19,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
 var zizqBin string
 
 func TestMain(m *testing.M) {
+	batchexpr.ServeIfWorker() // in-process servers start this binary to run batch programs
 	dir, err := os.MkdirTemp("", "zizq-bin")
 	if err != nil {
 		panic(err)

@@ -40,6 +40,9 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 	if j.UniqueKey != "" {
 		out.UniqueKey, out.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
 	}
+	if b := j.Batch; b != nil {
+		out.Batch = &api.Batch{Key: b.Key, When: b.When, Fold: b.Fold}
+	}
 	return out
 }
 
@@ -47,8 +50,7 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 // duplicate and folded flags.
 func enqueued(j engine.Enqueued) api.Job {
 	out := wireJob(j.Job, false)
-	no := false
-	out.Duplicate, out.Folded = &j.Duplicate, &no
+	out.Duplicate, out.Folded = &j.Duplicate, &j.Folded
 	return out
 }
 

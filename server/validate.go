@@ -39,6 +39,11 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	case req.Payload == nil:
 		return engine.NewJob{}, missing(prefix, "payload")
 	}
+	// A batch missing a field does not decode in Zizq: that comes first.
+	batch, err := batchConfig(req.Batch, prefix)
+	if err != nil {
+		return engine.NewJob{}, err
+	}
 	if err := api.ValidateName("type", *req.Type); err != nil {
 		return engine.NewJob{}, badRequest("%s", err)
 	}
@@ -50,9 +55,6 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	}
 	if req.UniqueKey != nil && req.Batch != nil {
 		return engine.NewJob{}, badRequest("unique_key and batch cannot be combined")
-	}
-	if req.Batch != nil {
-		return engine.NewJob{}, forbidden("batched jobs is not available on this server yet")
 	}
 	j := engine.NewJob{
 		Type: *req.Type, Queue: *req.Queue, Priority: api.DefaultPriority,
@@ -92,6 +94,7 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if err != nil {
 		return engine.NewJob{}, err
 	}
+	j.Batch = batch
 	return j, nil
 }
 
@@ -105,6 +108,22 @@ func uniqueWhile(in *string) (store.UniqueWhile, error) {
 		return 0, badRequest(`invalid unique_while: %q (expected "queued", "active", or "exists")`, *in)
 	}
 	return w, nil
+}
+
+// batchConfig checks that a batch has its three fields; the programs are
+// the core's to compile and dry-run (422 when they fail).
+func batchConfig(in *api.BatchRequest, prefix string) (*store.BatchConfig, error) {
+	switch {
+	case in == nil:
+		return nil, nil
+	case in.Key == nil:
+		return nil, missing(prefix, "key")
+	case in.When == nil:
+		return nil, missing(prefix, "when")
+	case in.Fold == nil:
+		return nil, missing(prefix, "fold")
+	}
+	return &store.BatchConfig{Key: *in.Key, When: *in.When, Fold: *in.Fold}, nil
 }
 
 func backoff(in *api.BackoffRequest, prefix string) (*store.Backoff, error) {

@@ -32,9 +32,9 @@ type Store interface {
 	// start and nothing more, calling l's functions in this order: every
 	// budget, by key; every live job (scheduled, ready, in flight), without
 	// its payload, in (priority, id) order; the unique keys (every job with
-	// a key that is live or holds it), in any order; the purge schedule
-	// (completed and dead jobs whose purge_at is set), by (purge_at, id);
-	// and once, the
+	// a key that is live or holds it), in any order; the batch of every live
+	// batched job, by id; the purge schedule (completed and dead jobs whose
+	// purge_at is set), by (purge_at, id); and once, the
 	// greatest job ID the store ever held ("" if none), deleted and purged
 	// jobs included. It stops at the first error a function returns and
 	// returns it. Writes go on meanwhile and are not seen.
@@ -96,6 +96,7 @@ type Loader struct {
 	Budget func(Budget) error
 	Job    func(LiveJob) error // in (priority, id) order
 	Unique func(UniqueJob) error
+	Batch  func(LiveBatch) error
 	Purge  func(id string, at int64) error
 	MaxID  func(id string)
 }
@@ -127,4 +128,12 @@ type LiveJob struct {
 	Retention  *Retention
 	Budgets    []Binding
 	FairTag    int64 // 0: none (see Job.FairTag)
+}
+
+// LiveBatch is the batch of a live batched job, loaded apart from its
+// LiveJob because few jobs have one.
+type LiveBatch struct {
+	ID    string
+	Batch BatchConfig
+	Open  bool
 }

@@ -156,6 +156,7 @@ type Engine struct {
 	// failedAt is when a job that has failed failed last (ms): the store's
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
+	batches  batchTables
 	types    names
 
 	// unique is the holder index of unique keys (unique.go).
@@ -250,7 +251,8 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then unique keys, then purge deadlines. It journals nothing
+// as ready), then unique keys, then batches, then purge deadlines. It
+// journals nothing
 // but, at Finish, the unique keys that jobs left in flight take again (see
 // unique.go). Jobs given in (priority, id) order load fastest. The engine
 // is locked from Restore to Finish; nothing else may use it meanwhile.

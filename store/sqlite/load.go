@@ -116,9 +116,9 @@ const getJobsChunk = 1000
 
 // Load reads what the engine needs at start from one read transaction (one
 // snapshot of the WAL): budgets, live jobs in (priority, id) order, unique
-// keys, the purge schedule and the greatest job ID. Each part is one query whose rows
-// go to l as they are read, so the first job arrives before the last is
-// read.
+// keys, batches, the purge schedule and the greatest job ID. Each part is
+// one query whose rows go to l as they are read, so the first job arrives
+// before the last is read.
 func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -132,6 +132,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 		return err
 	}
 	if err := loadUnique(ctx, tx, l.Unique); err != nil {
+		return err
+	}
+	if err := loadBatches(ctx, tx, l.Batch); err != nil {
 		return err
 	}
 	if err := loadPurges(ctx, tx, l.Purge); err != nil {
@@ -237,6 +240,37 @@ func loadUnique(ctx context.Context, tx *sql.Tx, fn func(store.UniqueJob) error)
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load unique keys: %w", err)
+	}
+	return nil
+}
+
+// liveBatches are the batches of the live batched jobs, by id; the
+// condition "batch_key IS NOT NULL" lets SQLite use jobs_batched.
+const liveBatches = `SELECT id, batch_key, batch_when, batch_fold, batch_open FROM jobs
+	WHERE batch_key IS NOT NULL AND status <= 2 ORDER BY id`
+
+// loadBatches reads the batches of the live batched jobs through
+// jobs_batched, which holds the batched jobs alone.
+func loadBatches(ctx context.Context, tx *sql.Tx, fn func(store.LiveBatch) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, liveBatches)
+	if err != nil {
+		return fmt.Errorf("load batches: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b store.LiveBatch
+		if err := rows.Scan(&b.ID, &b.Batch.Key, &b.Batch.When, &b.Batch.Fold, &b.Open); err != nil {
+			return fmt.Errorf("load batches: %w", err)
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load batches: %w", err)
 	}
 	return nil
 }

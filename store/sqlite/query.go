@@ -445,12 +445,17 @@ func scanJob(s scanner) (store.Job, error) {
 		boExp                               *float64
 		budgets, uniqueKey                  *string
 		uniqueWhile                         *int64
+		batchKey, batchWhen, batchFold      *string
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Type, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
-		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile)
+		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile,
+		&batchKey, &batchWhen, &batchFold, &j.BatchOpen)
 	if err != nil {
 		return store.Job{}, err
+	}
+	if batchKey != nil {
+		j.Batch = &store.BatchConfig{Key: *batchKey, When: deref(batchWhen), Fold: deref(batchFold)}
 	}
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ type loaded struct {
 	Budgets []store.Budget
 	Jobs    []store.LiveJob
 	Unique  []store.UniqueJob // by ID
+	Batches []store.LiveBatch
 	Purges  []purge
 	MaxID   []string // one call
 	Order   []string // the parts in the order they came, runs collapsed
@@ -38,6 +40,7 @@ func load(t testing.TB, b *bundle) loaded {
 		Budget: func(bg store.Budget) error { part("budgets"); l.Budgets = append(l.Budgets, bg); return nil },
 		Job:    func(j store.LiveJob) error { part("jobs"); l.Jobs = append(l.Jobs, j); return nil },
 		Unique: func(u store.UniqueJob) error { part("unique"); l.Unique = append(l.Unique, u); return nil },
+		Batch:  func(bt store.LiveBatch) error { part("batches"); l.Batches = append(l.Batches, bt); return nil },
 		Purge: func(id string, at int64) error {
 			part("purges")
 			l.Purges = append(l.Purges, purge{id, at})
@@ -89,6 +92,10 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 				if !j.Status.Live() {
 					j.PurgeAt = int64(1000 - n/2) // some purge at the same time
 				}
+				if n%4 == 1 {
+					j.Batch = &store.BatchConfig{Key: fmt.Sprint("k", n%3), When: "true", Fold: "$new"}
+					j.BatchOpen = n%8 == 1
+				}
 			})
 			jobs = append(jobs, j)
 			ops = append(ops, store.InsertJob(j))
@@ -101,6 +108,9 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		for _, j := range jobs {
 			if j.Status.Live() {
 				want.Jobs = append(want.Jobs, live(j))
+				if j.Batch != nil {
+					want.Batches = append(want.Batches, store.LiveBatch{ID: j.ID, Batch: *j.Batch, Open: j.BatchOpen})
+				}
 			} else {
 				want.Purges = append(want.Purges, purge{j.ID, j.PurgeAt})
 			}
@@ -108,9 +118,10 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		slices.SortFunc(want.Jobs, func(a, b store.LiveJob) int {
 			return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
 		})
+		slices.SortFunc(want.Batches, func(a, b store.LiveBatch) int { return cmp.Compare(a.ID, b.ID) })
 		slices.SortFunc(want.Purges, func(a, b purge) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) })
 		want.MaxID = ids(59)
-		want.Order = []string{"budgets", "jobs", "purges", "max"}
+		want.Order = []string{"budgets", "jobs", "batches", "purges", "max"}
 		require.Equal(t, want, load(t, b))
 	})
 
