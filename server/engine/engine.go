@@ -199,6 +199,7 @@ type Engine struct {
 	// Work lists of the current operation.
 	changedAccounts []*account
 	headChecks      []*account
+	roundBuf        []*account // refreshHeads' scratch
 	deadlineChecks  []*account
 	dirtyGroups     []*group
 	gainedRoom      []*Taker
