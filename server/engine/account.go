@@ -47,6 +47,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		costs:  map[int64]int64{},
 	}
 	e.accounts[cfg.Key] = a
+	e.obs.budgets++
 	return a
 }
 
@@ -105,6 +106,7 @@ func (e *Engine) wifBound(g *group) bound {
 // budget) the heads of the time_based budgets sharing a group with it must
 // be looked at again.
 func (e *Engine) changed(a *account) {
+	e.obs.budgets++
 	if !a.changedMark {
 		a.changedMark = true
 		e.changedAccounts = append(e.changedAccounts, a)

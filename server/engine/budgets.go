@@ -154,6 +154,7 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 		e.refills.remove(a.dl)
 	}
 	delete(e.accounts, key)
+	e.obs.budgets++
 	w := e.journal.Append(store.DeleteBudget(key))
 	return w, nil
 }

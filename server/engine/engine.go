@@ -192,6 +192,7 @@ type Engine struct {
 	bindBuf         []bind // newJob's scratch
 
 	counts [numStates]int64
+	obs    observer // the change feed of dashboards (observe.go)
 	// work counts the group and budget entries decisions looked at (for
 	// tests that prove unserved backlogs cost nothing).
 	work      uint64
@@ -303,6 +304,7 @@ func (e *Engine) finishOp() {
 	e.fireDue(e.vnow)
 	e.armTimer()
 	e.deliverAlarms()
+	e.obs.poke()
 }
 
 // nextDeadline returns the earliest deadline of the four heaps.

@@ -122,6 +122,7 @@ func (e *Engine) setState(idx int32, s jobState) {
 		q.counts[s]++
 	}
 	r.state = s
+	e.obs.moved(old, s)
 }
 
 // deliver debits every budget and hands the job to the taker.
@@ -142,6 +143,7 @@ func (e *Engine) deliver(j ref, t *Taker) {
 	ms := e.nowMs()
 	r.aux = t.slot
 	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
+	e.obs.flights.add(timedEntry{at: ms, id: j.id, idx: j.idx})
 	e.inFlight++
 	id := j.id.String()
 	e.journal.Append(store.SetStatus(id, store.InFlight, ms))
@@ -165,6 +167,8 @@ func (e *Engine) release(j ref) {
 		e.changed(b.a)
 	}
 	t := e.takerSlots[r.aux]
+	f := t.inFlight[j.idx]
+	e.obs.flights.remove(timedEntry{at: f.dequeuedAt, id: f.id, idx: j.idx})
 	delete(t.inFlight, j.idx)
 	r.aux = -1
 	e.inFlight--
