@@ -68,6 +68,7 @@ type Service struct {
 	store  Store
 	cache  *payloadCache
 	cron   cronState
+	events hub // the event stream's subscriptions (events.go)
 	life   lifecycle
 	closed sync.Once
 }

@@ -85,6 +85,18 @@ func (e *Engine) window(l List, a Anchor, limit int) Window {
 	}
 }
 
+// Totals returns the number of jobs in each list.
+func (e *Engine) Totals() [NumLists]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catchUp()
+	return [NumLists]int{
+		ListReady:     int(e.counts[stWaiting]),
+		ListInFlight:  int(e.counts[stInFlight]),
+		ListScheduled: int(e.counts[stScheduled]),
+	}
+}
+
 // entry is a member of a list's ordered sets.
 type entry[T any] interface {
 	lesser[T]
