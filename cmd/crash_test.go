@@ -54,7 +54,7 @@ func startServer(t *testing.T, args ...string) *proc {
 // startServerBin runs `serve` of the binary bin.
 func startServerBin(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warn"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--log-level", "warn"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr

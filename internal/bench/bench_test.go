@@ -302,7 +302,7 @@ func TestRun_Scale(t *testing.T) {
 // startServer runs `zizq serve` on a temporary root and returns its URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	c := exec.Command(zizqBin, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warn", "--root-dir", t.TempDir())
+	c := exec.Command(zizqBin, "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--log-level", "warn", "--root-dir", t.TempDir())
 	stdout, err := c.StdoutPipe()
 	require.NoError(t, err)
 	c.Stderr = os.Stderr
