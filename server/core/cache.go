@@ -57,6 +57,15 @@ func (c *payloadCache) take(id string) ([]byte, bool) {
 	return p, ok
 }
 
+// peek returns a payload and keeps it (for the event stream's detail
+// mode, which must not take it from the dispatch).
+func (c *payloadCache) peek(id string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.items[id]
+	return p, ok
+}
+
 // compact drops the order's skipped IDs once they outnumber the live ones.
 func (c *payloadCache) compact() {
 	if c.head < 1024 && len(c.order)-c.head < 2*len(c.items)+1024 {

@@ -26,7 +26,7 @@ type EventOptions struct {
 	// Heartbeat is how often an idle stream gets a heartbeat (2s).
 	Heartbeat time.Duration
 	// MinInterval is the least time between two reads of the windows while
-	// changes flow (75ms): changes in between are coalesced.
+	// changes flow (100ms): changes in between are coalesced.
 	MinInterval time.Duration
 	// Buffer is how many events may wait for the transport (256).
 	Buffer int
@@ -42,7 +42,7 @@ func (o EventOptions) withDefaults() EventOptions {
 		o.Heartbeat = 2 * time.Second
 	}
 	if o.MinInterval <= 0 {
-		o.MinInterval = 75 * time.Millisecond
+		o.MinInterval = 100 * time.Millisecond
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 256
@@ -439,6 +439,7 @@ func (sub *Subscription) update(ctx context.Context) {
 		sub.snapshot(ctx)
 		return
 	}
+	var evs []Event
 	for _, f := range ch.Finished {
 		id := f.ID.String()
 		if !sub.inFlight[id] {
@@ -448,7 +449,7 @@ func (sub *Subscription) update(ctx context.Context) {
 		if f.Dead {
 			status = ChangeDead
 		}
-		sub.emit(Event{Kind: EventJobChanged, ID: id, Status: status})
+		evs = append(evs, Event{Kind: EventJobChanged, ID: id, Status: status})
 	}
 	var reqs [engine.NumLists]engine.WindowRequest
 	for l, changed := range ch.Lists {
@@ -464,16 +465,30 @@ func (sub *Subscription) update(ctx context.Context) {
 	}
 	for l, changed := range ch.Lists {
 		if changed {
-			sub.diff(ctx, engine.List(l), ws[l].Jobs)
+			evs = sub.diff(evs, engine.List(l), ws[l].Jobs)
 		}
+	}
+	if len(evs) > maxDiffEvents {
+		// Most of the windows changed (a busy server): one snapshot says it
+		// in one frame instead of hundreds.
+		sub.snapshot(ctx)
+		return
+	}
+	sub.fillAdded(ctx, evs)
+	for _, ev := range evs {
+		sub.emit(ev)
 	}
 	if ch.Budgets {
 		sub.diffBudgets(e.Budgets(true))
 	}
 }
 
-// diff sends what left the list's window, then what entered it.
-func (sub *Subscription) diff(ctx context.Context, l engine.List, jobs []store.Job) {
+// maxDiffEvents is the most job_changed events one read of the windows
+// sends; past it, a snapshot goes instead.
+const maxDiffEvents = 64
+
+// diff appends what left the list's window, then what entered it.
+func (sub *Subscription) diff(evs []Event, l engine.List, jobs []store.Job) []Event {
 	now := make(map[string]bool, len(jobs))
 	for _, j := range jobs {
 		now[j.ID] = true
@@ -482,23 +497,30 @@ func (sub *Subscription) diff(ctx context.Context, l engine.List, jobs []store.J
 	for _, id := range sub.prev[l] {
 		was[id] = true
 		if !now[id] {
-			sub.emit(Event{Kind: EventJobChanged, ID: id, Status: removedStatus[l]})
+			evs = append(evs, Event{Kind: EventJobChanged, ID: id, Status: removedStatus[l]})
 		}
 	}
-	var added []store.Job
-	for _, j := range jobs {
-		if !was[j.ID] {
-			added = append(added, j)
+	for i := range jobs {
+		if !was[jobs[i].ID] {
+			evs = append(evs, Event{Kind: EventJobChanged, ID: jobs[i].ID, Status: addedStatus[l], Job: &jobs[i]})
 		}
 	}
 	sub.remember(l, jobs)
-	if len(added) == 0 {
+	return evs
+}
+
+// fillAdded puts the payloads into the jobs that evs add, in detail mode.
+func (sub *Subscription) fillAdded(ctx context.Context, evs []Event) {
+	if !sub.detail {
 		return
 	}
-	sub.fill(ctx, []engine.Window{{Jobs: added}})
-	for i := range added {
-		sub.emit(Event{Kind: EventJobChanged, ID: added[i].ID, Status: addedStatus[l], Job: &added[i]})
+	var jobs []*store.Job
+	for _, ev := range evs {
+		if ev.Job != nil {
+			jobs = append(jobs, ev.Job)
+		}
 	}
+	sub.s.events.details.fill(ctx, sub.s, jobs)
 }
 
 func (sub *Subscription) diffBudgets(views []engine.BudgetView) {
@@ -573,8 +595,11 @@ func (sub *Subscription) fill(ctx context.Context, ws []engine.Window) {
 
 // detailCache keeps the payloads the subscriptions showed last, shared by
 // all: they show mostly the same jobs (the heads of the lists), so each
-// job's payload is read from the store about once, however many watch.
-// It holds two generations of at most detailCacheJobs each.
+// job's payload is read about once, however many watch, and mostly not
+// from the store: a job just enqueued has its payload in the core's cache.
+// Fills run one at a time (a subscription waits for another's read rather
+// than reading the same rows again). It holds two generations of at most
+// detailCacheJobs each.
 type detailCache struct {
 	mu       sync.Mutex
 	cur, old map[string][]byte
@@ -584,15 +609,18 @@ const detailCacheJobs = 4096
 
 func (c *detailCache) fill(ctx context.Context, s *Service, jobs []*store.Job) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var missing []string
 	for _, j := range jobs {
 		if p, ok := c.get(j.ID); ok {
 			j.Payload = p
+		} else if p, ok := s.cache.peek(j.ID); ok {
+			j.Payload = p
+			c.put(j.ID, p)
 		} else {
 			missing = append(missing, j.ID)
 		}
 	}
-	c.mu.Unlock()
 	if len(missing) == 0 {
 		return
 	}
@@ -601,8 +629,6 @@ func (c *detailCache) fill(ctx context.Context, s *Service, jobs []*store.Job) {
 		s.log.Warn("event stream: read payloads", "err", err)
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	for _, r := range rows {
 		c.put(r.ID, r.Payload)
 	}
