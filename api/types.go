@@ -12,6 +12,13 @@ const (
 	StatusDead      = "dead"
 )
 
+// Unique key scopes (unique_while), API.md §4.4.
+const (
+	UniqueWhileQueued = "queued" // the default
+	UniqueWhileActive = "active"
+	UniqueWhileExists = "exists"
+)
+
 // Budget strategy types.
 const (
 	StrategyWhileInFlight = "while_in_flight"
@@ -38,6 +45,8 @@ type Job struct {
 	Retention   *Retention `json:"retention,omitempty"`
 	PurgeAt     uint64     `json:"purge_at,omitempty"`
 	CompletedAt uint64     `json:"completed_at,omitempty"`
+	UniqueKey   string     `json:"unique_key,omitempty"`
+	UniqueWhile string     `json:"unique_while,omitempty"` // materialised when UniqueKey is set
 	Duplicate   *bool      `json:"duplicate,omitempty"`
 	Folded      *bool      `json:"folded,omitempty"`
 	Budgets     []Binding  `json:"budgets,omitempty"`

@@ -46,11 +46,11 @@ func TestClient_ErrorTyping(t *testing.T) {
 		require.True(t, client.IsConflict(err), "%v", err)
 		require.False(t, client.IsNotFound(err))
 
-		// The unique key is refused until uniqueness is built (403).
 		req := job("q", "t", "")
-		req.UniqueKey = api.Ptr("k")
+		req.UniqueKey, req.UniqueWhile = api.Ptr("k"), api.Ptr("sometimes")
 		_, err = tb.c.Enqueue(ctx, req)
-		require.Equal(t, http.StatusForbidden, client.StatusOf(err), "%v", err)
+		require.True(t, client.IsValidation(err), "%v", err)
+		require.Equal(t, http.StatusBadRequest, client.StatusOf(err))
 	})
 }
 

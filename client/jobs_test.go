@@ -44,6 +44,40 @@ func TestClient_Enqueue(t *testing.T) {
 	})
 }
 
+func TestClient_EnqueueUnique(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, tb *testBundle) {
+		ctx := ctxT(t)
+		req := job("q", "t", `{"n":1}`)
+		req.UniqueKey = api.Ptr("user:42")
+		first, err := tb.c.Enqueue(ctx, req)
+		require.NoError(t, err)
+		require.False(t, *first.Duplicate)
+		require.Equal(t, "user:42", first.UniqueKey)
+		require.Equal(t, api.UniqueWhileQueued, first.UniqueWhile)
+
+		req.UniqueWhile = api.Ptr(api.UniqueWhileExists)
+		dup, err := tb.c.Enqueue(ctx, req)
+		require.NoError(t, err, "a duplicate (200) is a success")
+		require.True(t, *dup.Duplicate)
+		require.Equal(t, first.ID, dup.ID)
+
+		other := job("q", "t", "")
+		other.UniqueKey, other.UniqueWhile = api.Ptr("user:43"), api.Ptr(api.UniqueWhileActive)
+		jobs, err := tb.c.EnqueueBulk(ctx, []api.EnqueueRequest{req, other, other})
+		require.NoError(t, err)
+		require.True(t, *jobs[0].Duplicate)
+		require.False(t, *jobs[1].Duplicate)
+		require.True(t, *jobs[2].Duplicate)
+		require.Equal(t, jobs[1].ID, jobs[2].ID)
+		require.Equal(t, api.UniqueWhileActive, jobs[1].UniqueWhile)
+
+		got, err := tb.c.GetJob(ctx, first.ID)
+		require.NoError(t, err)
+		require.Equal(t, "user:42", got.UniqueKey)
+	})
+}
+
 func TestClient_ListJobs(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, tb *testBundle) {

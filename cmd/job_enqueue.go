@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,12 +27,17 @@ type JobEnqueueOptions struct {
 	At          string
 	In          time.Duration
 	Budgets     []string
+	UniqueKey   string
+	UniqueWhile string
 }
+
+// uniqueScopes are the values of --unique-while.
+var uniqueScopes = []string{api.UniqueWhileQueued, api.UniqueWhileActive, api.UniqueWhileExists}
 
 func newJobEnqueueCmd(f *Factory) *cobra.Command {
 	o := &JobEnqueueOptions{}
 	c := &cobra.Command{
-		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]...",
+		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]... [--unique-key K [--unique-while SCOPE]]",
 		Short: "Enqueue a job",
 		Long: `Enqueue a job and print its ID (-o json: the job as the server answers).
 
@@ -40,10 +46,17 @@ reads it from standard input. --at takes RFC 3339 (2026-01-02T15:04:05Z) or
 Unix milliseconds; --in a duration from now. Without either the job is ready
 at once. --budget binds the job to a budget with a cost (default 1); repeat
 it for several budgets. Keys may contain ':', so KEY:COST is split on the
-last ':' only when digits follow it.`,
+last ':' only when digits follow it.
+
+--unique-key makes the job unique: while another job with the same key is
+in the scope --unique-while names (queued, the default: scheduled or
+ready; active: also in flight; exists: until it is deleted or purged), no
+job is created and the existing job's ID is printed instead, with a note
+on standard error (-o json: the existing job, "duplicate": true).`,
 		Example: `  zizq job enqueue --queue images --type resize --payload '{"url":"https://…"}' \
     --budget image-workers --budget image-service:5
-  echo '{"to":"a@b.c"}' | zizq job enqueue --queue emails --type send --payload-file - --in 10m`,
+  echo '{"to":"a@b.c"}' | zizq job enqueue --queue emails --type send --payload-file - --in 10m
+  zizq job enqueue -q reports -t nightly --unique-key report:2026-01-02 --unique-while exists`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			req, err := o.request(c, time.Now())
@@ -61,6 +74,9 @@ last ':' only when digits follow it.`,
 			if f.JSON() {
 				return writeJSON(f.IO.Out, j)
 			}
+			if j.Duplicate != nil && *j.Duplicate {
+				fmt.Fprintf(f.IO.Err, "Not enqueued: job %s (%s) holds unique key %q.\n", j.ID, j.Status, j.UniqueKey)
+			}
 			_, err = fmt.Fprintln(f.IO.Out, j.ID)
 			return err
 		},
@@ -74,8 +90,11 @@ last ':' only when digits follow it.`,
 	fs.StringVar(&o.At, "at", "", "when the job becomes ready: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long, e.g. 30s, 5m, 1d")
 	fs.StringArrayVar(&o.Budgets, "budget", nil, "bind to a budget, KEY or KEY:COST (repeatable)")
+	fs.StringVar(&o.UniqueKey, "unique-key", "", "do not enqueue while a job with this key is in the --unique-while scope")
+	fs.StringVar(&o.UniqueWhile, "unique-while", "", "scope of --unique-key: queued (default), active or exists")
 	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
 	_ = c.RegisterFlagCompletionFunc("budget", f.completeBudgetKeys)
+	_ = c.RegisterFlagCompletionFunc("unique-while", cobra.FixedCompletions(uniqueScopes, cobra.ShellCompDirectiveNoFileComp))
 	return c
 }
 
@@ -116,7 +135,30 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 		}
 		req.Budgets = append(req.Budgets, b)
 	}
+	if err := o.unique(c, &req); err != nil {
+		return req, err
+	}
 	return req, nil
+}
+
+// unique sets the request's unique key and scope from the flags.
+func (o *JobEnqueueOptions) unique(c *cobra.Command, req *api.EnqueueRequest) error {
+	hasKey, hasWhile := c.Flags().Changed("unique-key"), c.Flags().Changed("unique-while")
+	switch {
+	case hasWhile && !hasKey:
+		return usageError{fmt.Errorf("--unique-while requires --unique-key")}
+	case hasKey && o.UniqueKey == "":
+		return usageError{fmt.Errorf("--unique-key must not be empty")}
+	case hasWhile && !slices.Contains(uniqueScopes, o.UniqueWhile):
+		return usageError{fmt.Errorf("invalid --unique-while %q: use queued, active or exists", o.UniqueWhile)}
+	}
+	if hasKey {
+		req.UniqueKey = &o.UniqueKey
+	}
+	if hasWhile {
+		req.UniqueWhile = &o.UniqueWhile
+	}
+	return nil
 }
 
 // missingBudget tells a refused enqueue whose --budget KEY does not exist

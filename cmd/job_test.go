@@ -101,6 +101,47 @@ func TestJobEnqueue(t *testing.T) {
 	c.fails(cmd.ExitNotFound, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
 }
 
+func TestJobEnqueue_Unique(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	first := c.run("job", "enqueue", "-q", "q", "-t", "t", "--unique-key", "report:1")
+	require.Equal(t, cmd.ExitOK, first.code, first.err)
+	require.Empty(t, first.err)
+	id := strings.TrimSpace(first.out)
+	var j api.Job
+	c.json(&j, "job", "get", id)
+	require.Equal(t, "report:1", j.UniqueKey)
+	require.Equal(t, api.UniqueWhileQueued, j.UniqueWhile)
+
+	// A duplicate prints the existing job's ID, and says so on stderr.
+	dup := c.run("job", "enqueue", "-q", "other", "-t", "t", "--unique-key", "report:1", "--unique-while", "exists")
+	require.Equal(t, cmd.ExitOK, dup.code, dup.err)
+	require.Equal(t, id+"\n", dup.out)
+	require.Equal(t, fmt.Sprintf("Not enqueued: job %s (ready) holds unique key \"report:1\".\n", id), dup.err)
+	j = api.Job{}
+	c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--unique-key", "report:1")
+	require.Equal(t, id, j.ID)
+	require.True(t, *j.Duplicate)
+
+	for _, scope := range []string{"active", "exists"} {
+		j = api.Job{}
+		c.json(&j, "job", "enqueue", "-q", "q", "-t", "t", "--unique-key", "k-"+scope, "--unique-while", scope)
+		require.False(t, *j.Duplicate)
+		require.Equal(t, scope, j.UniqueWhile)
+	}
+
+	for _, tc := range []struct {
+		msg  string
+		args []string
+	}{
+		{"--unique-while requires --unique-key", []string{"--unique-while", "queued"}},
+		{`invalid --unique-while "always": use queued, active or exists`, []string{"--unique-key", "k", "--unique-while", "always"}},
+		{"--unique-key must not be empty", []string{"--unique-key", ""}},
+	} {
+		c.fails(cmd.ExitUsage, tc.msg, append([]string{"job", "enqueue", "-q", "q", "-t", "t"}, tc.args...)...)
+	}
+}
+
 func TestJobQueries(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)

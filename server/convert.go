@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -36,15 +37,18 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 	for _, b := range j.Budgets {
 		out.Budgets = append(out.Budgets, api.Binding{Key: b.Key, Cost: b.Cost})
 	}
+	if j.UniqueKey != "" {
+		out.UniqueKey, out.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
+	}
 	return out
 }
 
 // enqueued renders a job in an enqueue response: no payload, with the
 // duplicate and folded flags.
-func enqueued(j store.Job) api.Job {
-	out := wireJob(j, false)
+func enqueued(j engine.Enqueued) api.Job {
+	out := wireJob(j.Job, false)
 	no := false
-	out.Duplicate, out.Folded = &no, &no
+	out.Duplicate, out.Folded = &j.Duplicate, &no
 	return out
 }
 

@@ -283,6 +283,10 @@ func wireTemplate(j engine.NewJob) api.EnqueueRequest {
 	if len(out.Payload) == 0 {
 		out.Payload = api.Payload("null")
 	}
+	if j.UniqueKey != "" {
+		while := j.UniqueWhile.String()
+		out.UniqueKey, out.UniqueWhile = &j.UniqueKey, &while
+	}
 	if b := j.Backoff; b != nil {
 		out.Backoff = &api.BackoffRequest{Exponent: &b.Exponent, BaseMs: &b.BaseMs, JitterMs: &b.JitterMs}
 	}

@@ -746,3 +746,27 @@ func TestCron_StorageFailureRetries(t *testing.T) {
 	require.Equal(t, e, c.entry(t, "g", "e"))
 	require.Len(t, c.jobs(t, "q"), 1)
 }
+
+// TestCron_UniqueFires: a template's unique key applies to every fire; a
+// fire that ends as a duplicate still moves its entry's schedule on (the
+// schedule commits with the enqueue, whatever its outcome).
+func TestCron_UniqueFires(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		c := setupCron(t, f)
+		body := `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{},"unique_key":"nightly","unique_while":"queued"}}]}`
+		var g api.CronGroup
+		c.call(t, "PUT", "/crons/g", body, http.StatusOK, &g)
+		require.Equal(t, "nightly", *g.Entries[0].Job.UniqueKey)
+		require.Equal(t, api.UniqueWhileQueued, *g.Entries[0].Job.UniqueWhile)
+
+		first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
+		c.fireAt(t, "g", "e", first)
+		e := c.fireAt(t, "g", "e", first+60_000)
+		require.Equal(t, first+60_000, e.LastEnqueueAt, "the duplicate fire moved the schedule")
+		require.Equal(t, first+120_000, e.NextEnqueueAt)
+		jobs := c.jobs(t, "q")
+		require.Len(t, jobs, 1, "the second fire was a duplicate")
+		require.Equal(t, "nightly", jobs[0].UniqueKey)
+	})
+}

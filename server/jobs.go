@@ -32,7 +32,21 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.respond(w, r, http.StatusCreated, enqueued(jobs[0]))
+	s.respond(w, r, enqueueStatus(jobs), enqueued(jobs[0]))
+}
+
+// enqueueStatus is 200 when every request found its job already there (a
+// unique duplicate), else 201: something was created, or nothing was asked.
+func enqueueStatus(jobs []engine.Enqueued) int {
+	if len(jobs) == 0 {
+		return http.StatusCreated
+	}
+	for _, j := range jobs {
+		if !j.Duplicate {
+			return http.StatusCreated
+		}
+	}
+	return http.StatusOK
 }
 
 func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
@@ -55,8 +69,10 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 		specs[i] = spec
 	}
 	out := api.BulkJobs{Jobs: []api.Job{}}
+	var jobs []engine.Enqueued
 	if len(specs) > 0 {
-		jobs, err := s.core.Enqueue(r.Context(), specs)
+		var err error
+		jobs, err = s.core.Enqueue(r.Context(), specs)
 		if err != nil {
 			s.fail(w, r, itemError(-1, err))
 			return
@@ -65,7 +81,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 			out.Jobs = append(out.Jobs, enqueued(j))
 		}
 	}
-	s.respond(w, r, http.StatusCreated, out)
+	s.respond(w, r, enqueueStatus(jobs), out)
 }
 
 // itemError prefixes a bulk item's error with its index ("jobs[3]: ").

@@ -51,15 +51,24 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if req.UniqueKey != nil && req.Batch != nil {
 		return engine.NewJob{}, badRequest("unique_key and batch cannot be combined")
 	}
-	if req.UniqueKey != nil {
-		return engine.NewJob{}, forbidden("unique jobs is not available on this server yet")
-	}
 	if req.Batch != nil {
 		return engine.NewJob{}, forbidden("batched jobs is not available on this server yet")
 	}
 	j := engine.NewJob{
 		Type: *req.Type, Queue: *req.Queue, Priority: api.DefaultPriority,
 		Payload: req.Payload, RetryLimit: req.RetryLimit,
+	}
+	if req.UniqueKey != nil {
+		if *req.UniqueKey == "" {
+			// Zizq would take "" as a key; a key that names nothing is far
+			// likelier a client's mistake, and dropping it would be worse.
+			return engine.NewJob{}, badRequest("unique_key must not be empty")
+		}
+		w, err := uniqueWhile(req.UniqueWhile)
+		if err != nil {
+			return engine.NewJob{}, err
+		}
+		j.UniqueKey, j.UniqueWhile = *req.UniqueKey, w
 	}
 	if req.Priority != nil {
 		j.Priority = *req.Priority
@@ -84,6 +93,18 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 		return engine.NewJob{}, err
 	}
 	return j, nil
+}
+
+// uniqueWhile reads a unique key's scope, queued when absent.
+func uniqueWhile(in *string) (store.UniqueWhile, error) {
+	if in == nil {
+		return store.UniqueQueued, nil
+	}
+	w, ok := store.ParseUniqueWhile(*in)
+	if !ok {
+		return 0, badRequest(`invalid unique_while: %q (expected "queued", "active", or "exists")`, *in)
+	}
+	return w, nil
 }
 
 func backoff(in *api.BackoffRequest, prefix string) (*store.Backoff, error) {

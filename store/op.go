@@ -71,6 +71,13 @@ type SetBudgetsOp struct {
 	Budgets []Binding
 }
 
+// UniqueHolderOp makes a job its unique key's holder, or not; see
+// HoldUniqueKey and ReleaseUniqueKey.
+type UniqueHolderOp struct {
+	ID    string
+	Holds bool
+}
+
 // DeleteJobOp deletes a job and its error records; see DeleteJob.
 type DeleteJobOp struct{ ID string }
 
@@ -94,6 +101,7 @@ func (RetryOp) storeOp()            {}
 func (FinishOp) storeOp()           {}
 func (PatchJobOp) storeOp()         {}
 func (SetBudgetsOp) storeOp()       {}
+func (UniqueHolderOp) storeOp()     {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
 func (PutBudgetOp) storeOp()        {}
@@ -106,11 +114,16 @@ func (DeleteEverythingOp) storeOp() {}
 //
 // Every field reads back as written, with these normalisations: an empty
 // Payload or Budgets reads back as nil, a Retention with neither side set
-// as nil.
+// as nil, and UniqueWhile as UniqueQueued when UniqueKey is "".
+//
+// A job with a UniqueKey becomes its key's holder, and the key's previous
+// holder, if any, stops holding it: a key has at most one holder, always
+// the job the engine last gave it to.
 func InsertJob(j Job) Op { return InsertJobOp{Job: j} }
 
-// PutJob replaces every field of an existing job except its payload, which
-// stays as inserted (j.Payload is ignored). It does nothing if the job does
+// PutJob replaces every field of an existing job except its payload and
+// its unique key, which stay as inserted (j.Payload, j.UniqueKey and
+// j.UniqueWhile are ignored). It does nothing if the job does
 // not exist. It is the engine's whole-row write of round 1, kept while the
 // engine moves to the partial ops.
 func PutJob(j Job) Op { return PutJobOp{Job: j} }
@@ -145,6 +158,17 @@ func PatchJob(p JobPatch) Op { return PatchJobOp{Patch: p} }
 // SetBudgets replaces a job's budget bindings (rebind); an empty list
 // unbinds it. It does nothing if the job does not exist.
 func SetBudgets(id string, bs []Binding) Op { return SetBudgetsOp{ID: id, Budgets: bs} }
+
+// HoldUniqueKey makes a job with a unique key that key's holder (a job
+// that returned to the queue and claims its key again); the key's previous
+// holder, if any, stops holding it. It does nothing if the job does not
+// exist or has no key.
+func HoldUniqueKey(id string) Op { return UniqueHolderOp{ID: id, Holds: true} }
+
+// ReleaseUniqueKey makes a job no longer its key's holder (a finished job
+// whose scope ended). It does nothing if the job does not exist or does not
+// hold a key. A deleted job holds nothing: DeleteJob needs no release.
+func ReleaseUniqueKey(id string) Op { return UniqueHolderOp{ID: id} }
 
 // DeleteJob deletes a job, its payload and its error records. It does
 // nothing if the job does not exist.

@@ -31,8 +31,10 @@ type Store interface {
 	// Load reads, from one consistent snapshot, what the engine needs at
 	// start and nothing more, calling l's functions in this order: every
 	// budget, by key; every live job (scheduled, ready, in flight), without
-	// its payload, in (priority, id) order; the purge schedule (completed
-	// and dead jobs whose purge_at is set), by (purge_at, id); and once, the
+	// its payload, in (priority, id) order; the unique keys (every job with
+	// a key that is live or holds it), in any order; the purge schedule
+	// (completed and dead jobs whose purge_at is set), by (purge_at, id);
+	// and once, the
 	// greatest job ID the store ever held ("" if none), deleted and purged
 	// jobs included. It stops at the first error a function returns and
 	// returns it. Writes go on meanwhile and are not seen.
@@ -99,8 +101,21 @@ type Pending interface {
 type Loader struct {
 	Budget func(Budget) error
 	Job    func(LiveJob) error // in (priority, id) order
+	Unique func(UniqueJob) error
 	Purge  func(id string, at int64) error
 	MaxID  func(id string)
+}
+
+// UniqueJob is a job's unique key as Load reads it: a live job's, whether
+// it holds the key or not, or a finished job's that still holds it.
+type UniqueJob struct {
+	ID     string
+	Key    string
+	While  UniqueWhile
+	Status Status
+	// Holds reports whether the job is its key's holder: at most one job
+	// per key is (see InsertJob, HoldUniqueKey and ReleaseUniqueKey).
+	Holds bool
 }
 
 // LiveJob is what the engine needs of a live job: no payload, and none of
@@ -117,4 +132,5 @@ type LiveJob struct {
 	Backoff    *Backoff
 	Retention  *Retention
 	Budgets    []Binding
+	FairTag    int64 // 0: none (see Job.FairTag)
 }

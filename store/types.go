@@ -66,6 +66,58 @@ type Job struct {
 	CompletedAt int64
 	PurgeAt     int64
 	Budgets     []Binding
+	// UniqueKey ("" = none) and UniqueWhile never change once inserted.
+	UniqueKey   string
+	UniqueWhile UniqueWhile
+	// FairTag is the fair-share tag (unix ms) of a job bound to a family's
+	// sub-budget, given at enqueue; 0 for every other job (its tag is its
+	// ID's time). It never changes once inserted.
+	FairTag int64
+}
+
+// UniqueWhile is the scope of a job's unique key: the statuses in which
+// the job holding the key makes a new job with that key a duplicate.
+type UniqueWhile uint8
+
+// Unique scopes (API.md §4.4).
+const (
+	// UniqueQueued: while the holder is scheduled or ready (the default).
+	UniqueQueued UniqueWhile = iota
+	// UniqueActive: while it is scheduled, ready or in flight.
+	UniqueActive
+	// UniqueExists: until it is deleted or purged, finished or not.
+	UniqueExists
+)
+
+var uniqueWhileNames = [...]string{"queued", "active", "exists"}
+
+// String returns the wire name of the scope.
+func (w UniqueWhile) String() string {
+	if int(w) < len(uniqueWhileNames) {
+		return uniqueWhileNames[w]
+	}
+	return "unknown"
+}
+
+// ParseUniqueWhile maps a wire name to a UniqueWhile.
+func ParseUniqueWhile(name string) (UniqueWhile, bool) {
+	for i, n := range uniqueWhileNames {
+		if n == name {
+			return UniqueWhile(i), true
+		}
+	}
+	return 0, false
+}
+
+// Covers reports whether a job in status s is within scope w.
+func (w UniqueWhile) Covers(s Status) bool {
+	switch w {
+	case UniqueQueued:
+		return s == Scheduled || s == Ready
+	case UniqueActive:
+		return s.Live()
+	}
+	return true
 }
 
 // Backoff is a per-job retry backoff override.
@@ -103,6 +155,25 @@ type Budget struct {
 	Burst      int64
 	CreatedAt  int64
 	UpdatedAt  int64
+	// PerKey makes the budget a family: a job bound to "<key>/<sub>" (no
+	// plain budget of that key existing) is bound to the family and to the
+	// sub-budget "<key>/<sub>", made from this template on first use and
+	// never stored. nil: a plain budget.
+	PerKey *BudgetTemplate
+	// Paused: the budget pays nothing until resumed, or until PausedUntil
+	// (unix ms) when that is set; PausedUntil alone pauses too. Neither is
+	// set on a budget that is not paused.
+	Paused      bool
+	PausedUntil int64
+}
+
+// BudgetTemplate is a family's configuration of its sub-budgets: a budget
+// body without key, timestamps or further family.
+type BudgetTemplate struct {
+	Allocation int64
+	Strategy   string
+	DurationMs int64
+	Burst      int64
 }
 
 // ErrorRecord is one recorded failure of a job.

@@ -11,8 +11,10 @@
 //     are the engine's; its payload and whatever else never changes come
 //     from the store, or from a small cache of jobs enqueued moments ago,
 //     so the hot enqueue → take path does not read back what it just wrote.
-//   - Start-up returns jobs left in flight to ready and loads only what the
-//     engine needs.
+//   - Start-up loads only what the engine needs, then returns jobs left in
+//     flight to ready.
+//   - An enqueue whose unique key another job holds creates nothing: its
+//     answer is that job, read as GET reads it.
 //
 // Errors are *Error values of a few kinds (errors.Is with ErrNotFound, ...);
 // transports map each kind to their own status in one place.
@@ -143,18 +145,20 @@ func (s *Service) fail(err error) {
 	close(s.life.failed)
 }
 
-// restore rebuilds the engine from the store.
+// restore rebuilds the engine from the store. The engine loads the jobs
+// left in flight before the store returns them to ready, so it knows which
+// they were (a queued one takes its unique key again if it is free).
 func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error) {
-	requeued, err := st.RecoverInFlight(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
-	}
 	e := engine.New(s.opts.Engine, s.clock, journal{st}, jobid.New(s.clock.Now))
 	r := e.Restore()
-	err = load(ctx, st, r)
+	err := load(ctx, st, r)
 	jobs := r.Finish()
 	if err != nil {
 		return nil, err
+	}
+	requeued, err := st.RecoverInFlight(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
 	}
 	s.log.Info("engine restored", "jobs", jobs, "requeued", requeued)
 	return e, nil

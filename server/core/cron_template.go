@@ -24,6 +24,10 @@ type cronTemplate struct {
 	Backoff    *templateBackoff   `json:"backoff,omitempty"`
 	Retention  *templateRetention `json:"retention,omitempty"`
 	Budgets    []templateBinding  `json:"budgets,omitempty"`
+	// UniqueKey and UniqueWhile: each fire is a unique enqueue; its scope
+	// as its wire name.
+	UniqueKey   string `json:"unique_key,omitempty"`
+	UniqueWhile string `json:"unique_while,omitempty"`
 }
 
 type templateBackoff struct {
@@ -56,6 +60,9 @@ func encodeTemplate(j engine.NewJob) ([]byte, error) {
 	t := cronTemplate{
 		Type: j.Type, Queue: j.Queue, Priority: j.Priority, Payload: j.Payload,
 		RetryLimit: j.RetryLimit,
+	}
+	if j.UniqueKey != "" {
+		t.UniqueKey, t.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
 	}
 	if r := j.Retention; r != nil {
 		t.Retention = &templateRetention{CompletedMs: r.CompletedMs, DeadMs: r.DeadMs}
@@ -91,6 +98,13 @@ func decodeTemplate(data []byte) (engine.NewJob, error) {
 	j := engine.NewJob{
 		Type: t.Type, Queue: t.Queue, Priority: t.Priority, Payload: []byte(t.Payload),
 		RetryLimit: t.RetryLimit,
+	}
+	if t.UniqueKey != "" {
+		w, ok := store.ParseUniqueWhile(t.UniqueWhile)
+		if !ok {
+			return engine.NewJob{}, fmt.Errorf("decode cron job template: unique_while %q", t.UniqueWhile)
+		}
+		j.UniqueKey, j.UniqueWhile = t.UniqueKey, w
 	}
 	if r := t.Retention; r != nil {
 		j.Retention = &store.Retention{CompletedMs: r.CompletedMs, DeadMs: r.DeadMs}

@@ -17,7 +17,7 @@ func TestCronTemplate_CoversNewJob(t *testing.T) {
 	t.Parallel()
 	kept := map[string]bool{
 		"Type": true, "Queue": true, "Priority": true, "Payload": true, "RetryLimit": true,
-		"Backoff": true, "Retention": true, "Budgets": true,
+		"Backoff": true, "Retention": true, "Budgets": true, "UniqueKey": true, "UniqueWhile": true,
 		"ReadyAt": true, // refused in templates
 	}
 	typ := reflect.TypeFor[engine.NewJob]()
@@ -34,6 +34,7 @@ func TestCronTemplate_RoundTrip(t *testing.T) {
 		"Full": {
 			Type: "t", Queue: "q", Priority: 1, Payload: []byte(`{"a":"<&>","n":18446744073709551615}`),
 			RetryLimit: &limit, Backoff: &store.Backoff{Exponent: 1.5, BaseMs: 2, JitterMs: 3},
+			UniqueKey: "k/<&>", UniqueWhile: store.UniqueExists,
 			Retention: &store.Retention{CompletedMs: &done, DeadMs: &dead},
 			Budgets: []engine.BindingSpec{
 				{Key: "a", Cost: 2},

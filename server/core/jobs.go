@@ -12,14 +12,16 @@ import (
 
 // Enqueue adds jobs atomically: every one or none. It answers once they
 // are durable, and only then may they be dispatched; if the commit fails
-// they are undone and no worker ever sees them.
-func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]store.Job, error) {
+// they are undone and no worker ever sees them. A request whose unique key
+// another job holds creates nothing: its outcome is that job, marked
+// Duplicate (see showDuplicates).
+func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]engine.Enqueued, error) {
 	return s.enqueue(ctx, specs)
 }
 
 // enqueue is Enqueue with ops that commit in the jobs' group (a cron
 // fire's schedule, cron_fire.go).
-func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]store.Job, error) {
+func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]engine.Enqueued, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
@@ -27,16 +29,19 @@ func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...st
 	if err != nil {
 		return nil, translate(err)
 	}
-	ids := make([]string, len(jobs))
-	for i, j := range jobs {
-		ids[i] = j.ID
-		s.cache.put(j.ID, j.Payload)
+	ids := make([]string, 0, len(jobs))
+	for _, j := range jobs {
+		if !j.Duplicate {
+			ids = append(ids, j.ID)
+			s.cache.put(j.ID, j.Payload)
+		}
 	}
 	if err := wait(ctx, w); err != nil {
 		s.unwindEnqueue(ctx, ids, specs)
 		return nil, err
 	}
 	s.engine.Admit(ids)
+	s.showDuplicates(ctx, jobs, ids)
 	return jobs, nil
 }
 

@@ -26,6 +26,7 @@ func load(ctx context.Context, st Store, r *engine.Restorer) error {
 	err := st.Load(ctx, store.Loader{
 		Budget: p.budget,
 		Job:    p.job,
+		Unique: p.unique,
 		Purge:  p.purge,
 		MaxID:  p.maxID,
 	})
@@ -41,7 +42,8 @@ func load(ctx context.Context, st Store, r *engine.Restorer) error {
 // loadPipe hands the live jobs to a goroutine of their own in batches. The
 // engine's Restorer is used by one goroutine at a time: the indexer while
 // jobs flow, this one before the first job and after the indexer has
-// finished (budgets come before the jobs, the purge schedule after them).
+// finished (budgets come before the jobs, unique keys and the purge
+// schedule after them).
 type loadPipe struct {
 	r      *engine.Restorer
 	batch  []store.LiveJob
@@ -77,6 +79,14 @@ func (p *loadPipe) job(lj store.LiveJob) error {
 		p.full <- p.batch
 		p.batch = p.reuse()
 	}
+	return nil
+}
+
+func (p *loadPipe) unique(u store.UniqueJob) error {
+	if err := p.finish(); err != nil {
+		return err
+	}
+	p.r.Unique(u)
 	return nil
 }
 

@@ -116,7 +116,7 @@ func TestEngine_EnqueueWith(t *testing.T) {
 	fired := store.CronFired("g", "e", 2, 1)
 	jobs, _, err := tb.e.Enqueue([]NewJob{{Type: "t", Queue: "q", Payload: []byte("null")}}, fired)
 	require.NoError(t, err)
-	require.Equal(t, []store.Op{store.InsertJob(jobs[0]), fired}, tb.journal.ops, "one group: the insert, then the extra ops")
+	require.Equal(t, []store.Op{store.InsertJob(jobs[0].Job), fired}, tb.journal.ops, "one group: the insert, then the extra ops")
 
 	// A refused enqueue journals nothing, extra ops included.
 	tb.journal.ops = nil

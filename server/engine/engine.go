@@ -40,6 +40,13 @@
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
+// # Unique keys
+//
+// The holder index of unique keys lives here too, beside the records and
+// decided under the same lock as the enqueue it answers: a side table of
+// the live jobs that have a key, and each key's latest claimant (unique.go
+// says when a claimant holds, lets go and takes back its key).
+//
 // Lock order: Engine.mu, then the store writer's lock (inside Journal.Append);
 // nothing blocks while holding Engine.mu.
 package engine
@@ -110,6 +117,9 @@ const (
 	Conflict
 	// Unprocessable: valid request that the current state refuses (422).
 	Unprocessable
+	// Invalid: a request that contradicts itself, whatever the state
+	// (400): a job bound to a family and to one of its sub-budgets.
+	Invalid
 )
 
 // Error is an engine refusal with a message meant for the client.
@@ -147,6 +157,10 @@ type Engine struct {
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
 	types    names
+
+	// unique is the holder index of unique keys (unique.go).
+	unique uniqueIndex
+
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList
 	bindIndex  map[string]uint32
@@ -190,6 +204,11 @@ type Engine struct {
 	touched         []*queue
 	sigBuf          []byte
 	bindBuf         []bind // newJob's scratch
+	// subBudgets counts the live sub-budgets (families.go): they are in
+	// accounts but not budgets the limit counts. restoredFamilies marks the
+	// families whose virtual time a restore has set (nil after it).
+	subBudgets       int
+	restoredFamilies map[*account]bool
 
 	counts [numStates]int64
 	obs    observer // the change feed of dashboards (observe.go)
@@ -218,6 +237,7 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		vnow:       now.UnixNano(),
 		overrides:  map[int32]*overrides{},
 		failedAt:   map[int32]int64{},
+		unique:     newUniqueIndex(),
 		bindLists:  []bindList{{}},
 		bindIndex:  map[string]uint32{},
 		signatures: map[string]*signature{},
@@ -231,12 +251,14 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then purge deadlines. It journals nothing. Jobs given in
-// (priority, id) order load fastest. The engine is locked from Restore to
-// Finish; nothing else may use it meanwhile.
+// as ready), then unique keys, then purge deadlines. It journals nothing
+// but, at Finish, the unique keys that jobs left in flight take again (see
+// unique.go). Jobs given in (priority, id) order load fastest. The engine
+// is locked from Restore to Finish; nothing else may use it meanwhile.
 type Restorer struct {
-	e    *Engine
-	jobs int
+	e        *Engine
+	jobs     int
+	inFlight []ref // jobs the last run left in flight
 }
 
 // Restore begins loading the store's state; call it once, before takers
@@ -244,11 +266,16 @@ type Restorer struct {
 func (e *Engine) Restore() *Restorer {
 	e.mu.Lock()
 	e.enterOp()
+	e.restoredFamilies = map[*account]bool{}
 	return &Restorer{e: e}
 }
 
-// Budget adds a budget.
-func (r *Restorer) Budget(b store.Budget) { r.e.addAccount(b) }
+// Budget adds a budget. A pause that ended while the server was down is
+// over; one that has not is timed.
+func (r *Restorer) Budget(b store.Budget) {
+	a := r.e.addAccount(r.e.pastPauseCleared(b))
+	r.e.deadlineDirty(a)
+}
 
 // Job adds a live job; its budgets must have been added.
 func (r *Restorer) Job(lj store.LiveJob) error {
@@ -258,15 +285,22 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
 		Retention: lj.Retention, Budgets: lj.Budgets,
 	}
-	j, err := e.newJob(&sj)
+	j, err := e.newJob(&sj, false)
 	if err != nil {
 		return fmt.Errorf("restore job %s: %w", lj.ID, err)
 	}
 	// The IDs to come sort after MaxID's, which no live job's passes.
 	e.schedule(j)
 	r.jobs++
+	if lj.Status == store.InFlight {
+		r.inFlight = append(r.inFlight, j)
+	}
 	return nil
 }
+
+// Unique adds a job's unique key: a live job's (loaded before), holding it
+// or not, or a finished job's that holds it.
+func (r *Restorer) Unique(u store.UniqueJob) { r.e.restoreUnique(u) }
 
 // Purge adds the purge deadline (ms) of a retained terminal job.
 func (r *Restorer) Purge(id string, at int64) {
@@ -281,6 +315,9 @@ func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.
 func (r *Restorer) Finish() int {
+	r.e.restoredFamilies = nil
+	r.e.fireDue(r.e.vnow) // purges already due go first: their keys are free
+	r.e.recovered(r.inFlight)
 	r.e.finishOp()
 	r.e.mu.Unlock()
 	return r.jobs
@@ -358,9 +395,13 @@ func (e *Engine) handleDue() {
 		e.refills.remove(d)
 		d.account.dl = nil
 		e.changed(d.account)
+		e.endPause(d.account)
+		e.releaseSub(d.account)
 	}
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
-		e.journal.Append(store.DeleteJob(e.purges.pop().id.String()))
+		id := e.purges.pop().id
+		e.dropFinished(id)
+		e.journal.Append(store.DeleteJob(id.String()))
 	}
 	e.takeDueAlarms()
 }
@@ -478,7 +519,7 @@ func (e *Engine) refreshDeadlines() {
 		if e.accounts[a.cfg.Key] != a {
 			continue
 		}
-		at, ok := e.refillAt(a)
+		at, ok := e.deadlineOf(a)
 		if a.dl != nil && (!ok || a.dl.at != at) {
 			e.refills.remove(a.dl)
 			a.dl = nil

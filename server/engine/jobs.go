@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/zizq/zizq/server/jobid"
@@ -28,22 +29,38 @@ type NewJob struct {
 	Backoff    *store.Backoff
 	Retention  *store.Retention
 	Budgets    []BindingSpec
+	// UniqueKey ("" = none) and its scope: the job is not created while
+	// another job holding the key is in that scope (see unique.go).
+	UniqueKey   string
+	UniqueWhile store.UniqueWhile
+}
+
+// Enqueued is the outcome of one request of an enqueue: the new job, or,
+// when another job holds its unique key, that job (Duplicate), as the
+// engine knows it.
+type Enqueued struct {
+	store.Job
+	Duplicate bool
 }
 
 // Enqueue adds jobs atomically: either every job is accepted or none is. It
 // returns the jobs as enqueued and a Waiter for their durable commit. The
 // jobs are visible at once but wait out of dispatch until the caller, once
 // the commit succeeded, calls Admit: no worker ever receives a job whose
-// enqueue could still fail. (If the commit fails, Delete them.) The ops of
-// with, if any, are journalled in the jobs' group, so that they commit
-// together (a cron fire and its schedule); a refused enqueue journals
-// nothing.
-func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]store.Job, Waiter, error) {
+// enqueue could still fail. (If the commit fails, Delete them.) A request
+// whose unique key another job holds creates nothing and binds nothing
+// (its bindings are not checked, its create_with not applied): its outcome
+// is that job, marked Duplicate. The ops of with, if any, are journalled in
+// the jobs' group, so that they commit together (a cron fire and its
+// schedule), even when every job is a duplicate; a refused enqueue
+// journals nothing.
+func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	ms := e.nowMs()
-	created, err := e.checkBindings(specs, ms)
+	dups := e.duplicates(specs)
+	created, err := e.checkBindings(withoutDuplicates(specs, dups), ms)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -52,12 +69,18 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]store.Job, Waiter,
 		e.addAccount(cfg)
 		ops = append(ops, store.PutBudget(cfg))
 	}
-	out := make([]store.Job, len(specs))
+	out := make([]Enqueued, len(specs))
 	for i, s := range specs {
+		if dups != nil && dups[i] != nil {
+			continue
+		}
 		sj := store.Job{
 			ID: e.idgen.Next(), Type: s.Type, Queue: s.Queue, Priority: s.Priority,
 			Status: store.Ready, Payload: s.Payload, ReadyAt: ms,
 			RetryLimit: s.RetryLimit, Backoff: s.Backoff, Retention: s.Retention,
+		}
+		if s.UniqueKey != "" {
+			sj.UniqueKey, sj.UniqueWhile = s.UniqueKey, s.UniqueWhile
 		}
 		if s.ReadyAt != nil {
 			sj.ReadyAt = *s.ReadyAt
@@ -68,16 +91,47 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]store.Job, Waiter,
 		for _, b := range s.Budgets {
 			sj.Budgets = append(sj.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
 		}
-		if _, err := e.newJob(&sj); err != nil { // cannot happen: bindings were checked
+		j, err := e.newJob(&sj, true)
+		if err != nil { // cannot happen: bindings were checked
 			return nil, nil, err
 		}
-		out[i] = sj
+		if sj.UniqueKey != "" {
+			e.claim(j, sj.UniqueKey)
+		}
+		out[i] = Enqueued{Job: sj}
 		ops = append(ops, store.InsertJob(sj))
 	}
+	for i, d := range dups {
+		switch {
+		case d == nil:
+		case d.item >= 0:
+			out[i] = Enqueued{Job: out[d.item].Job, Duplicate: true}
+		default:
+			out[i] = Enqueued{Job: e.existing(d), Duplicate: true}
+		}
+	}
 	ops = append(ops, with...)
-	w := e.journal.Append(ops...)
+	var w Waiter = done{}
+	if len(ops) > 0 {
+		w = e.journal.Append(ops...)
+	}
 	e.finishOp()
 	return out, w, nil
+}
+
+// withoutDuplicates returns specs with the bindings of duplicates dropped,
+// for checkBindings: a duplicate binds nothing.
+func withoutDuplicates(specs []NewJob, dups []*duplicate) []NewJob {
+	if dups == nil {
+		return specs
+	}
+	out := slices.Clone(specs)
+	for i, d := range dups {
+		if d != nil {
+			out[i].Budgets = nil
+		}
+	}
+	return out
 }
 
 // Admit places enqueued jobs whose commit succeeded: scheduled jobs wait
@@ -102,6 +156,10 @@ func (e *Engine) checkBindings(specs []NewJob, ms int64) ([]store.Budget, error)
 	var created []store.Budget
 	pending := map[string]int{}
 	for i, s := range specs {
+		if err := e.checkFamilyBindings(s.Budgets); err != nil {
+			err.Item = i
+			return nil, err
+		}
 		for _, b := range s.Budgets {
 			cfg, err := e.authoritative(b, ms, &created, pending)
 			if err == nil {
@@ -120,6 +178,14 @@ func (e *Engine) authoritative(b BindingSpec, ms int64, created *[]store.Budget,
 	if a := e.accounts[b.Key]; a != nil {
 		return a.cfg, nil
 	}
+	if fam := e.familyOf(b.Key); fam != nil {
+		// A sub-budget to be: its template bounds the cost, and so does
+		// its family, which the job is charged too.
+		if err := checkCost(b.Cost, fam.cfg); err != nil {
+			return store.Budget{}, err
+		}
+		return subConfig(fam, b.Key, ms), nil
+	}
 	if i, ok := pending[b.Key]; ok {
 		return (*created)[i], nil
 	}
@@ -137,7 +203,7 @@ func (e *Engine) authoritative(b BindingSpec, ms int64, created *[]store.Budget,
 }
 
 func (e *Engine) checkBudgetLimit(key string, extra int) *Error {
-	if max := e.cfg.MaxBudgets; max > 0 && len(e.accounts)+extra >= max {
+	if max := e.cfg.MaxBudgets; max > 0 && len(e.accounts)-e.subBudgets+extra >= max {
 		return errorf(Unprocessable, "cannot create budget '%s': limit of %d budgets reached", key, max)
 	}
 	return nil
@@ -167,7 +233,7 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 			missing = append(missing, id)
 			continue
 		}
-		ops = append(ops, e.complete(j, id, ms))
+		ops = e.complete(ops, j, id, ms)
 		e.obs.finish(j.id, false)
 		e.forget(j)
 	}
@@ -179,19 +245,20 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	return missing, w
 }
 
-// complete returns the op that makes a finished job terminal: deleted at
+// complete appends the ops that make a finished job terminal: deleted at
 // once when completed jobs are not retained.
-func (e *Engine) complete(j ref, id string, ms int64) store.Op {
+func (e *Engine) complete(ops []store.Op, j ref, id string, ms int64) []store.Op {
 	keep := e.cfg.DefaultCompletedRetentionMs
 	if o := e.override(j.idx); o != nil && o.retention != nil && o.retention.CompletedMs != nil {
 		keep = *o.retention.CompletedMs
 	}
+	ops = e.finishUnique(ops, j, id, store.Completed, keep != 0)
 	if keep == 0 {
-		return store.DeleteJob(id)
+		return append(ops, store.DeleteJob(id))
 	}
 	purgeAt := addMs(ms, keep)
 	e.schedulePurge(j.id, purgeAt)
-	return store.Finish(id, store.Completed, e.rec(j.idx).attempts, 0, ms, purgeAt)
+	return append(ops, store.Finish(id, store.Completed, e.rec(j.idx).attempts, 0, ms, purgeAt))
 }
 
 func addMs(ms int64, d uint64) int64 {
@@ -243,11 +310,11 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	if o != nil && o.retryLimit != nil {
 		limit = *o.retryLimit
 	}
-	var op store.Op
+	var ops []store.Op
 	switch {
 	case f.Kill || (f.RetryAt == nil && r.attempts > limit):
 		out.Status = store.Dead
-		op, out.PurgeAt = e.die(j, id, ms)
+		ops, out.PurgeAt = e.die(j, id, ms)
 	default:
 		r.readyAt = ms + e.backoffMs(r.attempts, o)
 		if f.RetryAt != nil {
@@ -259,27 +326,28 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 		if e.rec(j.idx).state == stScheduled {
 			out.Status = store.Scheduled
 		}
-		op = store.Retry(id, r.attempts, ms, r.readyAt, out.Status)
+		ops = e.requeued([]store.Op{store.Retry(id, r.attempts, ms, r.readyAt, out.Status)}, j, false)
 	}
-	w := e.journal.Append(op, store.AddError(rec))
+	w := e.journal.Append(append(ops, store.AddError(rec))...)
 	return out, w, nil
 }
 
 // die makes the job dead: deleted at once when dead jobs are not retained
-// (the response still says dead). It returns the op and the purge time.
-func (e *Engine) die(j ref, id string, ms int64) (store.Op, int64) {
+// (the response still says dead). It returns the ops and the purge time.
+func (e *Engine) die(j ref, id string, ms int64) ([]store.Op, int64) {
 	keep := e.cfg.DefaultDeadRetentionMs
 	if o := e.override(j.idx); o != nil && o.retention != nil && o.retention.DeadMs != nil {
 		keep = *o.retention.DeadMs
 	}
 	attempts := e.rec(j.idx).attempts
+	ops := e.finishUnique(nil, j, id, store.Dead, keep != 0)
 	e.forget(j)
 	if keep == 0 {
-		return store.DeleteJob(id), 0
+		return append(ops, store.DeleteJob(id)), 0
 	}
 	purgeAt := addMs(ms, keep)
 	e.schedulePurge(j.id, purgeAt)
-	return store.Finish(id, store.Dead, attempts, ms, 0, purgeAt), purgeAt
+	return append(ops, store.Finish(id, store.Dead, attempts, ms, 0, purgeAt)), purgeAt
 }
 
 // backoffMs is Zizq 0.6.1's retry delay: a^exponent·1000 + base + U[0,1)·jitter·a.
@@ -309,6 +377,8 @@ func (e *Engine) Delete(ids []string) ([]bool, Waiter) {
 		if j, ok := e.lookup(id); ok {
 			e.forget(j)
 			live[i] = true
+		} else if jid, ok := jobid.Parse(id); ok {
+			e.dropFinished(jid)
 		}
 		ops[i] = store.DeleteJob(id)
 	}
@@ -424,8 +494,10 @@ func (e *Engine) Reset() Waiter {
 		}
 		delete(e.accounts, key)
 	}
+	e.subBudgets = 0
 	e.purges.items = nil
 	e.obs.budgets++
+	e.unique = newUniqueIndex()
 	w := e.journal.Append(store.DeleteEverything())
 	e.finishOp()
 	return w

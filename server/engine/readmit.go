@@ -23,7 +23,7 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, sj.Status)
 	}
 	for _, b := range sj.Budgets {
-		if e.accounts[b.Key] == nil {
+		if e.accounts[b.Key] == nil && e.familyOf(b.Key) == nil {
 			return store.Job{}, nil, errorf(Unprocessable, "cannot retry job %s: budget '%s' does not exist", sj.ID, b.Key)
 		}
 	}
@@ -37,15 +37,15 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	sj.Status = store.Ready
 	sj.ReadyAt = ms
 	sj.PurgeAt = 0
-	j, err := e.newJob(&sj)
+	j, err := e.newJob(&sj, false)
 	if err != nil { // cannot happen: bindings were checked
 		return store.Job{}, nil, err
 	}
 	e.idgen.Observe(sj.ID)
-	w := e.journal.Append(store.PatchJob(store.JobPatch{
+	w := e.journal.Append(e.readmitUnique([]store.Op{store.PatchJob(store.JobPatch{
 		ID: sj.ID, Queue: sj.Queue, Priority: sj.Priority, Status: store.Ready, ReadyAt: ms,
 		RetryLimit: sj.RetryLimit, Backoff: sj.Backoff, Retention: sj.Retention,
-	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0))
+	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0)}, j)...)
 	out := sj // as readmitted, like Enqueue: it may be dispatched at once
 	e.schedule(j)
 	return out, w, nil

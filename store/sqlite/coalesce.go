@@ -18,6 +18,7 @@ const (
 	opFinish
 	opPatchJob
 	opSetBudgets
+	opUniqueHolder
 	opDeleteJob
 	opAddError
 	opPutBudget
@@ -59,6 +60,8 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opPatchJob, id: o.Patch.ID, src: o}, nil
 	case store.SetBudgetsOp:
 		return op{kind: opSetBudgets, id: o.ID, src: o}, nil
+	case store.UniqueHolderOp:
+		return op{kind: opUniqueHolder, id: o.ID, src: o}, nil
 	case store.DeleteJobOp:
 		return op{kind: opDeleteJob, id: o.ID, src: o}, nil
 	case store.AddErrorOp:
@@ -85,10 +88,13 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //   - An InsertJob followed by a DeleteJob of the same ID leaves no trace, so
 //     both go, with every op on that ID between them (PutJob and the
 //     partial updates change an existing row only, AddError inserts only
-//     for an existing job: none of them can fail or leave anything behind
-//     once the row is gone). The insert becomes a probe that fails if the
-//     job already exists, because then the insert would have failed the
-//     transaction.
+//     for an existing job, a unique key holder change only touches the
+//     other holder of the job's key when the row exists: none of them can
+//     fail or leave anything behind once the row is gone). The insert
+//     becomes a probe that fails if the job already exists, because then
+//     the insert would have failed the transaction. The insert of a job
+//     with a unique key stays: it takes the key from its previous holder,
+//     which the delete does not give back.
 //   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets)
 //     after an InsertJob or PutJob of the same ID, with nothing between
 //     them that removes the row, is folded into a copy of that op: writing
@@ -127,7 +133,7 @@ func coalesce(groups []*group) []op {
 					// The second insert fails the transaction: keep it,
 					// and stop coalescing the first.
 					delete(open, o.id)
-				} else {
+				} else if o.src.(store.InsertJobOp).Job.UniqueKey == "" {
 					open[o.id] = []int{k}
 				}
 				rows[o.id] = k
@@ -144,7 +150,7 @@ func coalesce(groups []*group) []op {
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}
-			case opAddError:
+			case opAddError, opUniqueHolder:
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}

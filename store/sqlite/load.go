@@ -115,8 +115,8 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 const getJobsChunk = 1000
 
 // Load reads what the engine needs at start from one read transaction (one
-// snapshot of the WAL): budgets, live jobs in (priority, id) order, the
-// purge schedule and the greatest job ID. Each part is one query whose rows
+// snapshot of the WAL): budgets, live jobs in (priority, id) order, unique
+// keys, the purge schedule and the greatest job ID. Each part is one query whose rows
 // go to l as they are read, so the first job arrives before the last is
 // read.
 func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
@@ -129,6 +129,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 		return err
 	}
 	if err := loadLive(ctx, tx, l.Job); err != nil {
+		return err
+	}
+	if err := loadUnique(ctx, tx, l.Unique); err != nil {
 		return err
 	}
 	if err := loadPurges(ctx, tx, l.Purge); err != nil {
@@ -205,6 +208,35 @@ func scanLiveRows(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error,
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load jobs: %w", err)
+	}
+	return nil
+}
+
+// loadUnique reads the unique keys of the jobs that have one through the
+// partial index jobs_unique, so the jobs without a key cost nothing.
+func loadUnique(ctx context.Context, tx *sql.Tx, fn func(store.UniqueJob) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, unique_key, unique_while, status, unique_holder IS NOT NULL
+		FROM jobs INDEXED BY jobs_unique WHERE unique_key IS NOT NULL AND (status <= 2 OR unique_holder = 1)`)
+	if err != nil {
+		return fmt.Errorf("load unique keys: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u store.UniqueJob
+		var while, status int64
+		if err := rows.Scan(&u.ID, &u.Key, &while, &status, &u.Holds); err != nil {
+			return fmt.Errorf("load unique keys: %w", err)
+		}
+		u.While, u.Status = store.UniqueWhile(while), store.Status(status)
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load unique keys: %w", err)
 	}
 	return nil
 }

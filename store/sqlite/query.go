@@ -443,11 +443,12 @@ func scanJob(s scanner) (store.Job, error) {
 		retry, boBase, boJitter, retC, retD *int64
 		purge                               *int64
 		boExp                               *float64
-		budgets                             *string
+		budgets, uniqueKey                  *string
+		uniqueWhile                         *int64
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Type, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
-		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets)
+		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile)
 	if err != nil {
 		return store.Job{}, err
 	}
@@ -455,6 +456,9 @@ func scanJob(s scanner) (store.Job, error) {
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if purge != nil {
 		j.PurgeAt = *purge
+	}
+	if uniqueKey != nil {
+		j.UniqueKey, j.UniqueWhile = *uniqueKey, store.UniqueWhile(deref(uniqueWhile))
 	}
 	if budgets != nil {
 		if j.Budgets, err = decodeBindings(*budgets); err != nil {

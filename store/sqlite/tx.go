@@ -14,12 +14,16 @@ const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets`
 
+// insertColumns are the columns of a new job: rowColumns and its unique
+// key, in the order insertArgs uses.
+const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder`
+
 // jobColumns are the columns of a whole job, payload included, in the
 // order scanJob reads them, from jobsWithPayload.
 const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
-	dequeued_at, failed_at, completed_at, purge_at, budgets`
+	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while`
 
 // jobsWithPayload joins each job to its payload, for jobColumns.
 const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
@@ -46,6 +50,9 @@ type writer struct {
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
 	cron                            cronStmts
+	// Unique keys: the holder of a key lets it go, a job takes its own.
+	releaseKey, releaseKeyOf *sql.Stmt
+	holdKey, dropHolder      *sql.Stmt
 }
 
 // prepare prepares the writer's statements and sets the initial commit mode.
@@ -53,8 +60,8 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 	stmts := []stmtSQL{
 		{&w.begin, `BEGIN IMMEDIATE`},
 		{&w.commit, `COMMIT`},
-		{&w.insertJob, `INSERT INTO jobs (` + rowColumns + `)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)`},
+		{&w.insertJob, `INSERT INTO jobs (` + insertColumns + `)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)`},
 		// Most new jobs have no overrides and no timestamps yet: fewer
 		// values to bind (each bind is a call into SQLite).
 		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
@@ -88,6 +95,12 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
 		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
+		// "unique_holder = 1" lets SQLite use jobs_unique_holder.
+		{&w.releaseKey, `UPDATE jobs SET unique_holder = NULL WHERE unique_key = ?1 AND unique_holder = 1 AND id <> ?2`},
+		{&w.releaseKeyOf, `UPDATE jobs SET unique_holder = NULL
+			WHERE unique_key = (SELECT unique_key FROM jobs WHERE id = ?1) AND unique_holder = 1 AND id <> ?1`},
+		{&w.holdKey, `UPDATE jobs SET unique_holder = 1 WHERE id = ? AND unique_key IS NOT NULL`},
+		{&w.dropHolder, `UPDATE jobs SET unique_holder = NULL WHERE id = ?`},
 	}
 	for _, s := range append(stmts, w.cron.list()...) {
 		st, err := w.conn.PrepareContext(ctx, s.sql)
@@ -110,7 +123,8 @@ func (w *writer) close() error {
 		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe,
 		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
-		w.cron.putEntry, w.cron.delEntry, w.cron.fired} {
+		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
+		w.releaseKey, w.releaseKeyOf, w.holdKey, w.dropHolder} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -221,6 +235,8 @@ func (w *writer) apply(o *op) error {
 	case store.SetBudgetsOp:
 		_, err = w.rebind.Exec(s.ID, bindingsArg(s.Budgets))
 		return wrapOp("set budgets of job", o.id, err)
+	case store.UniqueHolderOp:
+		return wrapOp("set the unique key holder of job", o.id, w.setHolder(s))
 	case store.DeleteJobOp:
 		for _, st := range []*sql.Stmt{w.deleteJob, w.deletePayload, w.deleteErrors} {
 			if _, err = st.Exec(s.ID); err != nil {
@@ -251,23 +267,43 @@ func (w *writer) apply(o *op) error {
 	return fmt.Errorf("unknown store op %T", o.src)
 }
 
-// insert writes the row of a new job.
+// insert writes the row of a new job; one with a unique key takes the key
+// from its previous holder.
 func (w *writer) insert(j *store.Job) error {
 	var err error
+	if j.UniqueKey != "" {
+		if _, err = w.releaseKey.Exec(j.UniqueKey, j.ID); err != nil {
+			return err
+		}
+	}
 	if plain(j) {
 		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
 			int64(j.Attempts), bindingsArg(j.Budgets))
 	} else {
-		_, err = w.insertJob.Exec(rowArgs(j)...)
+		_, err = w.insertJob.Exec(insertArgs(j)...)
 	}
 	return err
 }
 
-// plain reports whether j's overrides and timestamps (but ready_at) are
-// all unset, as the columns' defaults have them.
+// setHolder makes a job its key's holder, taking the key from the previous
+// one, or lets the job's key go.
+func (w *writer) setHolder(u store.UniqueHolderOp) error {
+	if !u.Holds {
+		_, err := w.dropHolder.Exec(u.ID)
+		return err
+	}
+	if _, err := w.releaseKeyOf.Exec(u.ID); err != nil {
+		return err
+	}
+	_, err := w.holdKey.Exec(u.ID)
+	return err
+}
+
+// plain reports whether j's overrides, timestamps (but ready_at) and
+// unique key are all unset, as the columns' defaults have them.
 func plain(j *store.Job) bool {
 	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
-		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0
+		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 && j.UniqueKey == ""
 }
 
 // wrapOp gives an op's error its context ("insert job <id>: …").
@@ -289,6 +325,16 @@ func rowArgs(j *store.Job) []any {
 		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
 		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
 	}
+}
+
+// insertArgs returns j's values in insertColumns order: a job with a key
+// holds it.
+func insertArgs(j *store.Job) []any {
+	var key, while, holder any
+	if j.UniqueKey != "" {
+		key, while, holder = j.UniqueKey, int64(j.UniqueWhile), int64(1)
+	}
+	return append(rowArgs(j), key, while, holder)
 }
 
 // patchArgs returns the arguments of the patch statement.

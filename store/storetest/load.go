@@ -14,6 +14,7 @@ import (
 type loaded struct {
 	Budgets []store.Budget
 	Jobs    []store.LiveJob
+	Unique  []store.UniqueJob // by ID
 	Purges  []purge
 	MaxID   []string // one call
 	Order   []string // the parts in the order they came, runs collapsed
@@ -36,6 +37,7 @@ func load(t testing.TB, b *bundle) loaded {
 	err := b.s.Load(b.ctx, store.Loader{
 		Budget: func(bg store.Budget) error { part("budgets"); l.Budgets = append(l.Budgets, bg); return nil },
 		Job:    func(j store.LiveJob) error { part("jobs"); l.Jobs = append(l.Jobs, j); return nil },
+		Unique: func(u store.UniqueJob) error { part("unique"); l.Unique = append(l.Unique, u); return nil },
 		Purge: func(id string, at int64) error {
 			part("purges")
 			l.Purges = append(l.Purges, purge{id, at})
@@ -44,6 +46,7 @@ func load(t testing.TB, b *bundle) loaded {
 		MaxID: func(id string) { part("max"); l.MaxID = append(l.MaxID, id) },
 	})
 	require.NoError(t, err)
+	slices.SortFunc(l.Unique, func(a, b store.UniqueJob) int { return cmp.Compare(a.ID, b.ID) })
 	return l
 }
 

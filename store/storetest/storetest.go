@@ -38,6 +38,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Filters", testFilters},
 		{"Lifecycle", testLifecycle},
 		{"Cron", testCron},
+		{"Unique", testUnique},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
