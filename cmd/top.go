@@ -95,3 +95,10 @@ func (s topSource) Why(ctx context.Context, id string) (api.Why, error) {
 	}
 	return *w, nil
 }
+
+func (s topSource) DeleteJob(ctx context.Context, id string) error { return s.c.DeleteJob(ctx, id) }
+
+func (s topSource) PauseCronGroup(ctx context.Context, group string, paused bool) error {
+	_, err := s.c.PauseCronGroup(ctx, group, paused)
+	return err
+}

@@ -80,6 +80,20 @@ func (f *fakeSource) Why(ctx context.Context, id string) (api.Why, error) {
 	return w, nil
 }
 
+func (f *fakeSource) DeleteJob(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "delete "+id)
+	return f.err
+}
+
+func (f *fakeSource) PauseCronGroup(ctx context.Context, group string, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pause %s %t", group, paused))
+	return f.err
+}
+
 func (f *fakeSource) setErr(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
