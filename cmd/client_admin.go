@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -38,22 +39,32 @@ func addAdminFlags(c *cobra.Command, o *AdminOptions) {
 
 // adminClient returns a client of the admin port with the given options.
 func adminClient(o *AdminOptions, opts client.Options) (*client.Client, error) {
-	if o.CACert != "" || o.ClientCert != "" || o.ClientKey != "" {
-		if !strings.HasPrefix(strings.ToLower(o.URL), "https://") {
-			return nil, usageError{fmt.Errorf("--admin-ca-cert, --admin-client-cert and --admin-client-key need an https:// --admin-url, not %q", o.URL)}
-		}
-		if (o.ClientCert == "") != (o.ClientKey == "") {
-			return nil, usageError{errors.New("--admin-client-cert and --admin-client-key go together: give both or neither")}
-		}
-		cfg, err := client.TLSConfig(o.CACert, o.ClientCert, o.ClientKey)
-		if err != nil {
-			return nil, usageError{err}
-		}
-		opts.TLS = cfg
+	cfg, err := adminTLS(o)
+	if err != nil {
+		return nil, err
 	}
+	opts.TLS = cfg
 	c, err := client.New(o.URL, opts)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("--admin-url: %w", err)}
 	}
 	return c, nil
+}
+
+// adminTLS is the TLS of the admin flags, nil when none is given.
+func adminTLS(o *AdminOptions) (*tls.Config, error) {
+	if o.CACert == "" && o.ClientCert == "" && o.ClientKey == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(strings.ToLower(o.URL), "https://") {
+		return nil, usageError{fmt.Errorf("--admin-ca-cert, --admin-client-cert and --admin-client-key need an https:// --admin-url, not %q", o.URL)}
+	}
+	if (o.ClientCert == "") != (o.ClientKey == "") {
+		return nil, usageError{errors.New("--admin-client-cert and --admin-client-key go together: give both or neither")}
+	}
+	cfg, err := client.TLSConfig(o.CACert, o.ClientCert, o.ClientKey)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
 }
