@@ -15,7 +15,7 @@ import (
 // the subscription hook of the core. One hub per service holds the engine's
 // watch while anyone subscribes and passes its pokes on; each subscription
 // is one goroutine that pulls what changed, at most once per MinInterval
-// while changes flow, reads its windows from the engine, diffs them
+// while changes flow (less often with many subscriptions: interval), reads its windows from the engine, diffs them
 // against what it sent and emits events into a bounded buffer. Nothing
 // here ever waits on a subscriber: one whose buffer is full loses the
 // events that do not fit and, once its buffer has drained, gets a fresh
@@ -162,6 +162,19 @@ type hub struct {
 	quit    chan struct{}
 	details detailCache
 	dropped atomic.Int64
+	count   atomic.Int64 // len(subs), read without the lock
+}
+
+// readsPerInterval is how many subscriptions may read their windows per
+// MinInterval while changes flow: past it, each reads less often, so that
+// twenty dashboards cost dispatch about what four do (a snapshot of 600
+// jobs with payloads is tens of kilobytes of JSON to encode and send).
+const readsPerInterval = 4
+
+// interval is the least time between two reads of one subscription's
+// windows, with n subscriptions.
+func (o EventOptions) interval(n int64) time.Duration {
+	return o.MinInterval * time.Duration(max(1, (n+readsPerInterval-1)/readsPerInterval))
 }
 
 // EventStats are the event stream's figures (metrics).
@@ -209,6 +222,7 @@ func (h *hub) join(e *engine.Engine, sub *Subscription) {
 		h.subs = map[*Subscription]struct{}{}
 	}
 	h.subs[sub] = struct{}{}
+	h.count.Store(int64(len(h.subs)))
 	if len(h.subs) > 1 {
 		return
 	}
@@ -221,6 +235,7 @@ func (h *hub) leave(sub *Subscription) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.subs, sub)
+	h.count.Store(int64(len(h.subs)))
 	if len(h.subs) == 0 && h.stop != nil {
 		close(h.quit)
 		h.stop()
@@ -322,8 +337,8 @@ func (sub *Subscription) run(ctx context.Context) {
 		case c := <-sub.cmds:
 			sub.command(ctx, c)
 		case <-sub.poke:
-			// Coalesce: read at most once per MinInterval.
-			if wait := sub.opts.MinInterval - time.Since(sub.pulled); wait > 0 {
+			// Coalesce: read at most once per interval.
+			if wait := sub.opts.interval(sub.s.events.count.Load()) - time.Since(sub.pulled); wait > 0 {
 				if later == nil {
 					later = time.NewTimer(wait)
 					laterC = later.C
