@@ -126,3 +126,16 @@ func (s topSource) PauseCronGroup(ctx context.Context, group string, paused bool
 	_, err := s.c.PauseCronGroup(ctx, group, paused)
 	return err
 }
+
+func (s topSource) CronGroup(ctx context.Context, name string) (api.CronGroup, error) {
+	g, err := s.c.GetCronGroup(ctx, name)
+	if err != nil {
+		return api.CronGroup{}, err
+	}
+	return *g, nil
+}
+
+func (s topSource) PauseCronEntry(ctx context.Context, group, entry string, paused bool) error {
+	_, err := s.c.PauseCronEntry(ctx, group, entry, paused)
+	return err
+}

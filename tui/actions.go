@@ -56,10 +56,19 @@ func (m *Model) planDelete() (plan, bool) {
 	return p, true
 }
 
-// planPauseCron pauses the selected cron group, or resumes it if paused.
+// planPauseCron pauses the selected cron group or entry, or resumes it if
+// paused.
 func (m *Model) planPauseCron() (plan, bool) {
 	if m.tab != tabCrons {
 		return plan{}, false
+	}
+	if group, e, ok := m.selectedEntry(); ok {
+		src, paused := m.src, !e.Paused
+		done := "resumed cron entry " + group + "/" + e.Name
+		if paused {
+			done = "paused cron entry " + group + "/" + e.Name
+		}
+		return plan{done: done, run: func(ctx context.Context) error { return src.PauseCronEntry(ctx, group, e.Name, paused) }}, true
 	}
 	g, ok := m.selectedCron()
 	if !ok {

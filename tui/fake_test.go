@@ -94,6 +94,26 @@ func (f *fakeSource) PauseCronGroup(ctx context.Context, group string, paused bo
 	return f.err
 }
 
+func (f *fakeSource) CronGroup(ctx context.Context, name string) (api.CronGroup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "cron "+name)
+	if f.err != nil {
+		return api.CronGroup{}, f.err
+	}
+	return api.CronGroup{Name: name, Entries: []api.CronEntry{
+		{Name: "daily", Expression: "0 3 * * *", NextEnqueueAt: uint64(nowMs() + 60_000)},
+		{Name: "hourly", Expression: "0 * * * *", Paused: true},
+	}}, nil
+}
+
+func (f *fakeSource) PauseCronEntry(ctx context.Context, group, entry string, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pause %s/%s %t", group, entry, paused))
+	return f.err
+}
+
 func (f *fakeSource) setErr(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

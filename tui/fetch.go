@@ -60,7 +60,11 @@ func (m *Model) fetch(poll bool) tea.Cmd {
 		timeout = m.timeout()
 		pushed  = m.live()
 	)
-	return func() tea.Msg {
+	var groups tea.Cmd
+	if m.tab == tabCrons {
+		groups = m.fetchGroups(m.openedNames())
+	}
+	return tea.Batch(groups, func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		msg := fetchMsg{seq: seq, poll: poll, pushed: pushed, status: status, whyID: whyID}
@@ -81,7 +85,7 @@ func (m *Model) fetch(poll bool) tea.Cmd {
 			msg.why, msg.whyErr = src.Why(ctx, whyID)
 		}
 		return msg
-	}
+	})
 }
 
 // fetchWhy returns the command that explains the selected ready job, or nil

@@ -24,6 +24,7 @@ type keyMap struct {
 	Sort     key.Binding
 	Delete   key.Binding
 	Pause    key.Binding
+	Open     key.Binding
 	// Yes confirms an action that asks first; any other key cancels it.
 	Yes key.Binding
 
@@ -51,6 +52,7 @@ func defaultKeyMap() keyMap {
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort jobs by")),
 		Delete:   key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "delete job")),
 		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume cron")),
+		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "cron entries")),
 		Yes:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
 
 		Accept:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
@@ -69,7 +71,7 @@ func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top},
 		{k.Bottom, k.NextTab, k.PrevTab, k.Filter, k.Clear},
-		{k.Sort, k.Delete, k.Pause, k.Help, k.Quit},
+		{k.Sort, k.Delete, k.Pause, k.Open, k.Help, k.Quit},
 	}
 }
 

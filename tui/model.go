@@ -92,6 +92,9 @@ type Model struct {
 	sortBy sortKey // order of the job tabs' rows
 	asking *plan   // an action waiting for its "y"
 	notice string  // what the last action did, until the next key
+	// opened are the cron groups whose entries the Crons tab lists (nil
+	// until the group's first answer).
+	opened map[string]*api.CronGroup
 }
 
 // New returns a dashboard that reads from src. Nothing is fetched until the
@@ -120,6 +123,7 @@ func New(src Source, opts Options) Model {
 		jobs:    map[string]api.JobList{},
 		jobsSeq: map[string]uint64{},
 		parked:  map[string]bool{},
+		opened:  map[string]*api.CronGroup{},
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
@@ -241,6 +245,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.dial()
 	case actionMsg:
 		cmd = m.applyAction(msg)
+	case cronGroupMsg:
+		m.applyCronGroup(msg)
 	case whyMsg:
 		// An answer about a job no longer selected is stale.
 		if msg.id == m.whyTarget() {
@@ -361,6 +367,8 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.setFilter("")
 		}
+	case key.Matches(msg, m.keys.Open) && m.tab == tabCrons:
+		return m.toggleGroup()
 	case key.Matches(msg, m.keys.Sort):
 		m.sortBy = (m.sortBy + 1) % numSorts
 		m.rebuild()

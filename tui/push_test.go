@@ -231,3 +231,38 @@ func TestKeyHelp(t *testing.T) {
 		require.Contains(t, h, "  "+k, fmt.Sprintf("key %q in %s", k, h))
 	}
 }
+
+func TestModel_Update_CronEntries(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	m := newTestModel(t, src, 120, 40)
+	m = press(t, m, "shift+tab") // Crons, on billing
+	src.calls = nil
+	next, cmd := m.Update(keyMsg("enter"))
+	require.NotNil(t, cmd)
+	m = update(t, next.(Model), cmd())
+	require.Equal(t, []string{"cron billing"}, src.calls)
+	s := screen(m)
+	require.Contains(t, s, "└ daily")
+	require.Contains(t, s, "└ hourly")
+
+	m = press(t, m, "j") // the entry daily
+	require.Contains(t, screen(m), "cron entry billing/daily")
+	src.calls = nil
+	next, cmd = m.Update(keyMsg("p"))
+	require.NotNil(t, cmd)
+	m = update(t, next.(Model), cmd())
+	require.Equal(t, "pause billing/daily true", src.calls[0])
+	require.Contains(t, screen(m), "paused cron entry billing/daily")
+
+	m = press(t, m, "j") // hourly, paused: resumed
+	next, cmd = m.Update(keyMsg("p"))
+	update(t, next.(Model), cmd())
+	require.Contains(t, src.calls, "pause billing/hourly false")
+
+	next, _ = m.Update(keyMsg("enter")) // closes the group
+	m = next.(Model)
+	require.NotContains(t, screen(m), "└ daily")
+	r, _ := m.tables[tabCrons].Selected()
+	require.Equal(t, "billing", r.key, "the cursor goes back to the group")
+}

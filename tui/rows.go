@@ -254,6 +254,7 @@ func (m *Model) cronRows() []row {
 			r.tone = tonePaused
 		}
 		rows = append(rows, r)
+		rows = append(rows, m.entryRows(g.Name)...)
 	}
 	return rows
 }

@@ -33,6 +33,10 @@ type Source interface {
 	// PauseCronGroup pauses or resumes a cron group
 	// (POST /crons/{group}/pause or /resume).
 	PauseCronGroup(ctx context.Context, group string, paused bool) error
+	// CronGroup returns a cron group with its entries (GET /crons/{group}).
+	CronGroup(ctx context.Context, name string) (api.CronGroup, error)
+	// PauseCronEntry pauses or resumes one entry of a cron group.
+	PauseCronEntry(ctx context.Context, group, entry string, paused bool) error
 }
 
 // Stream is the admin port's event stream (GET /events, API.md §14.2) as

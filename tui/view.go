@@ -384,6 +384,9 @@ func (m *Model) detail() (string, []string) {
 			return "queue " + q.Name, queueDetail(q)
 		}
 	case tabCrons:
+		if group, e, ok := m.selectedEntry(); ok {
+			return "cron entry " + group + "/" + e.Name, m.entryDetail(e)
+		}
 		if g, ok := m.selectedCron(); ok {
 			return "cron group " + g.Name, m.cronDetail(g)
 		}
@@ -448,6 +451,24 @@ func (m *Model) cronDetail(g api.CronStats) []string {
 	}
 	if g.LastEnqueueAt != 0 {
 		lines = append(lines, "last run "+since(m.now.UnixMilli(), int64(g.LastEnqueueAt))+" ago ("+m.clock(int64(g.LastEnqueueAt))+")")
+	}
+	return lines
+}
+
+func (m *Model) entryDetail(e api.CronEntry) []string {
+	state := "active"
+	if e.Paused {
+		state = "paused: its schedule moves on, nothing is enqueued"
+	}
+	deref := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	lines := []string{fmt.Sprintf("%s · %s · enqueues %s in queue %s", e.Expression, state, deref(e.Job.Type), deref(e.Job.Queue))}
+	if e.NextEnqueueAt != 0 {
+		lines = append(lines, "next occurrence in "+until(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.clock(int64(e.NextEnqueueAt))+")")
 	}
 	return lines
 }
