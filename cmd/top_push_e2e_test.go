@@ -134,3 +134,30 @@ func closedPort(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return fmt.Sprintf("http://%s", addr)
 }
+
+// TestTop_PausesCronEntry: enter lists a group's entries, p pauses the
+// selected one on the server.
+func TestTop_PausesCronEntry(t *testing.T) {
+	tm := newTmux(t)
+	p := startServer(t, "--root-dir", t.TempDir())
+	status, body := do(t, "PUT", p.url+"/crons/nightly", map[string]any{"entries": []map[string]any{
+		{"name": "report", "expression": "0 3 * * *", "job": map[string]any{"type": "report", "queue": "cron", "payload": nil}},
+	}})
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	tm.start(p.url, "--admin-url", p.admin, "--refresh", "200ms")
+	tm.waitFor("the event stream", 15*time.Second, func(s string) bool { return strings.Contains(s, "● connected live") })
+	tm.run("send-keys", "-t", "top", "BTab")
+	tm.waitFor("the cron group", 15*time.Second, func(s string) bool { return strings.Contains(s, "> nightly") })
+	tm.run("send-keys", "-t", "top", "Enter")
+	tm.waitFor("its entry", 15*time.Second, func(s string) bool { return strings.Contains(s, "└ report") })
+	tm.run("send-keys", "-t", "top", "j", "p")
+	tm.waitFor("the entry paused", 15*time.Second, func(s string) bool {
+		return strings.Contains(s, "paused cron entry nightly/report") && strings.Contains(s, "└ report  paused")
+	})
+	status, body = do(t, "GET", p.url+"/crons/nightly", nil)
+	require.Equal(t, http.StatusOK, status)
+	var g api.CronGroup
+	require.NoError(t, json.Unmarshal(body, &g))
+	require.True(t, g.Entries[0].Paused, "%s", body)
+	tm.quit()
+}
