@@ -74,6 +74,12 @@ type Store interface {
 	// Backup writes a consistent snapshot of the store, as of the call, as
 	// a tar.gz archive; writes go on meanwhile.
 	Backup(ctx context.Context, w io.Writer) error
+	// Compact returns the space of deleted and purged jobs to the file
+	// system and empties the store's log, as far as the backend can, then
+	// returns (for SQLite: an incremental vacuum of every free page, then a
+	// TRUNCATE checkpoint of the WAL). Writes wait meanwhile. An error says
+	// the compaction did not finish; the store works on either way.
+	Compact(ctx context.Context) error
 	// Sizes returns the bytes the store occupies: its data and its log
 	// (for SQLite, the database file and the WAL). Cheap: no query.
 	Sizes() (dbBytes, walBytes int64)

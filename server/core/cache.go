@@ -63,7 +63,8 @@ func (c *payloadCache) put(id string, payload []byte) {
 	c.compact()
 }
 
-// peek returns a payload and keeps it (a fold reads the pending job's).
+// peek returns a payload and keeps it (a fold reads the pending job's;
+// the event stream's detail mode must not take it from the dispatch).
 func (c *payloadCache) peek(id string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -84,6 +84,7 @@ type Service struct {
 	// batches runs batch programs; batchKeys serialises folds by key.
 	batches   BatchEvaluator
 	batchKeys *keyLocks
+	events    hub // the event stream's subscriptions (events.go)
 	life      lifecycle
 	closed    sync.Once
 }

@@ -69,6 +69,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 	}
 	a.pauseEnd = pauseEnd(cfg)
 	e.accounts[cfg.Key] = a
+	e.obs.budgets++
 	return a
 }
 
@@ -129,6 +130,7 @@ func (e *Engine) wifBound(g *group) bound {
 // budget) the heads of the time_based budgets sharing a group with it must
 // be looked at again.
 func (e *Engine) changed(a *account) {
+	e.obs.budgets++
 	if !a.changedMark {
 		a.changedMark = true
 		e.changedAccounts = append(e.changedAccounts, a)

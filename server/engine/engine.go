@@ -213,6 +213,7 @@ type Engine struct {
 	restoredFamilies map[*account]bool
 
 	counts [numStates]int64
+	obs    observer // the change feed of dashboards (observe.go)
 	// work counts the group and budget entries decisions looked at (for
 	// tests that prove unserved backlogs cost nothing).
 	work      uint64
@@ -343,6 +344,7 @@ func (e *Engine) finishOp() {
 	e.fireDue(e.vnow)
 	e.armTimer()
 	e.deliverAlarms()
+	e.obs.poke()
 }
 
 // nextDeadline returns the earliest deadline of the four heaps.

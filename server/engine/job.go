@@ -172,6 +172,7 @@ func (e *Engine) setState(idx int32, s jobState) {
 		q.counts[s]++
 	}
 	r.state = s
+	e.obs.moved(old, s)
 }
 
 // deliver debits every budget and hands the job to the taker.
@@ -193,6 +194,7 @@ func (e *Engine) deliver(j ref, t *Taker) {
 	ms := e.nowMs()
 	r.aux = t.slot
 	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
+	e.obs.flights.add(timedEntry{at: ms, id: j.id, idx: j.idx})
 	e.inFlight++
 	id := j.id.String()
 	e.journalDispatch(j, id, ms)
@@ -218,6 +220,8 @@ func (e *Engine) release(j ref) {
 		b.a.observeFlight(flown)
 		e.changed(b.a)
 	}
+	f := t.inFlight[j.idx]
+	e.obs.flights.remove(timedEntry{at: f.dequeuedAt, id: f.id, idx: j.idx})
 	delete(t.inFlight, j.idx)
 	r.aux = -1
 	e.inFlight--

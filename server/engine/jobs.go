@@ -261,6 +261,7 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 			continue
 		}
 		ops = e.complete(ops, j, id, ms)
+		e.obs.finish(j.id, false)
 		e.forget(j)
 	}
 	var w Waiter = done{}
@@ -322,6 +323,7 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	ms := e.nowMs()
 	r := e.rec(j.idx)
 	out := e.view(id, j.idx) // dequeued_at, before the job leaves its taker
+	e.obs.finish(j.id, true)
 	e.detach(j)
 	r.attempts++
 	rec := store.ErrorRecord{
@@ -431,6 +433,7 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 	if err != nil {
 		return store.Job{}, nil, err
 	}
+	e.obs.patches++
 	return e.view(id, j.idx), e.journal.Append(op), nil
 }
 
@@ -456,6 +459,7 @@ func (e *Engine) PatchMany(ids []string, change func(now int64, j *store.Job) er
 	var w Waiter = done{}
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
+		e.obs.patches++
 	}
 	return int64(len(ops)), w
 }
@@ -520,6 +524,7 @@ func (e *Engine) Reset() Waiter {
 	}
 	e.subBudgets = 0
 	e.purges.items = nil
+	e.obs.budgets++
 	e.unique = newUniqueIndex()
 	w := e.journal.Append(store.DeleteEverything())
 	e.finishOp()
