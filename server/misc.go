@@ -93,7 +93,7 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
+	out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt), ExpectedAt: why.ExpectedAt}
 	if why.Finished {
 		out.WaitingFor = api.WaitingFinished
 	}
