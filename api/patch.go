@@ -112,8 +112,8 @@ type BudgetPatch struct {
 	// are, or, on a plain budget, makes it a family and must then be
 	// complete (our extension, as are Paused and PausedUntil).
 	PerKey Nullable[TemplatePatch] `json:"per_key,omitempty,omitzero"`
-	// Paused true pauses the budget; false or null leaves it paused only
-	// while a PausedUntil is set and ahead.
+	// Paused true pauses the budget; false or null resumes it at once,
+	// removing any PausedUntil too (so it may not come with one).
 	Paused Nullable[bool] `json:"paused,omitempty,omitzero"`
 	// PausedUntil (unix ms) pauses the budget until then; null removes the
 	// end.
