@@ -253,6 +253,10 @@ type WhyBudget struct {
 	// ReservedBy names the head of the budget's line whose reservation
 	// alone holds the job back: the budget could pay it otherwise.
 	ReservedBy string `json:"reserved_by,omitempty" msgpack:"reserved_by,omitempty"`
+	// Paused: the budget is paused, until PausedUntil (unix ms) when that
+	// is set (our extension, issue 16; left out unless paused).
+	Paused      bool   `json:"paused,omitempty" msgpack:"paused,omitempty"`
+	PausedUntil *int64 `json:"paused_until,omitempty" msgpack:"paused_until,omitempty"`
 }
 
 // Why.WaitingFor values.

@@ -577,12 +577,21 @@ func TestFamilies_Why(t *testing.T) {
 		b.call(t, "PATCH", "/budgets/paced", `{"paused":true}`, http.StatusOK, nil)
 		b.call(t, "GET", "/jobs/"+jobs[2].ID+"/why", "", http.StatusOK, &w)
 		require.Nil(t, w.ExpectedAt)
-		require.Contains(t, fmt.Sprint(w.Reason, w.Budgets), "paused")
+		require.Equal(t, "budget 'paced' is paused", w.Reason)
+		require.Len(t, w.Budgets, 1)
+		require.True(t, w.Budgets[0].Paused)
+		require.Nil(t, w.Budgets[0].PausedUntil)
 		// With an end, the estimate starts there.
 		b.call(t, "PATCH", "/budgets/paced", fmt.Sprintf(`{"paused_until":%d}`, famT0+10_000), http.StatusOK, nil)
 		b.call(t, "GET", "/jobs/"+jobs[2].ID+"/why", "", http.StatusOK, &w)
 		require.NotNil(t, w.ExpectedAt)
 		require.GreaterOrEqual(t, *w.ExpectedAt, famT0+10_000)
+		require.Equal(t, &[]int64{famT0 + 10_000}[0], w.Budgets[0].PausedUntil)
+		require.Equal(t, "budget 'paced' is paused until 2026-05-01T12:00:10Z", w.Reason)
+		// Resumed: the budget entry has Zizq's shape again.
+		b.call(t, "PATCH", "/budgets/paced", `{"paused":false}`, http.StatusOK, nil)
+		_, answer = b.send(t, "GET", "/jobs/"+jobs[2].ID+"/why", "")
+		require.NotContains(t, answer, "paused")
 	})
 }
 

@@ -98,7 +98,8 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		out.WaitingFor = api.WaitingFinished
 	}
 	for _, b := range why.Budgets {
-		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy})
+		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy,
+			Paused: b.Paused, PausedUntil: b.PausedUntil})
 	}
 	s.respond(w, r, http.StatusOK, out)
 }
