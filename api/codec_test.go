@@ -164,6 +164,24 @@ func TestMarshal_JSONExact(t *testing.T) {
 			want: `{"jobs":[],"pages":{"self":"/jobs?order=asc&limit=50","next":null,"prev":null}}`,
 		},
 		{
+			name: "BudgetKeepsZizqShape",
+			v:    Budget{Key: "k", Allocation: 3, Strategy: Strategy{Type: StrategyWhileInFlight}, CreatedAt: 1, UpdatedAt: 2},
+			want: `{"key":"k","allocation":3,"strategy":{"type":"while_in_flight"},"created_at":1,"updated_at":2}`,
+		},
+		{
+			name: "BudgetFamilyPaused",
+			v: Budget{Key: "k", Allocation: 3, Strategy: Strategy{Type: StrategyWhileInFlight},
+				PerKey: &BudgetTemplate{Allocation: 1, Strategy: Strategy{Type: StrategyTimeBased, DurationMs: 1000}},
+				Paused: true, PausedUntil: 9, CreatedAt: 1, UpdatedAt: 2},
+			want: `{"key":"k","allocation":3,"strategy":{"type":"while_in_flight"},` +
+				`"per_key":{"allocation":1,"strategy":{"type":"time_based","duration_ms":1000}},"paused":true,"paused_until":9,"created_at":1,"updated_at":2}`,
+		},
+		{
+			name: "ForecastKeepsNull",
+			v:    Forecast{Key: "k", Parked: 2},
+			want: `{"key":"k","parked":2,"drains_at":null,"estimated":false}`,
+		},
+		{
 			name: "ErrorWithSupported",
 			v:    Error{Error: "not acceptable", Supported: SupportedFormats},
 			want: `{"error":"not acceptable","supported":["application/json","application/msgpack"]}`,
@@ -201,6 +219,17 @@ func TestMarshal_MsgPackExact(t *testing.T) {
 			name: "NilPointersWithoutOmitemptyAreNil",
 			v:    Pages{Self: "/x"},
 			want: mp(0x83, "self", "/x", "next", 0xc0, "prev", 0xc0),
+		},
+		{
+			name: "BudgetExtensionsOmittedUnlessSet",
+			v:    Budget{Key: "k", Allocation: 1, Strategy: Strategy{Type: "w"}, PausedUntil: 7, CreatedAt: 1, UpdatedAt: 2},
+			want: mp(0x86, "key", "k", "allocation", 1, "strategy", 0x81, "type", "w", "paused_until", 7,
+				"created_at", 1, "updated_at", 2),
+		},
+		{
+			name: "ForecastDrainsAtNil",
+			v:    Forecast{Key: "k", Parked: 1, Estimated: true},
+			want: mp(0x84, "key", "k", "parked", 1, "drains_at", 0xc0, "estimated", 0xc3),
 		},
 		{
 			name: "PayloadIsNative",

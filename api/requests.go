@@ -57,8 +57,20 @@ type FailureRequest struct {
 }
 
 // BudgetInput is the body of POST and PUT /budgets/{key}, and a binding's
-// create_with. Unknown fields (including "key") are ignored.
+// create_with. Unknown fields (including "key") are ignored. PerKey,
+// Paused and PausedUntil are our extension (see Budget); create_with
+// refuses them.
 type BudgetInput struct {
+	Allocation  *int64               `json:"allocation,omitempty"`
+	Strategy    *StrategyInput       `json:"strategy,omitempty"`
+	PerKey      *BudgetTemplateInput `json:"per_key,omitempty"`
+	Paused      *bool                `json:"paused,omitempty"`
+	PausedUntil *uint64              `json:"paused_until,omitempty"`
+}
+
+// BudgetTemplateInput is a family's template as sent: a budget body
+// without further family or pause (such fields are ignored).
+type BudgetTemplateInput struct {
 	Allocation *int64         `json:"allocation,omitempty"`
 	Strategy   *StrategyInput `json:"strategy,omitempty"`
 }

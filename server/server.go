@@ -124,6 +124,7 @@ func (s *Server) routes() {
 	r.handle("PUT", "/budgets/{key}", s.putBudget)
 	r.handle("PATCH", "/budgets/{key}", s.patchBudget)
 	r.handle("DELETE", "/budgets/{key}", s.deleteBudget)
+	r.handle("GET", "/budgets/{key}/forecast", s.forecast)
 
 	s.bindingRoutes()
 	s.cronRoutes()

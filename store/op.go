@@ -132,9 +132,9 @@ func (DeleteEverythingOp) storeOp() {}
 // the job the engine last gave it to.
 func InsertJob(j Job) Op { return InsertJobOp{Job: j} }
 
-// PutJob replaces every field of an existing job except its payload and
-// its unique key, which stay as inserted (j.Payload, j.UniqueKey and
-// j.UniqueWhile are ignored). It does nothing if the job does
+// PutJob replaces every field of an existing job except its payload, its
+// unique key and its fair tag, which stay as inserted (j.Payload,
+// j.UniqueKey, j.UniqueWhile and j.FairTag are ignored). It does nothing if the job does
 // not exist. It is the engine's whole-row write of round 1, kept while the
 // engine moves to the partial ops.
 func PutJob(j Job) Op { return PutJobOp{Job: j} }

@@ -29,7 +29,8 @@ import (
 //     retention_completed_ms and retention_dead_ms, comma-separated, empty
 //     when NULL.
 const liveColumns = `id || octet_length(queue) || ',' || octet_length(type) || ',' ||
-	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || queue || type ||
+	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || ifnull(fair_tag, '') || ',' ||
+	queue || type ||
 	CASE WHEN retry_limit IS NULL AND backoff_exponent IS NULL AND backoff_base_ms IS NULL
 		AND backoff_jitter_ms IS NULL AND retention_completed_ms IS NULL AND retention_dead_ms IS NULL
 	THEN ifnull(budgets, '') ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
@@ -378,13 +379,16 @@ func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
 		return j, fmt.Errorf("live row %q: too short", text)
 	}
 	j.ID = text[:jobIDLen]
-	var n [4]int64
+	var n [5]int64
 	rest := text[jobIDLen:]
 	for i := range n {
 		var field string
 		var ok bool
 		if field, rest, ok = strings.Cut(rest, ","); !ok {
-			return j, fmt.Errorf("job %s: live row: want 4 numbers", j.ID)
+			return j, fmt.Errorf("job %s: live row: want 5 numbers", j.ID)
+		}
+		if field == "" && i == 4 {
+			continue // no fair tag: most jobs
 		}
 		var err error
 		if n[i], err = strconv.ParseInt(field, 10, 64); err != nil {
@@ -392,6 +396,7 @@ func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
 		}
 	}
 	qlen, tlen, packed := n[0], n[1], n[2]
+	j.FairTag = n[4]
 	if qlen < 0 || tlen < 0 || qlen+tlen > int64(len(rest)) {
 		return j, fmt.Errorf("job %s: live row: names of %d and %d bytes in %d", j.ID, qlen, tlen, len(rest))
 	}

@@ -15,9 +15,9 @@ const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
 	dequeued_at, failed_at, completed_at, purge_at, budgets,
 	batch_key, batch_when, batch_fold, batch_open`
 
-// insertColumns are the columns of a new job: rowColumns and its unique
-// key, in the order insertArgs uses.
-const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder`
+// insertColumns are the columns of a new job: rowColumns, its unique key
+// and its fair-share tag, in the order insertArgs uses.
+const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder, fair_tag`
 
 // jobColumns are the columns of a whole job, payload included, in the
 // order scanJob reads them, from jobsWithPayload.
@@ -25,7 +25,7 @@ const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
-	batch_key, batch_when, batch_fold, batch_open`
+	batch_key, batch_when, batch_fold, batch_open, fair_tag`
 
 // jobsWithPayload joins each job to its payload, for jobColumns.
 const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
@@ -65,11 +65,12 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.commit, `COMMIT`},
 		{&w.insertJob, `INSERT INTO jobs (` + insertColumns + `)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-				?19, ?20, ?21, ?22, ?23, ?24, ?25)`},
+				?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)`},
 		// Most new jobs have no overrides and no timestamps yet: fewer
-		// values to bind (each bind is a call into SQLite).
-		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		// values to bind (each bind is a call into SQLite). The fair tag
+		// is here: a family's backlog is made of such jobs.
+		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.insertPayload, `INSERT INTO job_payloads (id, payload) VALUES (?, ?)`},
 		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
 			ready_at = ?6, attempts = ?7, retry_limit = ?8,
@@ -97,8 +98,9 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
 		{&w.putBudget, `INSERT OR REPLACE INTO budgets
-			(key, allocation, strategy, duration_ms, burst, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+			(key, allocation, strategy, duration_ms, burst, created_at, updated_at,
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
 		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
@@ -268,9 +270,7 @@ func (w *writer) apply(o *op) error {
 			r.DequeuedAt, r.FailedAt)
 		return wrapOp("add error record of job", o.id, err)
 	case store.PutBudgetOp:
-		b := &s.Budget
-		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
-			b.CreatedAt, b.UpdatedAt)
+		_, err = w.putBudget.Exec(budgetArgs(&s.Budget)...)
 		return wrapOp("put budget", o.id, err)
 	case store.DeleteBudgetOp:
 		_, err = w.delBudget.Exec(s.Key)
@@ -296,7 +296,7 @@ func (w *writer) insert(j *store.Job) error {
 	}
 	if plain(j) {
 		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
-			int64(j.Attempts), bindingsArg(j.Budgets))
+			int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
 	} else {
 		_, err = w.insertJob.Exec(insertArgs(j)...)
 	}
@@ -362,7 +362,23 @@ func insertArgs(j *store.Job) []any {
 	if j.UniqueKey != "" {
 		key, while, holder = j.UniqueKey, int64(j.UniqueWhile), int64(1)
 	}
-	return append(rowArgs(j), key, while, holder)
+	return append(rowArgs(j), key, while, holder, nullZero(j.FairTag))
+}
+
+// budgetArgs returns b's values in the order of the putBudget statement:
+// the template's columns are NULL for a plain budget, paused_until for a
+// pause without end.
+func budgetArgs(b *store.Budget) []any {
+	var alloc, strategy, duration, burst any
+	paused := int64(0)
+	if b.Paused {
+		paused = 1
+	}
+	if t := b.PerKey; t != nil {
+		alloc, strategy, duration, burst = t.Allocation, t.Strategy, t.DurationMs, t.Burst
+	}
+	return []any{b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst, b.CreatedAt, b.UpdatedAt,
+		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil)}
 }
 
 // patchArgs returns the arguments of the patch statement.
@@ -393,7 +409,8 @@ func overrideArgs(limit *uint32, bo *store.Backoff, ret *store.Retention) (retry
 	return retry, boExp, boBase, boJitter, retCompleted, retDead
 }
 
-// nullZero maps 0 ("unset") to NULL, for purge_at.
+// nullZero maps 0 ("unset") to NULL, for purge_at, fair_tag and
+// paused_until.
 func nullZero(v int64) any {
 	if v == 0 {
 		return nil

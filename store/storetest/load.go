@@ -57,7 +57,7 @@ func load(t testing.TB, b *bundle) loaded {
 func live(j store.Job) store.LiveJob {
 	return store.LiveJob{ID: j.ID, Queue: j.Queue, Type: j.Type, Priority: j.Priority, Status: j.Status,
 		ReadyAt: j.ReadyAt, Attempts: j.Attempts, RetryLimit: j.RetryLimit, Backoff: j.Backoff,
-		Retention: j.Retention, Budgets: j.Budgets}
+		Retention: j.Retention, Budgets: j.Budgets, FairTag: j.FairTag}
 }
 
 func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
@@ -73,6 +73,8 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		budgets := []store.Budget{
 			{Key: "b", Allocation: 2, Strategy: store.TimeBased, DurationMs: 10, Burst: 3, CreatedAt: 1, UpdatedAt: 2},
 			{Key: "a", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 4},
+			{Key: "c", Allocation: 9, Strategy: store.WhileInFlight, CreatedAt: 5, UpdatedAt: 6, Paused: true, PausedUntil: 7,
+				PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.TimeBased, DurationMs: 100, Burst: 2}},
 		}
 		// 60 jobs over three priorities, inserted out of order; every
 		// status; options and bindings on some; purge_at on terminal ones.
@@ -89,6 +91,9 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 					j.Retention = &store.Retention{DeadMs: ptr(uint64(n))}
 					j.Budgets = []store.Binding{{Key: "b", Cost: 2}, {Key: "a", Cost: 1}}
 				}
+				if n%4 == 1 {
+					j.FairTag, j.Budgets = int64(1000+n), []store.Binding{{Key: "c/x", Cost: 1}}
+				}
 				if !j.Status.Live() {
 					j.PurgeAt = int64(1000 - n/2) // some purge at the same time
 				}
@@ -100,11 +105,11 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 			jobs = append(jobs, j)
 			ops = append(ops, store.InsertJob(j))
 		}
-		ops = append(ops, store.PutBudget(budgets[0]), store.PutBudget(budgets[1]))
+		ops = append(ops, store.PutBudget(budgets[0]), store.PutBudget(budgets[1]), store.PutBudget(budgets[2]))
 		b.apply(t, ops...)
 
 		var want loaded
-		want.Budgets = []store.Budget{budgets[1], budgets[0]}
+		want.Budgets = []store.Budget{budgets[1], budgets[0], budgets[2]}
 		for _, j := range jobs {
 			if j.Status.Live() {
 				want.Jobs = append(want.Jobs, live(j))
@@ -141,13 +146,18 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 			with(4, func(j *store.Job) { j.Status, j.Backoff = store.Scheduled, &store.Backoff{Exponent: 3.4028235e38} }),
 			with(5, func(j *store.Job) { j.RetryLimit, j.Budgets = ptr(uint32(0)), []store.Binding{{Key: "[", Cost: 2}} }),
 			with(6, func(j *store.Job) { j.Budgets = []store.Binding{{Key: "k", Cost: -1}} }),
+			// Fair tags, with and without the other optional parts.
+			with(7, func(j *store.Job) { j.FairTag, j.Budgets = 1_700_000_000_123, []store.Binding{{Key: "f/a", Cost: 1}} }),
+			with(8, func(j *store.Job) { j.FairTag = math.MaxInt64 }),
+			with(9, func(j *store.Job) { j.FairTag, j.RetryLimit, j.Queue = -3, ptr(uint32(1)), "1,2," }),
 		}
 		var ops []store.Op
 		for _, j := range jobs {
 			ops = append(ops, store.InsertJob(j))
 		}
 		b.apply(t, ops...)
-		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]), live(jobs[0])}
+		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]),
+			live(jobs[6]), live(jobs[7]), live(jobs[8]), live(jobs[0])}
 		require.Equal(t, want, load(t, b).Jobs)
 	})
 
