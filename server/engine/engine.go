@@ -286,7 +286,7 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 	sj := store.Job{
 		ID: lj.ID, Queue: lj.Queue, Type: lj.Type, Priority: lj.Priority, Status: lj.Status,
 		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
-		Retention: lj.Retention, Budgets: lj.Budgets,
+		Retention: lj.Retention, Budgets: lj.Budgets, FairTag: lj.FairTag,
 	}
 	j, err := e.newJob(&sj, false)
 	if err != nil {
