@@ -36,6 +36,10 @@ type row struct {
 	key   string
 	cells []string
 	tone  tone
+	// note is a line about the row above it (a family's busiest
+	// sub-keys): its one cell spans the width, outside the columns, and
+	// the cursor steps over it.
+	note bool
 }
 
 // table is a scrollable table with a cursor: the component behind every tab.
@@ -77,12 +81,15 @@ func (t *table) SetRows(rows []row) {
 			}
 		}
 	}
+	t.cursor = max(0, min(t.cursor, len(t.rows)-1))
+	t.skipNotes(-1)
 	t.clamp()
 }
 
-// SetCursor puts the cursor on row i (clamped to the rows).
+// SetCursor puts the cursor on row i (clamped to the rows, off a note).
 func (t *table) SetCursor(i int) {
-	t.cursor = i
+	t.cursor = max(0, min(i, len(t.rows)-1))
+	t.skipNotes(-1)
 	t.clamp()
 }
 
@@ -103,22 +110,45 @@ func (t table) Update(msg tea.Msg) (table, tea.Cmd) {
 	if !ok {
 		return t, nil
 	}
+	dir := 1
 	switch {
 	case key.Matches(km, t.keys.Up):
-		t.cursor--
+		t.cursor, dir = t.cursor-1, -1
 	case key.Matches(km, t.keys.Down):
 		t.cursor++
 	case key.Matches(km, t.keys.PageUp):
-		t.cursor -= t.visible()
+		t.cursor, dir = t.cursor-t.visible(), -1
 	case key.Matches(km, t.keys.PageDown):
 		t.cursor += t.visible()
 	case key.Matches(km, t.keys.Top):
 		t.cursor = 0
 	case key.Matches(km, t.keys.Bottom):
-		t.cursor = len(t.rows) - 1
+		t.cursor, dir = len(t.rows)-1, -1
 	}
+	t.cursor = max(0, min(t.cursor, len(t.rows)-1))
+	t.skipNotes(dir)
 	t.clamp()
 	return t, nil
+}
+
+// skipNotes moves the cursor off a note row, in direction dir (+1 down,
+// -1 up), or the other way when there is no row that way.
+func (t *table) skipNotes(dir int) {
+	for _, d := range []int{dir, -dir} {
+		i := t.cursor
+		for i >= 0 && i < len(t.rows) && t.rows[i].note {
+			i += d
+		}
+		if i >= 0 && i < len(t.rows) {
+			t.cursor = i
+			return
+		}
+	}
+}
+
+// onScreen returns the rows that the table draws now.
+func (t table) onScreen() []row {
+	return t.rows[min(t.offset, len(t.rows)):min(len(t.rows), t.offset+t.visible())]
 }
 
 // visible is the number of rows that fit under the header.
@@ -143,7 +173,7 @@ func (t table) layout() (shown []int, widths []int, gap int) {
 	for i, c := range t.cols {
 		natural[i] = ansi.StringWidth(c.title)
 		for _, r := range t.rows {
-			if i < len(r.cells) {
+			if !r.note && i < len(r.cells) {
 				natural[i] = max(natural[i], ansi.StringWidth(r.cells[i]))
 			}
 		}
@@ -262,6 +292,10 @@ func (t table) View() string {
 	end := min(len(t.rows), t.offset+t.visible())
 	for i := t.offset; i < end; i++ {
 		r := t.rows[i]
+		if r.note {
+			lines = append(lines, "  "+t.st.dim.Render(r.cells[0]))
+			continue
+		}
 		text := line(r.cells)
 		selected := i == t.cursor
 		switch {
