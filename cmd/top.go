@@ -139,3 +139,25 @@ func (s topSource) PauseCronEntry(ctx context.Context, group, entry string, paus
 	_, err := s.c.PauseCronEntry(ctx, group, entry, paused)
 	return err
 }
+
+func (s topSource) PauseBudget(ctx context.Context, key string, paused bool) error {
+	var err error
+	if paused {
+		_, err = s.c.PauseBudget(ctx, key, time.Time{})
+	} else {
+		_, err = s.c.ResumeBudget(ctx, key)
+	}
+	return err
+}
+
+func (s topSource) Forecast(ctx context.Context, key string) (api.Forecast, error) {
+	f, err := s.c.BudgetForecast(ctx, key, api.WhatIf{})
+	if err != nil {
+		return api.Forecast{}, err
+	}
+	return *f, nil
+}
+
+func (s topSource) SubBudgets(ctx context.Context, family string) ([]api.Budget, error) {
+	return s.c.SubBudgets(ctx, family, true)
+}

@@ -9,8 +9,8 @@ import (
 )
 
 // action is what a key does to the selected row of the visible tab. The
-// actions table below is the one place to add one: pausing a budget goes
-// there, on the Budgets tab, once budgets can be paused (issue 16).
+// actions table below is the one place to add one; a key may serve several
+// actions, each on its own tab (p pauses a budget or a cron).
 type action struct {
 	key func(keyMap) key.Binding
 	// plan says what the action would do to the selected row; ok is false
@@ -28,6 +28,7 @@ type plan struct {
 var actions = []action{
 	{key: func(k keyMap) key.Binding { return k.Delete }, plan: (*Model).planDelete},
 	{key: func(k keyMap) key.Binding { return k.Pause }, plan: (*Model).planPauseCron},
+	{key: func(k keyMap) key.Binding { return k.Pause }, plan: (*Model).planPauseBudget},
 }
 
 // actionMsg is the end of an action.
@@ -82,16 +83,37 @@ func (m *Model) planPauseCron() (plan, bool) {
 	return plan{done: done, run: func(ctx context.Context) error { return src.PauseCronGroup(ctx, g.Name, paused) }}, true
 }
 
-// startAction runs the action of a key, or asks first; ok is false when no
-// action has that key here.
+// planPauseBudget pauses the selected budget until resumed, or resumes it
+// if paused (with or without an end).
+func (m *Model) planPauseBudget() (plan, bool) {
+	if m.tab != tabBudgets {
+		return plan{}, false
+	}
+	b, ok := m.selectedBudget()
+	if !ok {
+		return plan{}, false
+	}
+	src, paused := m.src, !budgetPaused(b, m.now.UnixMilli())
+	done := "resumed budget " + b.Key
+	if paused {
+		done = "paused budget " + b.Key
+	}
+	return plan{done: done, run: func(ctx context.Context) error { return src.PauseBudget(ctx, b.Key, paused) }}, true
+}
+
+// startAction runs the action of a key that applies here, or asks first;
+// ok is false when no action has that key (a key of actions that do not
+// apply here does nothing).
 func (m *Model) startAction(msg tea.KeyPressMsg) (tea.Cmd, bool) {
+	matched := false
 	for _, a := range actions {
 		if !key.Matches(msg, a.key(m.keys)) {
 			continue
 		}
+		matched = true
 		p, ok := a.plan(m)
 		if !ok {
-			return nil, true
+			continue
 		}
 		if p.ask != "" {
 			m.asking = &p
@@ -99,7 +121,7 @@ func (m *Model) startAction(msg tea.KeyPressMsg) (tea.Cmd, bool) {
 		}
 		return m.runPlan(p), true
 	}
-	return nil, false
+	return nil, matched
 }
 
 // answer takes the key pressed at a question: "y" runs the action, any

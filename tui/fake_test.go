@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,8 +33,11 @@ type fakeSource struct {
 	// parked are the ready jobs that are parked.
 	parked api.JobList
 	why    map[string]api.Why
-	err    error
-	calls  []string
+	// forecasts and subBudgets answer Forecast and SubBudgets by key.
+	forecasts  map[string]api.Forecast
+	subBudgets map[string][]api.Budget
+	err        error
+	calls      []string
 }
 
 func (f *fakeSource) Stats(ctx context.Context) (api.Stats, error) {
@@ -112,6 +116,50 @@ func (f *fakeSource) PauseCronEntry(ctx context.Context, group, entry string, pa
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, fmt.Sprintf("pause %s/%s %t", group, entry, paused))
 	return f.err
+}
+
+func (f *fakeSource) PauseBudget(ctx context.Context, key string, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pause budget %s %t", key, paused))
+	return f.err
+}
+
+func (f *fakeSource) Forecast(ctx context.Context, key string) (api.Forecast, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "forecast "+key)
+	if f.err != nil {
+		return api.Forecast{}, f.err
+	}
+	fc, ok := f.forecasts[key]
+	if !ok {
+		return api.Forecast{}, errors.New("404 not found")
+	}
+	return fc, nil
+}
+
+func (f *fakeSource) SubBudgets(ctx context.Context, family string) ([]api.Budget, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "sub-budgets "+family)
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.subBudgets[family], nil
+}
+
+// callsOf returns the calls made so far that start with prefix.
+func (f *fakeSource) callsOf(prefix string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, prefix) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (f *fakeSource) setErr(err error) {
@@ -215,8 +263,65 @@ func fixtureParked() api.JobList {
 	return api.JobList{Jobs: ready[:2]}
 }
 
+// fixtureForecasts are the forecasts of fixtureStats' budgets: one exact,
+// one estimated, one the server cannot make yet, two with no backlog.
+func fixtureForecasts() map[string]api.Forecast {
+	return map[string]api.Forecast{
+		"image-service":                         {Key: "image-service", Parked: 12, DrainsAt: ptr(nowMs() + 12_000)},
+		"smtp":                                  {Key: "smtp", Parked: 4, DrainsAt: ptr(nowMs() + 185_000), Estimated: true},
+		"reports":                               {Key: "reports", Parked: 2, Estimated: true},
+		"geo-api":                               {Key: "geo-api", DrainsAt: ptr(nowMs())},
+		"partner-webhooks-eu-west-1-production": {Key: "partner-webhooks-eu-west-1-production", DrainsAt: ptr(nowMs())},
+	}
+}
+
 func newFakeSource() *fakeSource {
-	return &fakeSource{stats: fixtureStats(), jobs: fixtureJobs(), parked: fixtureParked(), why: fixtureWhy()}
+	return &fakeSource{stats: fixtureStats(), jobs: fixtureJobs(), parked: fixtureParked(), why: fixtureWhy(), forecasts: fixtureForecasts()}
+}
+
+// familyStats is a server with a family of 120 tenants, a budget paused
+// for 30 more seconds and one paused until resumed.
+func familyStats() api.Stats {
+	s := fixtureStats()
+	tenants := timeBased("tenants", 600, 60_000, 0, api.BudgetState{Available: 512, Capacity: 600, InFlight: 9, Parked: 23,
+		OldestParkedMs: ptr[int64](4_000), Dispatched: 4410, SubBudgets: ptr[int64](120)})
+	tenants.PerKey = &api.BudgetTemplate{Allocation: 5, Strategy: api.Strategy{Type: api.StrategyWhileInFlight}}
+	upstream := timeBased("upstream", 100, 1000, 0, api.BudgetState{Available: 100, Capacity: 100, Parked: 7,
+		OldestParkedMs: ptr[int64](12_000), Dispatched: 310})
+	upstream.Paused, upstream.PausedUntil = true, uint64(nowMs()+30_000)
+	legacy := whileInFlight("legacy", 3, api.BudgetState{Available: 3, Capacity: 3, Dispatched: 12})
+	legacy.Paused = true
+	s.Budgets = []api.Budget{tenants, upstream, legacy, s.Budgets[0]}
+	return s
+}
+
+// tenantSubs are the live sub-budgets of the family "tenants".
+func tenantSubs() []api.Budget {
+	sub := func(name string, inFlight, parked int64) api.Budget {
+		return whileInFlight("tenants/"+name, 5, api.BudgetState{Available: float64(5 - inFlight), Capacity: 5, InFlight: inFlight, Held: inFlight, Parked: parked})
+	}
+	return []api.Budget{sub("acme", 4, 12), sub("beta", 2, 0), sub("delta", 2, 3), sub("gamma", 1, 8), sub("omega", 0, 0)}
+}
+
+func newFamilySource() *fakeSource {
+	src := newFakeSource()
+	src.stats = familyStats()
+	src.subBudgets = map[string][]api.Budget{"tenants": tenantSubs()}
+	src.forecasts["tenants"] = api.Forecast{Key: "tenants", Parked: 23, DrainsAt: ptr(nowMs() + 2_300)}
+	src.forecasts["upstream"] = api.Forecast{Key: "upstream", Parked: 7, DrainsAt: ptr(nowMs() + 30_070)}
+	src.forecasts["legacy"] = api.Forecast{Key: "legacy"}
+	return src
+}
+
+// withExtras runs one round of forecasts, as the Budgets tab's ticker
+// would.
+func withExtras(t *testing.T, m Model) Model {
+	t.Helper()
+	cmd := m.fetchExtras()
+	if cmd == nil {
+		return m
+	}
+	return update(t, m, cmd())
 }
 
 func testOptions() Options {

@@ -51,7 +51,7 @@ func defaultKeyMap() keyMap {
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
 		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort jobs by")),
 		Delete:   key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "delete job")),
-		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume cron")),
+		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume budget or cron")),
 		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "cron entries")),
 		Yes:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
 

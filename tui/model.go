@@ -95,6 +95,12 @@ type Model struct {
 	// opened are the cron groups whose entries the Crons tab lists (nil
 	// until the group's first answer).
 	opened map[string]*api.CronGroup
+	// forecasts and families are what the budgets on screen were last
+	// read to say, by key (see budget_extras.go); extrasOn is set once
+	// their rounds have started.
+	forecasts map[string]forecast
+	families  map[string]family
+	extrasOn  bool
 }
 
 // New returns a dashboard that reads from src. Nothing is fetched until the
@@ -124,16 +130,20 @@ func New(src Source, opts Options) Model {
 		jobsSeq: map[string]uint64{},
 		parked:  map[string]bool{},
 		opened:  map[string]*api.CronGroup{},
+
+		forecasts: map[string]forecast{},
+		families:  map[string]family{},
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
 		column{title: "STRATEGY", drop: 1}, // RATE says it too: "6/1m", "10 max"
 		column{title: "RATE", drop: 4},
-		column{title: "AVAILABLE", drop: 6},
+		column{title: "AVAILABLE", drop: 7},
 		column{title: "HELD", right: true, drop: 2},
 		column{title: "PARKED", right: true},
+		column{title: "DRAINS IN", right: true, drop: 5},
 		column{title: "OLDEST", right: true, drop: 3},
-		column{title: "NEXT", right: true, drop: 5},
+		column{title: "NEXT", right: true, drop: 6},
 		column{title: "IN FLIGHT", right: true, optional: true},
 		column{title: "DISPATCHED", right: true, optional: true},
 	)
@@ -245,6 +255,12 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.dial()
 	case actionMsg:
 		cmd = m.applyAction(msg)
+	case extrasTickMsg:
+		if cmd = m.fetchExtras(); cmd == nil {
+			cmd = tickExtras() // nothing on screen: look again later
+		}
+	case extrasMsg:
+		cmd = m.applyExtras(msg)
 	case cronGroupMsg:
 		m.applyCronGroup(msg)
 	case whyMsg:
@@ -305,6 +321,12 @@ func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
 	var next tea.Cmd
 	if msg.poll {
 		next = tick(delay)
+		if !m.extrasOn {
+			// The forecasts' rounds start with the polling loop's first
+			// answer, and then run on their own.
+			m.extrasOn = true
+			next = tea.Batch(next, tickExtras())
+		}
 	}
 	// New rows may have put the cursor on a job not yet explained.
 	var why tea.Cmd

@@ -58,6 +58,9 @@ func (m *Model) gaugeWidth() int {
 	return 5
 }
 
+// budgetRows lists the budgets, each family followed by a note of its
+// sub-keys. A paused budget says so in NEXT (its head waits for the end of
+// the pause) and is dimmed unless it holds parked jobs.
 func (m *Model) budgetRows() []row {
 	nowMs := m.now.UnixMilli()
 	var rows []row
@@ -65,32 +68,42 @@ func (m *Model) budgetRows() []row {
 		if !m.matches(b.Key) {
 			continue
 		}
-		r := row{key: b.Key, cells: []string{b.Key, strategyWord(b), rateWords(b)}}
-		s := b.State
-		if s == nil {
-			r.cells = append(r.cells, "-", "-", "-", "-", "-", "-", "-")
-			rows = append(rows, r)
-			continue
+		rows = append(rows, m.budgetRow(b, nowMs))
+		if b.PerKey != nil {
+			rows = append(rows, row{key: b.Key + entryKeySep + "note", cells: []string{m.familyNote(b)}, note: true})
 		}
-		oldest := "-"
-		if s.OldestParkedMs != nil {
-			oldest = fmtMs(*s.OldestParkedMs)
-		}
-		r.cells = append(r.cells,
-			gauge(s.Available, s.Capacity, m.gaugeWidth())+" "+fmtTokens(s.Available)+"/"+strconv.FormatInt(s.Capacity, 10),
-			strconv.FormatInt(s.Held, 10),
-			strconv.FormatInt(s.Parked, 10),
-			oldest,
-			nextToken(b, nowMs),
-			strconv.FormatInt(s.InFlight, 10),
-			strconv.FormatInt(s.Dispatched, 10),
-		)
-		if s.Parked > 0 {
-			r.tone = toneParked
-		}
-		rows = append(rows, r)
 	}
 	return rows
+}
+
+func (m *Model) budgetRow(b api.Budget, nowMs int64) row {
+	r := row{key: b.Key, cells: []string{b.Key, strategyWord(b), rateWords(b)}}
+	if budgetPaused(b, nowMs) {
+		r.tone = tonePaused
+	}
+	s := b.State
+	if s == nil {
+		r.cells = append(r.cells, "-", "-", "-", m.drainsIn(b), "-", cmp.Or(m.pauseWords(b), "-"), "-", "-")
+		return r
+	}
+	oldest := "-"
+	if s.OldestParkedMs != nil {
+		oldest = fmtMs(*s.OldestParkedMs)
+	}
+	r.cells = append(r.cells,
+		gauge(s.Available, s.Capacity, m.gaugeWidth())+" "+fmtTokens(s.Available)+"/"+strconv.FormatInt(s.Capacity, 10),
+		strconv.FormatInt(s.Held, 10),
+		strconv.FormatInt(s.Parked, 10),
+		m.drainsIn(b),
+		oldest,
+		cmp.Or(m.pauseWords(b), nextToken(b, nowMs)),
+		strconv.FormatInt(s.InFlight, 10),
+		strconv.FormatInt(s.Dispatched, 10),
+	)
+	if s.Parked > 0 {
+		r.tone = toneParked
+	}
+	return r
 }
 
 // nextToken says when the head of a budget's line becomes affordable.

@@ -37,6 +37,15 @@ type Source interface {
 	CronGroup(ctx context.Context, name string) (api.CronGroup, error)
 	// PauseCronEntry pauses or resumes one entry of a cron group.
 	PauseCronEntry(ctx context.Context, group, entry string, paused bool) error
+	// PauseBudget pauses a budget until resumed, or resumes it
+	// (PATCH /budgets/{key} with "paused").
+	PauseBudget(ctx context.Context, key string, paused bool) error
+	// Forecast says when a budget's backlog drains
+	// (GET /budgets/{key}/forecast).
+	Forecast(ctx context.Context, key string) (api.Forecast, error)
+	// SubBudgets lists a family's live sub-budgets with their figures
+	// (GET /budgets?parent=KEY&state=true).
+	SubBudgets(ctx context.Context, family string) ([]api.Budget, error)
 }
 
 // Stream is the admin port's event stream (GET /events, API.md §14.2) as

@@ -146,6 +146,17 @@ func (t *table) skipNotes(dir int) {
 	}
 }
 
+// count is the number of rows, notes left out.
+func (t table) count() int {
+	n := 0
+	for _, r := range t.rows {
+		if !r.note {
+			n++
+		}
+	}
+	return n
+}
+
 // onScreen returns the rows that the table draws now.
 func (t table) onScreen() []row {
 	return t.rows[min(t.offset, len(t.rows)):min(len(t.rows), t.offset+t.visible())]

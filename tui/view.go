@@ -314,7 +314,7 @@ func (m *Model) tabLabel(t tab, names [numTabs]string, count bool) string {
 // filter hides or the server did not send, and the columns too wide for
 // the screen ("+2 cols"). Either is "" when there are none.
 func (m *Model) tableInfo() (rows, cols string) {
-	shown := len(m.tables[m.tab].rows)
+	shown := m.tables[m.tab].count()
 	switch {
 	case m.filter != "":
 		rows = fmt.Sprintf("/%s: %d of %d", m.filter, shown, m.unfiltered(m.tab))
@@ -433,6 +433,32 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 			line += " · " + next
 		}
 		lines = append(lines, line)
+	}
+	return append(lines, m.budgetMore(b)...)
+}
+
+// budgetMore says what a budget is beyond its figures: paused, a family,
+// then when its backlog drains (the table shows each too: the detail
+// panel may cut these lines at the bottom).
+func (m *Model) budgetMore(b api.Budget) []string {
+	var parts, lines []string
+	if p := m.pauseWords(b); p != "" {
+		parts = append(parts, p)
+	}
+	if b.PerKey != nil {
+		t := api.Budget{Allocation: b.PerKey.Allocation, Strategy: b.PerKey.Strategy}
+		parts = append(parts, fmt.Sprintf("family of %s, %s each", plural(m.subKeyCount(b), "sub-key", "sub-keys"), rateWords(t)))
+	}
+	if len(parts) > 0 {
+		lines = append(lines, strings.Join(parts, " · "))
+	}
+	fc, ok := m.forecasts[b.Key]
+	switch d := m.drainsIn(b); {
+	case !ok:
+	case fc.err != nil:
+		lines = append(lines, m.st.dim.Render("forecast: "+oneLine(fc.err)))
+	case fc.f.Parked > 0 && fc.f.DrainsAt != nil && d != "paused":
+		lines = append(lines, fmt.Sprintf("backlog of %d drains in %s (%s)", fc.f.Parked, d, m.clock(*fc.f.DrainsAt)))
 	}
 	return lines
 }

@@ -28,7 +28,12 @@ func TestModel_View_Golden(t *testing.T) {
 		w, h int
 		keys []string
 		fail bool // the source fails after the first fetch
+		src  func() *fakeSource
 	}{
+		{name: "budgets_family_80x24", w: 80, h: 24, src: newFamilySource},
+		{name: "budgets_family_120x40", w: 120, h: 40, src: newFamilySource},
+		{name: "budgets_family_50x12", w: 50, h: 12, src: newFamilySource},
+		{name: "budgets_family_selected_80x24", w: 80, h: 24, keys: []string{"j"}, src: newFamilySource},
 		{name: "budgets_80x24", w: 80, h: 24},
 		{name: "budgets_120x40", w: 120, h: 40},
 		{name: "budgets_selected_80x24", w: 80, h: 24, keys: []string{"j"}},
@@ -60,7 +65,11 @@ func TestModel_View_Golden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			src := newFakeSource()
+			if tt.src != nil {
+				src = tt.src()
+			}
 			m := newTestModel(t, src, tt.w, tt.h)
+			m = withExtras(t, m)
 			m = press(t, m, tt.keys...)
 			if tt.fail {
 				src.setErr(errors.New("cannot reach zizq server at http://127.0.0.1:7890: dial tcp 127.0.0.1:7890: connect: connection refused"))
