@@ -49,8 +49,12 @@ type family struct {
 	err     error
 }
 
-func tickExtras() tea.Cmd {
-	return tea.Tick(extrasEvery, func(time.Time) tea.Msg { return extrasTickMsg{} })
+// tickExtras waits extrasEvery, then asks for the next round.
+func (m *Model) tickExtras() tea.Cmd { return m.after(extrasEvery, extrasTickMsg{}) }
+
+// afterTick is Model.after outside tests: msg once d has passed.
+func afterTick(d time.Duration, msg tea.Msg) tea.Cmd {
+	return tea.Tick(d, func(time.Time) tea.Msg { return msg })
 }
 
 // budgetsOnScreen returns the budgets whose rows the Budgets tab shows now;
@@ -113,7 +117,7 @@ func (m *Model) applyExtras(msg extrasMsg) tea.Cmd {
 	maps.DeleteFunc(m.forecasts, func(k string, _ forecast) bool { return !live[k] })
 	maps.DeleteFunc(m.families, func(k string, _ family) bool { return !live[k] })
 	m.rebuild()
-	return tickExtras()
+	return m.tickExtras()
 }
 
 // busiest returns the n sub-budgets with the most jobs in flight, then

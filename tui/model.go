@@ -101,6 +101,8 @@ type Model struct {
 	forecasts map[string]forecast
 	families  map[string]family
 	extrasOn  bool
+	// after is the timer of those rounds (a fake one in tests).
+	after func(d time.Duration, msg tea.Msg) tea.Cmd
 }
 
 // New returns a dashboard that reads from src. Nothing is fetched until the
@@ -133,6 +135,7 @@ func New(src Source, opts Options) Model {
 
 		forecasts: map[string]forecast{},
 		families:  map[string]family{},
+		after:     afterTick,
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
@@ -257,7 +260,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.applyAction(msg)
 	case extrasTickMsg:
 		if cmd = m.fetchExtras(); cmd == nil {
-			cmd = tickExtras() // nothing on screen: look again later
+			cmd = m.tickExtras() // nothing on screen: look again later
 		}
 	case extrasMsg:
 		cmd = m.applyExtras(msg)
@@ -325,7 +328,7 @@ func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
 			// The forecasts' rounds start with the polling loop's first
 			// answer, and then run on their own.
 			m.extrasOn = true
-			next = tea.Batch(next, tickExtras())
+			next = tea.Batch(next, m.tickExtras())
 		}
 	}
 	// New rows may have put the cursor on a job not yet explained.
