@@ -158,14 +158,14 @@ func queueFinishes(b *pgx.Batch, ops []store.Op) {
 
 func queuePatches(b *pgx.Batch, ops []store.Op) {
 	var (
-		ids                []string
-		queues             [][]byte
-		priorities         []int32
-		statuses           []int16
-		ready              []int64
-		retry, base, jit   []*int64
-		exp                []*float64
-		retC, retD         []*int64
+		ids              []string
+		queues           [][]byte
+		priorities       []int32
+		statuses         []int16
+		ready            []int64
+		retry, base, jit []*int64
+		exp              []*float64
+		retC, retD       []*int64
 	)
 	for _, o := range ops {
 		p := o.(store.PatchJobOp).Patch

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,5 +115,3 @@ func queuePhase(b *pgx.Batch, ph *phase) string {
 	return maxID
 }
 
-// errUnknownOp is never returned: checkOp refuses unknown ops at Append.
-var errUnknownOp = errors.New("unknown store op")
