@@ -114,4 +114,3 @@ func queuePhase(b *pgx.Batch, ph *phase) string {
 	}
 	return maxID
 }
-
