@@ -137,4 +137,5 @@ type LiveJob struct {
 	Backoff    *Backoff
 	Retention  *Retention
 	Budgets    []Binding
+	FairTag    int64 // 0: none (see Job.FairTag)
 }

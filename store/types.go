@@ -69,6 +69,10 @@ type Job struct {
 	// UniqueKey ("" = none) and UniqueWhile never change once inserted.
 	UniqueKey   string
 	UniqueWhile UniqueWhile
+	// FairTag is the fair-share tag (unix ms) of a job bound to a family's
+	// sub-budget, given at enqueue; 0 for every other job (its tag is its
+	// ID's time). It never changes once inserted.
+	FairTag int64
 }
 
 // UniqueWhile is the scope of a job's unique key: the statuses in which
@@ -151,6 +155,25 @@ type Budget struct {
 	Burst      int64
 	CreatedAt  int64
 	UpdatedAt  int64
+	// PerKey makes the budget a family: a job bound to "<key>/<sub>" (no
+	// plain budget of that key existing) is bound to the family and to the
+	// sub-budget "<key>/<sub>", made from this template on first use and
+	// never stored. nil: a plain budget.
+	PerKey *BudgetTemplate
+	// Paused: the budget pays nothing until resumed, or until PausedUntil
+	// (unix ms) when that is set; PausedUntil alone pauses too. Neither is
+	// set on a budget that is not paused.
+	Paused      bool
+	PausedUntil int64
+}
+
+// BudgetTemplate is a family's configuration of its sub-budgets: a budget
+// body without key, timestamps or further family.
+type BudgetTemplate struct {
+	Allocation int64
+	Strategy   string
+	DurationMs int64
+	Burst      int64
 }
 
 // ErrorRecord is one recorded failure of a job.

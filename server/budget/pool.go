@@ -233,6 +233,38 @@ func (p *Pool) Available(now int64) float64 {
 	return float64(whole) + frac.float64()/p.unit.float64()
 }
 
+// Full reports whether the pool is as it would be new: nothing held, and
+// for time_based a level at capacity.
+func (p *Pool) Full(now int64) bool {
+	if p.held > 0 {
+		return false
+	}
+	return p.kind != TimeBased || p.levelAt(now) == p.capUnits
+}
+
+// PaidAt returns when a time_based pool will have paid total tokens in
+// all from now, paying each as soon as it has it: the first nanosecond at
+// which the level now plus the refill since reaches total (clamped to
+// math.MaxInt64). The level never waits at capacity meanwhile, since
+// what arrives is paid at once. ok is false for a while_in_flight pool.
+func (p *Pool) PaidAt(total int64, now int64) (at int64, ok bool) {
+	if p.kind != TimeBased {
+		return 0, false
+	}
+	have := p.levelAt(now)
+	need := p.unit.mul64(uint64(max(total, 0)))
+	if !have.less(need) {
+		return now, true
+	}
+	t0 := max(now, p.last)
+	wait := need.sub(have).quoCeil64(uint64(p.allocation))
+	room := uint64(math.MaxInt64) - uint64(t0)
+	if wait.hi != 0 || wait.lo > room {
+		return math.MaxInt64, true
+	}
+	return int64(uint64(t0) + wait.lo), true
+}
+
 // AffordableAt returns the earliest time at or after now at which a
 // time_based pool can pay cost, assuming nothing else is debited: now if it
 // can already, else the first nanosecond at which the level reaches cost

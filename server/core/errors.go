@@ -76,7 +76,7 @@ func translate(err error) error {
 	}
 	var ee *engine.Error
 	if errors.As(err, &ee) {
-		kinds := map[engine.ErrorKind]Kind{engine.NotFound: KindNotFound, engine.Conflict: KindConflict}
+		kinds := map[engine.ErrorKind]Kind{engine.NotFound: KindNotFound, engine.Conflict: KindConflict, engine.Invalid: KindInvalid}
 		kind, ok := kinds[ee.Kind]
 		if !ok {
 			kind = KindUnprocessable

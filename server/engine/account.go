@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
@@ -25,6 +26,21 @@ type account struct {
 	inFlight   int64
 	dispatched int64
 	dl         *refill
+	// waitN and waitCost count the waiting jobs bound to the budget,
+	// served or not, and what they cost it (the forecast's backlog).
+	waitN, waitCost int64
+	// flightMean is the mean time in flight (ns) of its jobs, weighted
+	// towards the recent (flightAlpha); 0 until one has come back.
+	flightMean float64
+	// pauseEnd is when a pause ends (ns): 0 not paused, MaxInt64 until
+	// resumed (pause.go).
+	pauseEnd int64
+
+	// Families (families.go): fam is set on a family, parent on one of its
+	// sub-budgets, whose finish is the tag its next job starts from.
+	fam    *family
+	parent *account
+	finish int64
 
 	changedMark bool // its groups' candidates need recomputing
 	headMark    bool // its head needs checking or choosing
@@ -46,6 +62,10 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		served: map[*group]struct{}{},
 		costs:  map[int64]int64{},
 	}
+	if cfg.PerKey != nil {
+		a.fam = &family{subs: map[string]*account{}}
+	}
+	a.pauseEnd = pauseEnd(cfg)
 	e.accounts[cfg.Key] = a
 	return a
 }
@@ -70,7 +90,9 @@ func maxCost(cfg store.Budget) int64 {
 }
 
 // pays reports whether the pool can pay cost now.
-func (e *Engine) pays(a *account, cost int64) bool { return a.pool.CanPay(cost, e.vnow) }
+func (e *Engine) pays(a *account, cost int64) bool {
+	return !e.paused(a) && a.pool.CanPay(cost, e.vnow)
+}
 
 // payBound is the prefix of group g that budget a pays now, for the jobs of
 // g, which cost cost here: none when the tokens fall short of cost; all
@@ -130,7 +152,7 @@ func (e *Engine) checkHead(a *account) {
 }
 
 func (e *Engine) deadlineDirty(a *account) {
-	if !a.dlMark && a.timeBased() {
+	if !a.dlMark && (a.timeBased() || a.pauseEnd != 0 || a.parent != nil) {
 		a.dlMark = true
 		e.deadlineChecks = append(e.deadlineChecks, a)
 	}
@@ -160,7 +182,7 @@ func (e *Engine) refreshHeads() {
 		if e.accounts[a.cfg.Key] != a {
 			continue
 		}
-		if a.head.ok() && a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k()) {
+		if a.head.ok() && (e.groupPaused(a.headGroup) || a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k())) {
 			e.clearHead(a)
 		}
 		if !a.head.ok() {
@@ -177,7 +199,7 @@ func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
 	for g := range a.served {
 		e.work++
-		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
+		if e.pays(a, g.costOf(a)) || g.set.len() == 0 || e.groupPaused(g) {
 			continue
 		}
 		m := g.set.min()
@@ -189,6 +211,21 @@ func (e *Engine) chooseHead(a *account) (item, *group) {
 		}
 	}
 	return best, in
+}
+
+// deadlineOf returns the budget's next deadline, if any: the end of its
+// pause; for an idle sub-budget, when its pool is full (it is released
+// then); else the refill moment of a time_based budget (refillAt).
+func (e *Engine) deadlineOf(a *account) (int64, bool) {
+	switch {
+	case e.paused(a):
+		return a.pauseEnd, a.pauseEnd < math.MaxInt64
+	case a.parent != nil && a.bound == 0:
+		return e.idleAt(a)
+	case a.timeBased():
+		return e.refillAt(a)
+	}
+	return 0, false
 }
 
 // refillAt returns the first moment at which the time_based budget pays a

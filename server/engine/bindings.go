@@ -60,6 +60,9 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 		if !changed {
 			continue
 		}
+		if err := e.checkFamilyBindings(next); err != nil {
+			return RebindResult{}, nil, err
+		}
 		for _, b := range next {
 			cfg, err := e.authoritative(b, ms, &created, pending)
 			if err == nil {
@@ -92,9 +95,11 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 
 func (e *Engine) bindingSpecs(idx int32) []BindingSpec {
 	binds := e.binds(e.rec(idx))
-	out := make([]BindingSpec, len(binds))
-	for i, b := range binds {
-		out[i] = BindingSpec{Key: b.a.cfg.Key, Cost: b.cost}
+	out := make([]BindingSpec, 0, len(binds))
+	for _, b := range binds {
+		if !b.implied {
+			out = append(out, BindingSpec{Key: b.a.cfg.Key, Cost: b.cost})
+		}
 	}
 	return out
 }
@@ -106,11 +111,13 @@ func (e *Engine) rebind(j ref, next []BindingSpec) {
 	e.unbind(j.idx)
 	r := e.rec(j.idx)
 	e.releaseBinds(r.binds)
-	binds := make([]bind, 0, len(next))
-	for _, b := range next {
-		a := e.accounts[b.Key]
-		binds = append(binds, bind{a: a, cost: b.Cost})
-		a.bind(b.Cost, +1)
+	specs := make([]store.Binding, len(next))
+	for i, b := range next {
+		specs[i] = store.Binding{Key: b.Key, Cost: b.Cost}
+	}
+	binds, _ := e.resolveBinds(nil, specs) // checked: every key resolves
+	for _, b := range binds {
+		b.a.bind(b.cost, +1)
 	}
 	r.binds = e.internBinds(binds)
 	e.schedule(j)

@@ -32,6 +32,8 @@ type BudgetState struct {
 	OldestParkedMs *int64
 	NextTokenAt    *int64
 	Dispatched     int64
+	// SubBudgets counts a family's live sub-budgets (0 for other budgets).
+	SubBudgets int64
 }
 
 // PutBudget creates or replaces a budget. cfg holds the validated
@@ -43,6 +45,10 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 	defer e.finishOp()
 	ms := e.nowMs()
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, ms, ms
+	cfg = e.pastPauseCleared(cfg)
+	if err := e.checkManaged(key); err != nil {
+		return store.Budget{}, nil, err
+	}
 	a := e.accounts[key]
 	if a == nil {
 		if err := e.checkBudgetLimit(key, 0); err != nil {
@@ -68,6 +74,9 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
+	if err := e.checkManaged(key); err != nil {
+		return store.Budget{}, nil, err
+	}
 	a := e.accounts[key]
 	if a == nil {
 		return store.Budget{}, nil, errorf(NotFound, "budget '%s' not found", key)
@@ -77,6 +86,7 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 		return store.Budget{}, nil, err
 	}
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, e.nowMs()
+	cfg = e.pastPauseCleared(cfg)
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -95,6 +105,9 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 	if err := a.checkBound(cfg); err != nil {
 		return err
 	}
+	if err := e.checkTemplate(a, cfg.PerKey); err != nil {
+		return err
+	}
 	if kindOf(cfg) != a.pool.Kind() {
 		// Its while_in_flight budgets' groups judge time_based heads.
 		e.changed(a)
@@ -102,7 +115,102 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 	a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
 	a.cfg = cfg
 	e.changed(a)
+	if end := pauseEnd(cfg); end != a.pauseEnd {
+		a.pauseEnd = end
+		e.pauseChanged(a)
+	}
+	e.applyTemplate(a)
 	return nil
+}
+
+// checkManaged refuses a change to a key that a family manages: it names
+// one of the family's sub-budgets, which follow the family's template.
+func (e *Engine) checkManaged(key string) error {
+	if fam := e.managedBy(key); fam != nil {
+		return errorf(Conflict, "budget '%s' is managed by family '%s': change the family's per_key instead", key, fam.cfg.Key)
+	}
+	return nil
+}
+
+// checkTemplate refuses a family template that a bound job of a live
+// sub-budget could never pay, and the removal of the template of a family
+// with live sub-budgets (their jobs would lose their budgets).
+func (e *Engine) checkTemplate(a *account, t *store.BudgetTemplate) error {
+	if a.fam == nil {
+		return nil
+	}
+	if t == nil {
+		var n int64
+		for _, s := range a.fam.subs {
+			n += s.bound
+		}
+		if n > 0 {
+			return errorf(Conflict, "budget '%s' is a family with %d unfinished %s bound to its sub-budgets: its per_key cannot be removed until they finish", a.cfg.Key, n, plural(n, "job"))
+		}
+		return nil
+	}
+	cfg := store.Budget{Key: a.cfg.Key + "/*", Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst}
+	for _, s := range sortedSubs(a) {
+		cfg.Key = s.cfg.Key
+		if err := s.checkBound(cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pastPauseCleared drops a pause that has already ended.
+func (e *Engine) pastPauseCleared(cfg store.Budget) store.Budget {
+	if end := pauseEnd(cfg); end != 0 && end <= e.vnow {
+		cfg.Paused, cfg.PausedUntil = false, 0
+	}
+	return cfg
+}
+
+// dropSubs releases every sub-budget of a family that no job is bound to
+// any more (it is deleted, or no family any more).
+func (e *Engine) dropSubs(a *account) {
+	for _, s := range sortedSubs(a) {
+		if s.dl != nil {
+			e.refills.remove(s.dl)
+			s.dl = nil
+		}
+		delete(e.accounts, s.cfg.Key)
+		delete(a.fam.subs, s.cfg.Key)
+		e.subBudgets--
+	}
+}
+
+// applyTemplate makes a budget a family or not as its configuration says,
+// and gives every live sub-budget the family's template.
+func (e *Engine) applyTemplate(a *account) {
+	if a.cfg.PerKey == nil {
+		if a.fam != nil {
+			e.dropSubs(a) // checkTemplate: none has a bound job
+			a.fam = nil
+		}
+		return
+	}
+	if a.fam == nil {
+		a.fam = &family{subs: map[string]*account{}}
+		return
+	}
+	for _, s := range a.fam.subs {
+		cfg := subConfig(a, s.cfg.Key, s.cfg.CreatedAt)
+		cfg.UpdatedAt = e.nowMs()
+		s.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+		s.cfg = cfg
+		e.changed(s)
+	}
+}
+
+func sortedSubs(a *account) []*account {
+	out := make([]*account, 0, len(a.fam.subs))
+	for _, s := range a.fam.subs {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].cfg.Key < out[j].cfg.Key })
+	return out
 }
 
 func (a *account) checkBound(cfg store.Budget) error {
@@ -143,6 +251,9 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
+	if err := e.checkManaged(key); err != nil {
+		return nil, err
+	}
 	a := e.accounts[key]
 	if a == nil {
 		return nil, errorf(NotFound, "budget '%s' not found", key)
@@ -152,6 +263,9 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 	}
 	if a.dl != nil {
 		e.refills.remove(a.dl)
+	}
+	if a.fam != nil {
+		e.dropSubs(a)
 	}
 	delete(e.accounts, key)
 	w := e.journal.Append(store.DeleteBudget(key))
@@ -165,6 +279,11 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 	e.catchUp()
 	a := e.accounts[key]
 	if a == nil {
+		if fam := e.familyOf(key); fam != nil {
+			// An idle sub-budget: as it would be made, with a full pool.
+			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), e.vnow), head: none}
+			return e.budgetView(&fresh, state), nil
+		}
 		return BudgetView{}, errorf(NotFound, "budget '%s' not found", key)
 	}
 	return e.budgetView(a, state), nil
@@ -179,9 +298,11 @@ func (e *Engine) Budgets(state bool) []BudgetView {
 }
 
 func (e *Engine) budgetViews(state bool) []BudgetView {
-	out := make([]BudgetView, 0, len(e.accounts))
+	out := make([]BudgetView, 0, len(e.accounts)-e.subBudgets)
 	for _, a := range e.accounts {
-		out = append(out, e.budgetView(a, state))
+		if a.parent == nil {
+			out = append(out, e.budgetView(a, state))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Key < out[j].Budget.Key })
 	return out
@@ -198,6 +319,9 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 		InFlight:   a.inFlight,
 		Held:       a.pool.Held(),
 		Dispatched: a.dispatched,
+	}
+	if a.fam != nil {
+		st.SubBudgets = int64(len(a.fam.subs))
 	}
 	var oldest int64 = -1
 	for g := range a.served {

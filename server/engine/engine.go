@@ -117,6 +117,9 @@ const (
 	Conflict
 	// Unprocessable: valid request that the current state refuses (422).
 	Unprocessable
+	// Invalid: a request that contradicts itself, whatever the state
+	// (400): a job bound to a family and to one of its sub-budgets.
+	Invalid
 )
 
 // Error is an engine refusal with a message meant for the client.
@@ -201,6 +204,11 @@ type Engine struct {
 	touched         []*queue
 	sigBuf          []byte
 	bindBuf         []bind // newJob's scratch
+	// subBudgets counts the live sub-budgets (families.go): they are in
+	// accounts but not budgets the limit counts. restoredFamilies marks the
+	// families whose virtual time a restore has set (nil after it).
+	subBudgets       int
+	restoredFamilies map[*account]bool
 
 	counts [numStates]int64
 	// work counts the group and budget entries decisions looked at (for
@@ -257,11 +265,16 @@ type Restorer struct {
 func (e *Engine) Restore() *Restorer {
 	e.mu.Lock()
 	e.enterOp()
+	e.restoredFamilies = map[*account]bool{}
 	return &Restorer{e: e}
 }
 
-// Budget adds a budget.
-func (r *Restorer) Budget(b store.Budget) { r.e.addAccount(b) }
+// Budget adds a budget. A pause that ended while the server was down is
+// over; one that has not is timed.
+func (r *Restorer) Budget(b store.Budget) {
+	a := r.e.addAccount(r.e.pastPauseCleared(b))
+	r.e.deadlineDirty(a)
+}
 
 // Job adds a live job; its budgets must have been added.
 func (r *Restorer) Job(lj store.LiveJob) error {
@@ -271,7 +284,7 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
 		Retention: lj.Retention, Budgets: lj.Budgets,
 	}
-	j, err := e.newJob(&sj)
+	j, err := e.newJob(&sj, false)
 	if err != nil {
 		return fmt.Errorf("restore job %s: %w", lj.ID, err)
 	}
@@ -301,6 +314,7 @@ func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
 
 // Finish ends the load and unlocks the engine; it returns the jobs loaded.
 func (r *Restorer) Finish() int {
+	r.e.restoredFamilies = nil
 	r.e.fireDue(r.e.vnow) // purges already due go first: their keys are free
 	r.e.recovered(r.inFlight)
 	r.e.finishOp()
@@ -379,6 +393,8 @@ func (e *Engine) handleDue() {
 		e.refills.remove(d)
 		d.account.dl = nil
 		e.changed(d.account)
+		e.endPause(d.account)
+		e.releaseSub(d.account)
 	}
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {
 		id := e.purges.pop().id
@@ -501,7 +517,7 @@ func (e *Engine) refreshDeadlines() {
 		if e.accounts[a.cfg.Key] != a {
 			continue
 		}
-		at, ok := e.refillAt(a)
+		at, ok := e.deadlineOf(a)
 		if a.dl != nil && (!ok || a.dl.at != at) {
 			e.refills.remove(a.dl)
 			a.dl = nil

@@ -118,8 +118,12 @@ func (e *Engine) join(j ref) {
 	r := e.rec(j.idx)
 	r.aux = -1
 	g := e.groupOf(r)
-	g.set.insert(item{id: j.id, idx: j.idx, prio: r.prio})
+	g.set.insert(itemAt(e.keyOf(j), j.idx))
 	e.markGroup(g)
+	for _, b := range e.binds(r) {
+		b.a.waitN++
+		b.a.waitCost += b.cost
+	}
 	if e.served(g.q) {
 		for _, b := range g.binds() {
 			e.checkHead(b.a) // a budget without a head may now refuse it
@@ -138,8 +142,12 @@ func (e *Engine) leave(j ref) {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(key{prio: r.prio, id: j.id})
+	g.set.remove(e.keyOf(j))
 	e.markGroup(g)
+	for _, b := range e.binds(r) {
+		b.a.waitN--
+		b.a.waitCost -= b.cost
+	}
 	if e.served(g.q) {
 		for _, b := range g.binds() {
 			e.deadlineDirty(b.a)

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"time"
 
 	"github.com/zizq/zizq/server/jobid"
@@ -24,15 +25,28 @@ type ref struct {
 	idx int32
 }
 
-// bind is one resolved budget binding of a job.
-type bind struct {
-	a    *account
-	cost int64
-}
-
 func (e *Engine) rec(idx int32) *jobRec { return e.slab.at(idx) }
 
-func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, id: r.id} }
+func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, tag: e.tagOf(r), id: r.id} }
+
+// tagOf returns a job's tag: its ID's time, or its fair-share tag.
+func (e *Engine) tagOf(r ref) int64 {
+	tag := r.id.Millis()
+	if e.rec(r.idx).flags&recLead != 0 {
+		ent, _ := e.ids.entry(r.id)
+		tag += int64(ent.lead)
+	}
+	return tag
+}
+
+// leadOf is a fair-share tag less the ID's time, saturated to 32 bits: a
+// tag more than 24 days from its ID's time orders as if it were 24 days.
+func leadOf(id jobid.ID, tag int64) int32 {
+	if tag == 0 {
+		return 0
+	}
+	return int32(min(max(tag-id.Millis(), math.MinInt32), math.MaxInt32))
+}
 
 // lookup finds a live job by its wire ID.
 func (e *Engine) lookup(id string) (ref, bool) {
@@ -45,19 +59,24 @@ func (e *Engine) lookup(id string) (ref, bool) {
 }
 
 // newJob makes the engine record for a job and binds it to its budgets,
-// which must exist. The record starts stNew: admit places it.
-func (e *Engine) newJob(j *store.Job) (ref, error) {
+// which must exist (a sub-budget of a family is made here). The record
+// starts stNew: admit places it. A fresh job bound to a family gets its
+// fair-share tag here, in j.FairTag; any other keeps the one it has.
+func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 	jid, ok := jobid.Parse(j.ID)
 	if !ok {
 		return ref{}, errorf(Unprocessable, "invalid job ID %q", j.ID)
 	}
-	binds := e.bindBuf[:0]
-	for _, b := range j.Budgets {
-		a := e.accounts[b.Key]
-		if a == nil {
-			return ref{}, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
+	binds, err := e.resolveBinds(e.bindBuf[:0], j.Budgets)
+	if err != nil {
+		return ref{}, err
+	}
+	if fresh && j.FairTag == 0 {
+		for i, b := range binds {
+			if b.implied {
+				j.FairTag = e.fairTag(binds[i-1].a, b.a, b.cost)
+			}
 		}
-		binds = append(binds, bind{a: a, cost: b.Cost})
 	}
 	idx := e.slab.alloc()
 	r := e.rec(idx)
@@ -69,7 +88,11 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 		e.overrides[idx] = &o
 		r.flags |= recOverrides
 	}
-	e.ids.set(jid, idx)
+	lead := leadOf(jid, j.FairTag)
+	if lead != 0 {
+		r.flags |= recLead
+	}
+	e.ids.set(jid, idx, lead)
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
@@ -77,9 +100,28 @@ func (e *Engine) newJob(j *store.Job) (ref, error) {
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
+	if e.restoredFamilies != nil && j.FairTag != 0 {
+		restoredTag(binds, j.FairTag, e.restoredFamilies)
+	}
 	clear(binds) // holds no deleted budget alive
 	e.bindBuf = binds[:0]
 	return ref{id: jid, idx: idx}, nil
+}
+
+// resolveBinds appends the accounts of bindings to binds: a sub-budget's
+// binding is followed by its family's, implied.
+func (e *Engine) resolveBinds(binds []bind, specs []store.Binding) ([]bind, error) {
+	for _, b := range specs {
+		a, fam := e.resolve(b.Key)
+		if a == nil {
+			return nil, errorf(Unprocessable, "budget '%s' does not exist", b.Key)
+		}
+		binds = append(binds, bind{a: a, cost: b.Cost})
+		if fam != nil {
+			binds = append(binds, bind{a: fam, cost: b.Cost, implied: true})
+		}
+	}
+	return binds, nil
 }
 
 // admit places a new or re-placed job: a future ready_at waits for its
@@ -134,6 +176,7 @@ func (e *Engine) deliver(j ref, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 	}
+	e.dispatchedTag(j, e.binds(r))
 	waited := int64(0)
 	if r.binds != 0 {
 		waited = r.readyAt // when it became ready (a requeue keeps it)
@@ -160,12 +203,14 @@ func (e *Engine) deliver(j ref, t *Taker) {
 // ended it.
 func (e *Engine) release(j ref) {
 	r := e.rec(j.idx)
+	t := e.takerSlots[r.aux]
+	flown := e.vnow - t.inFlight[j.idx].dequeuedAt*int64(time.Millisecond)
 	for _, b := range e.binds(r) {
 		b.a.pool.Release(b.cost)
 		b.a.inFlight--
+		b.a.observeFlight(flown)
 		e.changed(b.a)
 	}
-	t := e.takerSlots[r.aux]
 	delete(t.inFlight, j.idx)
 	r.aux = -1
 	e.inFlight--
@@ -204,6 +249,9 @@ func (e *Engine) forget(j ref) {
 func (e *Engine) unbind(idx int32) {
 	for _, b := range e.binds(e.rec(idx)) {
 		b.a.bind(b.cost, -1)
+		if b.a.parent != nil && b.a.bound == 0 && !e.releaseSub(b.a) {
+			e.deadlineDirty(b.a) // released once its pool is full
+		}
 	}
 }
 
@@ -249,7 +297,9 @@ func (e *Engine) view(id string, idx int32) store.Job {
 		j.RetryLimit, j.Backoff, j.Retention = o.retryLimit, o.backoff, o.retention
 	}
 	for _, b := range e.binds(r) {
-		j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+		if !b.implied {
+			j.Budgets = append(j.Budgets, store.Binding{Key: b.a.cfg.Key, Cost: b.cost})
+		}
 	}
 	if u, ok := e.uniqueOf(idx); ok {
 		j.UniqueKey, j.UniqueWhile = u.key, u.while

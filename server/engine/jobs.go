@@ -91,7 +91,7 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, 
 		for _, b := range s.Budgets {
 			sj.Budgets = append(sj.Budgets, store.Binding{Key: b.Key, Cost: b.Cost})
 		}
-		j, err := e.newJob(&sj)
+		j, err := e.newJob(&sj, true)
 		if err != nil { // cannot happen: bindings were checked
 			return nil, nil, err
 		}
@@ -156,6 +156,10 @@ func (e *Engine) checkBindings(specs []NewJob, ms int64) ([]store.Budget, error)
 	var created []store.Budget
 	pending := map[string]int{}
 	for i, s := range specs {
+		if err := e.checkFamilyBindings(s.Budgets); err != nil {
+			err.Item = i
+			return nil, err
+		}
 		for _, b := range s.Budgets {
 			cfg, err := e.authoritative(b, ms, &created, pending)
 			if err == nil {
@@ -174,6 +178,14 @@ func (e *Engine) authoritative(b BindingSpec, ms int64, created *[]store.Budget,
 	if a := e.accounts[b.Key]; a != nil {
 		return a.cfg, nil
 	}
+	if fam := e.familyOf(b.Key); fam != nil {
+		// A sub-budget to be: its template bounds the cost, and so does
+		// its family, which the job is charged too.
+		if err := checkCost(b.Cost, fam.cfg); err != nil {
+			return store.Budget{}, err
+		}
+		return subConfig(fam, b.Key, ms), nil
+	}
 	if i, ok := pending[b.Key]; ok {
 		return (*created)[i], nil
 	}
@@ -191,7 +203,7 @@ func (e *Engine) authoritative(b BindingSpec, ms int64, created *[]store.Budget,
 }
 
 func (e *Engine) checkBudgetLimit(key string, extra int) *Error {
-	if max := e.cfg.MaxBudgets; max > 0 && len(e.accounts)+extra >= max {
+	if max := e.cfg.MaxBudgets; max > 0 && len(e.accounts)-e.subBudgets+extra >= max {
 		return errorf(Unprocessable, "cannot create budget '%s': limit of %d budgets reached", key, max)
 	}
 	return nil
@@ -478,6 +490,7 @@ func (e *Engine) Reset() Waiter {
 		}
 		delete(e.accounts, key)
 	}
+	e.subBudgets = 0
 	e.purges.items = nil
 	e.unique = newUniqueIndex()
 	w := e.journal.Append(store.DeleteEverything())

@@ -2,9 +2,13 @@ package engine
 
 import "github.com/zizq/zizq/server/jobid"
 
-// key is a job's place in the one dispatch order: (priority, id).
+// key is a job's place in the one dispatch order: (priority, tag, id).
+// The tag is a time in ms: the job's fair-share tag when it is bound to a
+// family's sub-budget (families.go), else its ID's own time, so that jobs
+// outside families keep their (priority, id) order among themselves.
 type key struct {
 	prio uint16
+	tag  int64
 	id   jobid.ID
 }
 
@@ -12,14 +16,18 @@ func (a key) less(b key) bool {
 	if a.prio != b.prio {
 		return a.prio < b.prio
 	}
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
 	return a.id.Less(b.id)
 }
 
 // item is a member of an ordered job set: the job's key and its record,
-// laid out in 24 bytes and no pointer, so sets of millions cost the
+// laid out in 32 bytes and no pointer, so sets of millions cost the
 // collector nothing.
 type item struct {
 	id   jobid.ID
+	tag  int64
 	idx  int32
 	prio uint16
 }
@@ -28,9 +36,9 @@ type item struct {
 var none = item{idx: -1}
 
 func (it item) ok() bool           { return it.idx >= 0 }
-func (it item) k() key             { return key{prio: it.prio, id: it.id} }
+func (it item) k() key             { return key{prio: it.prio, tag: it.tag, id: it.id} }
 func (it item) less(o item) bool   { return it.k().less(o.k()) }
-func itemAt(k key, idx int32) item { return item{id: k.id, idx: idx, prio: k.prio} }
+func itemAt(k key, idx int32) item { return item{id: k.id, tag: k.tag, idx: idx, prio: k.prio} }
 
 // jobSet is a set of jobs in dispatch order that counts its members.
 type jobSet struct{ t *bptree[item] }

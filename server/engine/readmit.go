@@ -23,7 +23,7 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 		return store.Job{}, nil, errorf(Unprocessable, "job %s is not dead: it is %s", sj.ID, sj.Status)
 	}
 	for _, b := range sj.Budgets {
-		if e.accounts[b.Key] == nil {
+		if e.accounts[b.Key] == nil && e.familyOf(b.Key) == nil {
 			return store.Job{}, nil, errorf(Unprocessable, "cannot retry job %s: budget '%s' does not exist", sj.ID, b.Key)
 		}
 	}
@@ -37,7 +37,7 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	sj.Status = store.Ready
 	sj.ReadyAt = ms
 	sj.PurgeAt = 0
-	j, err := e.newJob(&sj)
+	j, err := e.newJob(&sj, false)
 	if err != nil { // cannot happen: bindings were checked
 		return store.Job{}, nil, err
 	}

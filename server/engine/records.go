@@ -36,6 +36,9 @@ const (
 	recOverrides recFlags = 1 << iota
 	// recUnique: the job has a unique key, in Engine.unique.
 	recUnique
+	// recLead: the job's tag is not its ID's time; the id index holds the
+	// difference.
+	recLead
 )
 
 // overrides are a job's own settings, rare enough to keep beside the
@@ -192,9 +195,13 @@ func (e *Engine) sigOf(r *jobRec) *signature { return e.bindLists[r.binds].sig }
 // it dense (about 24 bytes a job, where a map of this size takes 55).
 type idIndex struct{ t bptree[idEntry] }
 
+// idEntry finds a job's record by its ID. lead is the job's tag less its
+// ID's time (ms, saturated to 32 bits), 0 for jobs outside families: it
+// fills what would be padding, so the tag costs no memory here.
 type idEntry struct {
-	id  jobid.ID
-	idx int32
+	id   jobid.ID
+	idx  int32
+	lead int32
 }
 
 func (a idEntry) less(b idEntry) bool { return a.id.Less(b.id) }
@@ -204,9 +211,13 @@ func (x *idIndex) get(id jobid.ID) (int32, bool) {
 	return e.idx, ok
 }
 
-func (x *idIndex) set(id jobid.ID, idx int32) { x.t.set(idEntry{id: id, idx: idx}) }
-func (x *idIndex) delete(id jobid.ID)         { x.t.delete(idEntry{id: id}) }
-func (x *idIndex) len() int                   { return x.t.len() }
+func (x *idIndex) entry(id jobid.ID) (idEntry, bool) { return x.t.get(idEntry{id: id}) }
+
+func (x *idIndex) set(id jobid.ID, idx int32, lead int32) {
+	x.t.set(idEntry{id: id, idx: idx, lead: lead})
+}
+func (x *idIndex) delete(id jobid.ID) { x.t.delete(idEntry{id: id}) }
+func (x *idIndex) len() int           { return x.t.len() }
 
 // all returns every live job, for an operation that touches them all.
 func (x *idIndex) all() []ref {

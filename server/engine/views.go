@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
+	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
 )
 
@@ -103,7 +106,7 @@ type waitingJob struct {
 
 func (e *Engine) waitingJob(j ref) waitingJob {
 	r := e.rec(j.idx)
-	return waitingJob{ref: j, k: key{prio: r.prio, id: j.id}, g: e.queueList[r.q].groups[e.sigOf(r)]}
+	return waitingJob{ref: j, k: e.keyOf(j), g: e.queueList[r.q].groups[e.sigOf(r)]}
 }
 
 // inLine reports whether a waiting job waits in a's line.
@@ -146,6 +149,11 @@ type Why struct {
 	// queue, or every worker of it is busy.
 	Reason  string
 	Budgets []WhyBudget
+	// ExpectedAt is when the job is expected to be dispatched (ms), from
+	// its place in the lines of its time_based budgets at their rates,
+	// if nothing else takes their tokens; nil when no such estimate holds
+	// (a while_in_flight budget or a pause without end holds it back).
+	ExpectedAt *int64
 }
 
 // WhyBudget is one budget in whose line a parked job waits.
@@ -160,6 +168,10 @@ type WhyBudget struct {
 	AffordableAt *int64
 	// ReservedBy names the head whose reservation alone holds the job back.
 	ReservedBy string
+	// Paused: the budget is paused, until PausedUntil (ms) when that is
+	// set.
+	Paused      bool
+	PausedUntil *int64
 }
 
 // Why explains a live job's state; false if the job is not live.
@@ -188,8 +200,41 @@ func (e *Engine) Why(id string) (Why, bool) {
 	default:
 		w.WaitingFor = "budget"
 		w.Budgets = e.refusals(e.waitingJob(j))
+		w.Reason = pauseReason(w.Budgets)
+		w.ExpectedAt = expectedAt(w.Budgets)
 	}
 	return w, true
+}
+
+// pauseReason names the paused budgets among those a job waits for.
+func pauseReason(bs []WhyBudget) string {
+	var parts []string
+	for _, b := range bs {
+		switch {
+		case !b.Paused:
+		case b.PausedUntil != nil:
+			parts = append(parts, fmt.Sprintf("budget '%s' is paused until %s", b.Key, time.UnixMilli(*b.PausedUntil).UTC().Format(time.RFC3339Nano)))
+		default:
+			parts = append(parts, fmt.Sprintf("budget '%s' is paused", b.Key))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// expectedAt is when every budget a job waits for will have paid it, when
+// each has a known time (time_based, and not paused without an end).
+func expectedAt(bs []WhyBudget) *int64 {
+	var at int64
+	for _, b := range bs {
+		if b.AffordableAt == nil {
+			return nil
+		}
+		at = max(at, *b.AffordableAt)
+	}
+	if len(bs) == 0 {
+		return nil
+	}
+	return &at
 }
 
 // refusals describes each line a parked job waits in whose budget cannot
@@ -205,8 +250,14 @@ func (e *Engine) refusals(j waitingJob) []WhyBudget {
 		if h := b.a.head; h.ok() && h.idx != j.idx && h.k().less(j.k) && e.pays(b.a, b.cost) {
 			wb.ReservedBy = h.id.String()
 		}
-		if b.a.timeBased() {
-			at := e.affordableAt(b.a, cost+b.cost)
+		if e.paused(b.a) {
+			wb.Paused = true
+			if b.a.pauseEnd < math.MaxInt64 {
+				until := ceilMs(b.a.pauseEnd)
+				wb.PausedUntil = &until
+			}
+		}
+		if at, ok := e.paidAt(b.a, b.a.pool, cost+b.cost); ok {
 			wb.AffordableAt = &at
 		}
 		out = append(out, wb)
@@ -214,21 +265,26 @@ func (e *Engine) refusals(j waitingJob) []WhyBudget {
 	return out
 }
 
-// affordableAt predicts when a time_based budget will have accrued need
-// tokens if nobody else takes any (ms, saturating).
-func (e *Engine) affordableAt(a *account, need int64) int64 {
-	if need <= a.pool.Capacity() {
-		if at, ok := a.pool.AffordableAt(need, e.vnow); ok {
-			return ceilMs(at)
+// paidAt predicts when a time_based budget, with pool p, will have paid
+// need tokens in all if nobody else takes any (ms, saturating): from the
+// end of its pause when it is paused. false for a while_in_flight budget,
+// which waits on releases, and while it is paused without an end.
+func (e *Engine) paidAt(a *account, p budget.Pool, need int64) (int64, bool) {
+	from := e.vnow
+	if e.paused(a) {
+		if a.pauseEnd == math.MaxInt64 {
+			return 0, false
 		}
+		from = a.pauseEnd
 	}
-	deficit := float64(need) - a.pool.Available(e.vnow)
-	ms := math.Ceil(deficit * float64(a.cfg.DurationMs) / float64(a.cfg.Allocation))
-	at := float64(e.nowMs()) + ms
-	if at >= math.MaxInt64 || math.IsNaN(at) {
-		return math.MaxInt64
+	at, ok := p.PaidAt(need, from)
+	switch {
+	case !ok:
+		return 0, false
+	case at == math.MaxInt64:
+		return math.MaxInt64, true // saturated: never, in practice
 	}
-	return int64(at)
+	return ceilMs(at), true
 }
 
 // Parked returns the IDs of the parked jobs (waiting jobs of served queues

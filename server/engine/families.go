@@ -1,0 +1,218 @@
+package engine
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/zizq/zizq/store"
+)
+
+// Families (issue 16, our extension). A budget with a per_key template is a
+// family: a job bound to "<family>/<sub>", when no plain budget has that
+// key, is bound to the sub-budget "<family>/<sub>" and, implied, to the
+// family at the same cost. Sub-budgets are made from the template when a
+// job first needs one and dropped once nothing is bound to them and their
+// pool is full (a fresh one is the same), so they are never stored and do
+// not count against the budget limit.
+//
+// Fair share is part of the one order (order.go): a family job's tag is a
+// virtual start time, as in start-time fair queueing. The family keeps a
+// virtual time, the greatest tag it has dispatched (the present, when none
+// of its jobs waits); each sub-budget keeps the tag its next job starts
+// from. A job's tag is the later of the two, and moves its sub-budget's on
+// by one quantum per unit of cost: the family's time per token, so that
+// tags run at the pace the family dispatches. A sub-key that arrives late
+// starts at the family's virtual time, ahead of the backlog of the others,
+// and each sub-key then gets one turn per quantum: within a few of the
+// family's tokens, whatever the others have queued.
+
+// family is the live side of a family budget.
+type family struct {
+	subs  map[string]*account // live sub-budgets by key
+	vtime int64               // ms: the greatest tag dispatched
+}
+
+// bind is one resolved budget binding of a job. implied marks the family
+// a sub-budget binding charges too: not part of the job's bindings as sent.
+type bind struct {
+	a       *account
+	cost    int64
+	implied bool
+}
+
+// familyOf returns the family that would manage key, or nil: the family
+// whose key is the longest proper prefix of key ending before a '/'.
+func (e *Engine) familyOf(key string) *account {
+	for i := strings.LastIndexByte(key, '/'); i > 0; i = strings.LastIndexByte(key[:i], '/') {
+		if a := e.accounts[key[:i]]; a != nil && a.fam != nil && a.parent == nil {
+			return a
+		}
+	}
+	return nil
+}
+
+// managedBy returns the family that manages key: key is not a plain
+// budget's and a family would make it a sub-budget.
+func (e *Engine) managedBy(key string) *account {
+	if a := e.accounts[key]; a != nil {
+		if a.parent != nil {
+			return a.parent
+		}
+		return nil
+	}
+	return e.familyOf(key)
+}
+
+// resolve returns the account a binding of key charges and its family (nil
+// for a plain budget), making the sub-budget when it is not live; nil when
+// no budget would pay key.
+func (e *Engine) resolve(key string) (a, fam *account) {
+	if a := e.accounts[key]; a != nil {
+		return a, a.parent
+	}
+	fam = e.familyOf(key)
+	if fam == nil {
+		return nil, nil
+	}
+	return e.newSub(fam, key), fam
+}
+
+// subConfig is the configuration of the sub-budget key of family fam.
+func subConfig(fam *account, key string, ms int64) store.Budget {
+	t := fam.cfg.PerKey
+	return store.Budget{
+		Key: key, Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst,
+		CreatedAt: ms, UpdatedAt: ms,
+	}
+}
+
+func (e *Engine) newSub(fam *account, key string) *account {
+	a := e.addAccount(subConfig(fam, key, e.nowMs()))
+	a.parent = fam
+	fam.fam.subs[key] = a
+	e.subBudgets++
+	return a
+}
+
+// releaseSub drops an idle sub-budget: nothing bound, pool full. A
+// time_based one that is not full yet is looked at again when it will be
+// (refreshDeadlines).
+func (e *Engine) releaseSub(a *account) bool {
+	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || e.accounts[a.cfg.Key] != a {
+		return false
+	}
+	if a.dl != nil {
+		e.refills.remove(a.dl)
+		a.dl = nil
+	}
+	delete(e.accounts, a.cfg.Key)
+	delete(a.parent.fam.subs, a.cfg.Key)
+	e.subBudgets--
+	return true
+}
+
+// idleAt returns when an idle time_based sub-budget's pool will be full.
+func (e *Engine) idleAt(a *account) (int64, bool) {
+	if a.parent == nil || a.bound > 0 {
+		return 0, false
+	}
+	return a.pool.AffordableAt(a.pool.Capacity(), e.vnow)
+}
+
+// checkFamilyBindings refuses a job bound to a family and one of its
+// sub-budgets, or to two sub-budgets of one family: the sub-budget charges
+// its family already, and twice would be a double charge nobody means.
+func (e *Engine) checkFamilyBindings(specs []BindingSpec) *Error {
+	if len(specs) < 2 {
+		return nil
+	}
+	seen := map[*account]string{}
+	for _, b := range specs {
+		fam := e.managedBy(b.Key)
+		if fam == nil {
+			if a := e.accounts[b.Key]; a != nil && a.fam != nil {
+				fam = a
+			} else {
+				continue
+			}
+		}
+		if other, dup := seen[fam]; dup {
+			if other == fam.cfg.Key || b.Key == fam.cfg.Key {
+				return errorf(Invalid, "job binds budget family '%s' and its sub-budget '%s': a sub-budget charges its family already", fam.cfg.Key, max(other, b.Key))
+			}
+			return errorf(Invalid, "job binds two sub-budgets of family '%s' ('%s' and '%s')", fam.cfg.Key, other, b.Key)
+		}
+		seen[fam] = b.Key
+	}
+	return nil
+}
+
+// quantum is how far a job of cost moves its sub-budget's tag on: the
+// family's time for cost tokens (ms, at least 1).
+func quantum(fam *account, cost int64) int64 {
+	q := cost
+	if fam.cfg.Strategy == store.TimeBased && fam.cfg.Allocation > 0 {
+		q = (cost*fam.cfg.DurationMs + fam.cfg.Allocation - 1) / fam.cfg.Allocation
+	}
+	return max(q, 1)
+}
+
+// fairTag gives a new job of sub-budget sub its tag (ms).
+func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
+	v := fam.fam.vtime
+	if fam.waitN == 0 {
+		v = max(v, e.nowMs()) // an idle family starts again from the present
+	}
+	tag := max(v, sub.finish)
+	sub.finish = tag + quantum(fam, cost)
+	return tag
+}
+
+// dispatchedTag moves the virtual time of the families a job charges on to
+// its tag.
+func (e *Engine) dispatchedTag(j ref, binds []bind) {
+	for _, b := range binds {
+		if b.implied {
+			b.a.fam.vtime = max(b.a.fam.vtime, e.tagOf(j))
+		}
+	}
+}
+
+// restoredTag accounts a restored family job's tag: the family's virtual
+// time starts at the earliest tag of its waiting jobs, each sub-budget's
+// next start after its latest.
+func restoredTag(binds []bind, tag int64, restored map[*account]bool) {
+	for i, b := range binds {
+		if !b.implied {
+			continue
+		}
+		fam := b.a
+		if !restored[fam] || tag < fam.fam.vtime {
+			fam.fam.vtime = tag
+			restored[fam] = true
+		}
+		if i > 0 {
+			sub := binds[i-1].a
+			sub.finish = max(sub.finish, tag+quantum(fam, binds[i-1].cost))
+		}
+	}
+}
+
+// SubBudgets returns the live sub-budgets of the family parent, by key,
+// with live figures when state is true; NotFound when parent is not a
+// family.
+func (e *Engine) SubBudgets(parent string, state bool) ([]BudgetView, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.catchUp()
+	a := e.accounts[parent]
+	if a == nil || a.fam == nil {
+		return nil, errorf(NotFound, "budget family '%s' not found", parent)
+	}
+	out := make([]BudgetView, 0, len(a.fam.subs))
+	for _, s := range a.fam.subs {
+		out = append(out, e.budgetView(s, state))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Key < out[j].Budget.Key })
+	return out, nil
+}
