@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -106,7 +107,15 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	pool, err := NewPool(ctx, opts.URL, opts.MaxConns)
+	var params map[string]string
+	if opts.Fence != nil {
+		// A leader stopped (SIGSTOP, a long pause) in the middle of a
+		// transaction holds its share lock on the lease until the
+		// database ends the transaction: end it soon, so that the next
+		// leader can take over.
+		params = map[string]string{"idle_in_transaction_session_timeout": strconv.FormatInt(fencedIdleTimeout.Milliseconds(), 10)}
+	}
+	pool, err := NewPool(ctx, opts.URL, opts.MaxConns, params)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +142,18 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	return db, nil
 }
 
-// NewPool connects a pool to url and checks that the database answers.
-func NewPool(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+// fencedIdleTimeout ends a leader's transaction left idle this long.
+const fencedIdleTimeout = 2 * time.Second
+
+// NewPool connects a pool to url, with params set on every connection,
+// and checks that the database answers.
+func NewPool(ctx context.Context, url string, maxConns int32, params map[string]string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database url: %w", err)
+	}
+	for k, v := range params {
+		cfg.ConnConfig.RuntimeParams[k] = v
 	}
 	cfg.MaxConns = maxConns
 	cfg.MinConns = 0

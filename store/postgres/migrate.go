@@ -113,3 +113,9 @@ func schemaVersion(ctx context.Context, q pgx.Tx) (int, error) {
 	}
 	return v, nil
 }
+
+// Migrate brings the schema of the pool's database up to date: a cluster's
+// node does so before its first election, which needs the leader table.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	return migrate(ctx, pool, log)
+}
