@@ -58,6 +58,11 @@ type ServeOptions struct {
 	// TLS of the API: certificate and key (PEM), and the CA of the client
 	// certificates that mutual TLS requires.
 	TLSCert, TLSKey, TLSClientCA string
+	// DatabaseURL, when set, runs the server in a cluster on PostgreSQL
+	// (serve_cluster.go) in place of SQLite in RootDir.
+	DatabaseURL  string
+	AdvertiseURL string
+	Lease        time.Duration
 }
 
 func newServeCmd(streams IO) *cobra.Command {
@@ -66,7 +71,11 @@ func newServeCmd(streams IO) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the zizq server",
 		Long: `Run the zizq server: the Zizq wire API over HTTP/1.1 and cleartext HTTP/2 on
-one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
+one port, with jobs and budgets stored in SQLite under <root-dir>/data.
+
+With --database-url the store is PostgreSQL instead, and any number of
+servers may share the database: one, elected by a lease in the database,
+leads and runs the queue; the others forward the API to it.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return applyEnv(c)
@@ -114,7 +123,7 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("default-commit-mode", "ZIZQ_DEFAULT_COMMIT_MODE")
 	fs.StringVar(&o.EnqueueCommitMode, "enqueue-commit-mode", "", "durability of enqueues (default: --default-commit-mode)")
 	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
-	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together")
+	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together (SQLite only)")
 	bind("cache-size", "ZIZQ_CACHE_SIZE")
 	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", sqlite.DefaultBatchSize, "most writes committed in one transaction (group commit)")
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
@@ -140,6 +149,12 @@ one port, with jobs and budgets stored in SQLite under <root-dir>/data.`,
 	bind("tls-key", "ZIZQ_TLS_KEY")
 	fs.StringVar(&o.TLSClientCA, "tls-client-ca", "", "PEM CA certificates: require clients to present a certificate they signed (mutual TLS)")
 	bind("tls-client-ca", "ZIZQ_TLS_CLIENT_CA")
+	fs.StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL database (postgres://...) of a cluster of servers, in place of SQLite in --root-dir")
+	bind("database-url", "ZIZQ_DATABASE_URL")
+	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "URL the other servers of the cluster reach this one at (default: from --host and the port)")
+	bind("advertise-url", "ZIZQ_ADVERTISE_URL")
+	durationFlag(fs, &o.Lease, "lease", server.DefaultLease, "how long a cluster leader's lease lasts; it renews every third of it")
+	bind("lease", "ZIZQ_LEASE")
 	for _, e := range envs {
 		withEnv(fs, e.name, e.env)
 	}
@@ -242,6 +257,9 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	opts, err := o.serverOptions(log)
 	if err != nil {
 		return err
+	}
+	if o.DatabaseURL != "" {
+		return serveCluster(ctx, o, opts, streams)
 	}
 	// One server per root: two would dispatch every job twice. The lock
 	// comes before the port, so a refused server never listened.

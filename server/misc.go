@@ -51,7 +51,7 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 	dbBytes, walBytes := s.core.Sizes()
 	role := s.roleNow()
 	out := api.Stats{
-		Role:     role.name(),
+		Role:     role.Name(),
 		Leader:   role.LeaderURL,
 		Term:     role.Term,
 		DBBytes:  dbBytes,

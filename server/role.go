@@ -15,8 +15,8 @@ type Role struct {
 
 func loneRole() Role { return Role{Leader: true} }
 
-// name is the role's wire name in GET /stats.
-func (r Role) name() string {
+// Name is the role's wire name in GET /stats.
+func (r Role) Name() string {
 	if r.Leader {
 		return "leader"
 	}
