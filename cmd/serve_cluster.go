@@ -55,8 +55,17 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	go func() {
 		select {
 		case <-node.Ready():
+			// Scripts wait for this line: a leader prints it once it
+			// serves every request, a follower at once.
 			role := node.Role()
-			fmt.Fprintf(streams.Out, "Listening on %s://%s (cluster %s, leader %s)\n", scheme, l.Addr(), role.Name(), role.LeaderURL)
+			announce := func() {
+				fmt.Fprintf(streams.Out, "Listening on %s://%s (cluster %s, leader %s)\n", scheme, l.Addr(), role.Name(), role.LeaderURL)
+			}
+			if srv := node.Leader(); srv != nil {
+				srv.OnReady(announce)
+			} else {
+				announce()
+			}
 		case <-ctx.Done():
 		}
 	}()
