@@ -1,9 +1,10 @@
 // Package servertest starts real zizq servers for tests of any package: on
 // 127.0.0.1:0, over a SQLite file in a temporary directory, stopped (and the
-// store closed) when the test ends. With ZIZQ_TEST_DATABASE_URL set, the
-// servers run on PostgreSQL instead, each data directory mapped to a schema
-// of its own (a restart on the same directory finds its data); the tests of
-// what only SQLite has ask for it with SQLite.
+// store closed) when the test ends. With ZIZQ_TEST_STORE=postgres (and
+// ZIZQ_TEST_DATABASE_URL) the servers run on PostgreSQL instead, each data
+// directory mapped to a schema of its own (a restart on the same directory
+// finds its data); the tests of what only SQLite has ask for it with
+// SQLite.
 package servertest
 
 import (
@@ -32,7 +33,7 @@ type Server struct {
 }
 
 // Postgres reports whether the test servers run on PostgreSQL.
-func Postgres() bool { return pgtest.URL() != "" }
+func Postgres() bool { return pgtest.Harness() }
 
 // SQLite keeps a server on SQLite whatever the environment: for the tests
 // of what only a SQLite store has (its file, its faults, its pragmas).

@@ -1,7 +1,8 @@
 // Package pgtest gives tests a PostgreSQL database of their own: a new
 // schema of the database named by ZIZQ_TEST_DATABASE_URL, dropped when the
 // test ends, so that tests run in parallel on one server and see nothing of
-// each other. Without the variable PostgreSQL tests are skipped, except
+// each other. ZIZQ_TEST_STORE=postgres runs the servers of the shared
+// harness (server/servertest) on it too. Without the variable PostgreSQL tests are skipped, except
 // under CI (CI=true), where a missing database fails them.
 package pgtest
 
@@ -20,6 +21,14 @@ import (
 
 // EnvURL names the variable holding the test database's URL.
 const EnvURL = "ZIZQ_TEST_DATABASE_URL"
+
+// EnvStore names the variable that runs the shared test harnesses
+// (server/servertest) on PostgreSQL when it is "postgres"; the tests of
+// PostgreSQL itself run whenever EnvURL is set.
+const EnvStore = "ZIZQ_TEST_STORE"
+
+// Harness reports whether the shared test harnesses run on PostgreSQL.
+func Harness() bool { return os.Getenv(EnvStore) == "postgres" }
 
 // URL returns the test database's URL, or "" when there is none.
 func URL() string { return os.Getenv(EnvURL) }
