@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/store/postgres/pgtest"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store/postgres/pgtest"
 )
 
 // kill makes a job dead through a worker: taken, then failed twice (the

@@ -36,7 +36,7 @@ With --database-url it loads the same archive into an empty PostgreSQL
 database instead, for a cluster (stop its servers first).`,
 		Example: `  zizq restore --root-dir /var/lib/zizq /var/backups/zizq-2026-01-02.tar.gz
   zizq restore --database-url postgres://zizq@db/zizq /var/backups/zizq-2026-01-02.tar.gz`,
-		Args:    cobra.ExactArgs(1),
+		Args: cobra.ExactArgs(1),
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return applyEnv(c)
 		},
