@@ -202,6 +202,8 @@ func (n *Node) round(ctx context.Context) time.Duration {
 			n.stepDown()
 		}
 		n.follow(st)
+		// Try again as soon as the leader's lease could have expired.
+		return min(interval, st.Left+10*time.Millisecond)
 	}
 	return interval
 }

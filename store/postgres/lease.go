@@ -27,6 +27,9 @@ type LeaseState struct {
 	// lease runs until at least the time the request was sent plus its
 	// duration.
 	Held bool
+	// Left is how long the lease of another holder runs on, by the
+	// database's clock: a candidate tries again once it has passed.
+	Left time.Duration
 }
 
 // Lease takes and renews the cluster's lease for one holder.
@@ -75,7 +78,12 @@ func (l *Lease) Acquire(ctx context.Context, term int64) (LeaseState, error) {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		return tx.QueryRow(ctx, `SELECT holder, url, term FROM leader WHERE id = 1`).Scan(&st.Holder, &st.URL, &st.Term)
+		var leftMs float64
+		err = tx.QueryRow(ctx, `SELECT holder, url, term,
+			greatest(extract(epoch FROM expires_at - now()) * 1000, 0)::float8
+			FROM leader WHERE id = 1`).Scan(&st.Holder, &st.URL, &st.Term, &leftMs)
+		st.Left = time.Duration(leftMs * float64(time.Millisecond))
+		return err
 	})
 	if err != nil {
 		return LeaseState{}, fmt.Errorf("lease: %w", wrapConn(err))

@@ -47,6 +47,8 @@ func TestLease_Acquire(t *testing.T) {
 
 	st, err = b.Acquire(ctx, 0)
 	require.NoError(t, err)
+	require.InDelta(t, time.Minute, st.Left, float64(10*time.Second), "the lease runs on for about its duration")
+	st.Left = 0
 	require.Equal(t, LeaseState{Holder: "a", URL: "http://a", Term: 1}, st, "a candidate waits for the lease to expire")
 
 	st, err = a.Acquire(ctx, 1)
@@ -60,6 +62,7 @@ func TestLease_Acquire(t *testing.T) {
 
 	st, err = a.Acquire(ctx, 1)
 	require.NoError(t, err)
+	st.Left = 0
 	require.Equal(t, LeaseState{Holder: "b", URL: "http://b", Term: 2}, st, "a deposed holder cannot renew its old term")
 
 	require.NoError(t, b.Release(ctx, 2))

@@ -47,15 +47,16 @@ func main() {
 	jobs := flag.Int("jobs", 100000, "jobs inserted, then drained")
 	bulk := flag.Int("bulk", 100, "jobs of one InsertManyFast")
 	producers := flag.Int("producers", 8, "concurrent inserters")
-	workers := flag.Int("workers", 100, "River's MaxWorkers of the queue")
+	workers := flag.Int("workers", 2000, "River's MaxWorkers of the queue (it fetches at most this many jobs at a time)")
+	cooldown := flag.Duration("fetch-cooldown", 100*time.Millisecond, "River's FetchCooldown (its default 100ms; at least 1ms)")
 	payload := flag.Int("payload", 128, "bytes of padding in each job's arguments")
 	flag.Parse()
-	if err := run(context.Background(), *url, *jobs, *bulk, *producers, *workers, *payload); err != nil {
+	if err := run(context.Background(), *url, *jobs, *bulk, *producers, *workers, *payload, *cooldown); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(ctx context.Context, url string, jobs, bulk, producers, workers, payload int) error {
+func run(ctx context.Context, url string, jobs, bulk, producers, workers, payload int, cooldown time.Duration) error {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
@@ -76,9 +77,9 @@ func run(ctx context.Context, url string, jobs, bulk, producers, workers, payloa
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &benchWorker{done: &done})
 	client, err := river.NewClient(driver, &river.Config{
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
-		Workers: ws,
-		Logger:  nil,
+		Queues:        map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: workers}},
+		Workers:       ws,
+		FetchCooldown: cooldown,
 	})
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -103,7 +104,7 @@ func run(ctx context.Context, url string, jobs, bulk, producers, workers, payloa
 		return fmt.Errorf("stop: %w", err)
 	}
 	drain := time.Since(start)
-	fmt.Printf("river %d jobs, bulk %d, producers %d, workers %d, payload %d B\n", jobs, bulk, producers, workers, payload)
+	fmt.Printf("river %d jobs, bulk %d, producers %d, workers %d, fetch cooldown %s, payload %d B\n", jobs, bulk, producers, workers, cooldown, payload)
 	fmt.Printf("enqueue (bulk)  %8.0f jobs/s\n", float64(jobs)/enqueue.Seconds())
 	fmt.Printf("drain           %8.0f jobs/s\n", float64(jobs)/drain.Seconds())
 	return nil
