@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/store/postgres/pgtest"
 )
 
@@ -215,6 +216,25 @@ func TestFailover_LeaderLost(t *testing.T) {
 			}
 			require.Equal(t, want, storedStatuses(t, dsn), "the database holds what the leader holds")
 			require.Equal(t, 3, takeCount(t, followers[1-next].url, "limited", 2*time.Second))
+		})
+	}
+}
+
+func TestServe_ClusterFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"LeaseTooShort", []string{"--lease", "100ms"}, "--lease must be at least 300ms"},
+		{"AdvertiseNotURL", []string{"--advertise-url", "node1:7890"}, `invalid --advertise-url "node1:7890"`},
+		{"AdvertiseScheme", []string{"--advertise-url", "ftp://node1:7890"}, `invalid --advertise-url "ftp://node1:7890"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"serve", "--port", "0", "--database-url", "postgres://nobody@127.0.0.1:1/none"}, c.args...)
+			requireFails(t, runZizq(t, "", args...), cmd.ExitUsage, c.msg)
 		})
 	}
 }

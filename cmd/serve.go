@@ -91,7 +91,7 @@ leads and runs the queue; the others forward the API to it.`,
 	var envs []envFlag
 	bind := func(name, env string) { envs = append(envs, envFlag{name, env}) }
 
-	fs.StringVar(&o.RootDir, "root-dir", "./zizq-root", "directory of the server's data (database in <root-dir>/data)")
+	fs.StringVar(&o.RootDir, "root-dir", "./zizq-root", "directory of the server's data (SQLite database in <root-dir>/data; unused with --database-url)")
 	bind("root-dir", "ZIZQ_ROOT_DIR")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
 	bind("host", "ZIZQ_HOST")
