@@ -160,8 +160,16 @@ func (n *Node) Run(ctx context.Context) {
 func (n *Node) round(ctx context.Context) time.Duration {
 	interval := n.cl.Lease / 3
 	n.mu.Lock()
-	term, leader, deadline := n.state.term, n.state.leader, n.state.deadline
+	term, leader, deadline, srv := n.state.term, n.state.leader, n.state.deadline, n.state.srv
 	n.mu.Unlock()
+	if leader && srv != nil && srv.startFailed() {
+		// A leader that could not load the store would hold the lease and
+		// serve nothing: let it go, and try again like any candidate.
+		n.log.Warn("stepping down: the term's server failed to start", "term", term)
+		n.stepDown()
+		n.release(ctx, term)
+		return interval
+	}
 	if !leader {
 		term = 0
 	}
@@ -297,11 +305,17 @@ func (n *Node) shutdown() {
 	n.mu.Unlock()
 	n.stepDown()
 	if leader {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := n.lease.Release(ctx, term); err != nil {
-			n.log.Warn("release the lease", "err", err)
-		}
+		n.release(context.Background(), term)
+	}
+}
+
+// release lets the lease of term go, so that another node need not wait
+// for it to expire.
+func (n *Node) release(ctx context.Context, term int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := n.lease.Release(ctx, term); err != nil {
+		n.log.Warn("release the lease", "err", err)
 	}
 }
 

@@ -144,3 +144,28 @@ func TestNode_FollowerNotReadyWithoutLeader(t *testing.T) {
 	require.Equal(t, http.StatusBadGateway, status, "%s", body)
 	require.Contains(t, string(body), `"error":"leader unreachable`)
 }
+
+// A leader whose server cannot start (here: a schema newer than this zizq)
+// lets the lease go rather than hold it and serve nothing.
+func TestNode_LeaderThatCannotStartLetsGo(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	node, err := server.NewNode(ctx, servertest.Options(t.TempDir()), server.ClusterOptions{
+		DatabaseURL: dsn, AdvertiseURL: "http://127.0.0.1:1", Lease: 900 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	pool, err := postgres.NewPool(ctx, dsn, 1, nil)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `UPDATE schema_version SET version = 9999`)
+	require.NoError(t, err)
+
+	done := make(chan struct{})
+	go func() { defer close(done); node.Run(ctx) }()
+	require.Eventually(t, func() bool { return node.Role().Term >= 3 }, 20*time.Second, 20*time.Millisecond,
+		"each failed term lets the lease go, and the next try raises the term")
+	cancel()
+	<-done
+}

@@ -25,6 +25,17 @@ func (r Role) Name() string {
 
 func (s *Server) roleNow() Role { return s.role() }
 
+// startFailed reports whether the server's start (its store's opening and
+// load) failed for good.
+func (s *Server) startFailed() bool {
+	select {
+	case <-s.core.Failed():
+		return true
+	default:
+		return false
+	}
+}
+
 // mayDispatch reports whether the server may still hand jobs out.
 func (s *Server) mayDispatch() bool { return s.leaseHeld == nil || s.leaseHeld() }
 
