@@ -63,7 +63,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		costs:  map[int64]int64{},
 	}
 	if cfg.PerKey != nil {
-		a.fam = &family{subs: map[string]*account{}}
+		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
 	}
 	a.pauseEnd = pauseEnd(cfg)
 	e.accounts[cfg.Key] = a

@@ -106,11 +106,12 @@ func (e *Engine) bindingSpecs(idx int32) []BindingSpec {
 
 // rebind swaps a waiting job's bindings and places it again: freed from a
 // line it may dispatch at once; bound to an exhausted budget it parks.
+//
+// The new bindings are counted before the old ones are let go, so a
+// sub-budget the job keeps is never released (and made again) on the way:
+// it keeps its fair-share state.
 func (e *Engine) rebind(j ref, next []BindingSpec) {
 	e.detach(j)
-	e.unbind(j.idx)
-	r := e.rec(j.idx)
-	e.releaseBinds(r.binds)
 	specs := make([]store.Binding, len(next))
 	for i, b := range next {
 		specs[i] = store.Binding{Key: b.Key, Cost: b.Cost}
@@ -119,6 +120,9 @@ func (e *Engine) rebind(j ref, next []BindingSpec) {
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
+	e.unbind(j.idx)
+	r := e.rec(j.idx)
+	e.releaseBinds(r.binds)
 	r.binds = e.internBinds(binds)
 	e.schedule(j)
 }

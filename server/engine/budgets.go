@@ -192,7 +192,8 @@ func (e *Engine) applyTemplate(a *account) {
 		return
 	}
 	if a.fam == nil {
-		a.fam = &family{subs: map[string]*account{}}
+		// Its virtual time starts at the present: tags start from now.
+		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()}
 		return
 	}
 	for _, s := range a.fam.subs {
@@ -201,6 +202,9 @@ func (e *Engine) applyTemplate(a *account) {
 		s.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
 		s.cfg = cfg
 		e.changed(s)
+		if s.bound == 0 && !e.releaseSub(s) {
+			e.deadlineDirty(s) // an idle one goes once its new pool is full
+		}
 	}
 }
 

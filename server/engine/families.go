@@ -159,11 +159,13 @@ func quantum(fam *account, cost int64) int64 {
 
 // fairTag gives a new job of sub-budget sub its tag (ms).
 func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
-	v := fam.fam.vtime
 	if fam.waitN == 0 {
-		v = max(v, e.nowMs()) // an idle family starts again from the present
+		// An idle family starts again from the present, and stays there:
+		// a second sub-key enqueuing before any dispatch must not start
+		// from a virtual time long past (tags far ahead of every line).
+		fam.fam.vtime = max(fam.fam.vtime, e.nowMs())
 	}
-	tag := max(v, sub.finish)
+	tag := max(fam.fam.vtime, sub.finish)
 	sub.finish = tag + quantum(fam, cost)
 	return tag
 }
@@ -172,7 +174,7 @@ func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
 // its tag.
 func (e *Engine) dispatchedTag(j ref, binds []bind) {
 	for _, b := range binds {
-		if b.implied {
+		if b.a.fam != nil { // bound through a sub-key or to the family itself
 			b.a.fam.vtime = max(b.a.fam.vtime, e.tagOf(j))
 		}
 	}

@@ -2,9 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"sort"
 	"strings"
+
+	"github.com/zizq/zizq/server/jobid"
 )
 
 // refModel is the reference model of ENGINE.md's dispatch rule: a
@@ -15,7 +18,20 @@ import (
 // decisions, in the same order, and the same live state.
 //
 // The rule as this model reads it:
-//   - Order: (priority, id).
+//   - Order: (priority, tag, id). A job's tag is its ID's time (ms), or,
+//     for a job bound to a family's sub-budget, its fair-share tag: the
+//     later of the family's virtual time (the greatest tag it dispatched;
+//     at least the present when none of its jobs waits) and the sub-key's
+//     next start, which the job moves on by its quantum (the family's time
+//     for its cost in tokens, at least 1 ms; for while_in_flight, its cost
+//     in ms).
+//   - Families: a binding of "<family>/<sub>", with no budget of that key,
+//     charges the sub-budget (made from the family's template at first
+//     use) and the family, at the same cost. A sub-budget with nothing
+//     bound and a full pool is forgotten (its next start too): a new one
+//     is made when a job needs it.
+//   - Pause: a paused budget pays nothing until its pause ends (if it
+//     ends); a job that a paused budget refuses holds no headship.
 //   - A queue is served while a connected taker serves it. Only waiting
 //     jobs of served queues are in lines or can be dispatched.
 //   - res(B, J) is the cost of B's head when that head comes before J.
@@ -65,6 +81,7 @@ const (
 type refJob struct {
 	id      string
 	prio    uint16
+	tag     int64 // ms
 	queue   string
 	binds   []refBind
 	state   refState
@@ -86,6 +103,13 @@ type refBudget struct {
 	level      *big.Rat // time_based: tokens at time at
 	at         int64
 	head       *refJob
+	pauseEnd   int64 // ns: 0 not paused, math.MaxInt64 until resumed
+	// Families: perKey is a family's template; a sub-budget has its
+	// family and the tag its next job starts from.
+	perKey *refBudget
+	family *refBudget
+	vtime  int64 // a family's virtual time (ms)
+	next   int64 // a sub-budget's next start (ms)
 }
 
 type refTaker struct {
@@ -128,6 +152,9 @@ func (b *refBudget) levelAt(t int64) *big.Rat {
 }
 
 func (b *refBudget) canPay(cost, t int64) bool {
+	if b.pauseEnd > t {
+		return false
+	}
 	if !b.timeBased {
 		return cost <= b.alloc-b.held
 	}
@@ -200,7 +227,21 @@ func refBefore(a, b *refJob) bool {
 	if a.prio != b.prio {
 		return a.prio < b.prio
 	}
+	if a.tag != b.tag {
+		return a.tag < b.tag
+	}
 	return a.id < b.id
+}
+
+// paused reports whether some budget of j is paused now: j holds no
+// headship.
+func (m *refModel) paused(j *refJob) bool {
+	for _, bd := range j.binds {
+		if m.budgets[bd.key].pauseEnd > m.now {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *refModel) serves(t *refTaker, q string) bool {
@@ -296,6 +337,8 @@ func (m *refModel) budgetKeys() []string {
 // ---- settling -------------------------------------------------------------
 
 func (m *refModel) settle() {
+	m.forgetIdleSubs()
+	defer m.forgetIdleSubs()
 	m.seatGained()
 	for i := 0; ; i++ {
 		if i > 100000 {
@@ -321,9 +364,10 @@ func (m *refModel) fixHeads() {
 			if h == nil {
 				continue
 			}
-			// Its queue lost its last taker, or (first exception) a
-			// while_in_flight budget does not pay this time_based head.
-			if !m.served(h.queue) || (b.timeBased && m.wifRefused(h)) {
+			// Its queue lost its last taker, a budget of it is paused, or
+			// (first exception) a while_in_flight budget does not pay this
+			// time_based head.
+			if !m.served(h.queue) || m.paused(h) || (b.timeBased && m.wifRefused(h)) {
 				b.head = nil
 				changed = true
 			}
@@ -334,7 +378,7 @@ func (m *refModel) fixHeads() {
 				continue
 			}
 			for _, j := range m.waiting() {
-				if m.inLine(b, j) {
+				if m.inLine(b, j) && !m.paused(j) {
 					b.head = j
 					changed = true
 					break
@@ -368,7 +412,11 @@ func (m *refModel) dispatchOne() bool {
 
 func (m *refModel) dispatch(t *refTaker, j *refJob) {
 	for _, bd := range j.binds {
-		m.budgets[bd.key].debit(bd.cost, m.now)
+		b := m.budgets[bd.key]
+		b.debit(bd.cost, m.now)
+		if b.perKey != nil {
+			b.vtime = max(b.vtime, j.tag)
+		}
 	}
 	m.leave(j)
 	j.state = refInFlight
@@ -461,6 +509,12 @@ func (m *refModel) nextDeadline() (int64, bool) {
 		}
 	}
 	for _, b := range m.budgets {
+		if b.pauseEnd > m.now {
+			if b.pauseEnd < math.MaxInt64 {
+				take(b.pauseEnd)
+			}
+			continue // a paused budget pays nothing before its pause ends
+		}
 		if !b.timeBased {
 			continue
 		}
@@ -490,6 +544,7 @@ func (m *refModel) advanceTo(t int64) {
 				j.state = refWaiting
 			}
 		}
+		m.endPauses()
 		m.settle()
 	}
 	m.now = max(m.now, t)
@@ -497,7 +552,9 @@ func (m *refModel) advanceTo(t int64) {
 
 // ---- operations ---------------------------------------------------------------
 
-func (m *refModel) putBudget(key string, timeBased bool, alloc, dur, burst int64) {
+// putBudget configures a budget and, for a family, its template (nil: not
+// a family), all at once: dispatch sees only the whole new configuration.
+func (m *refModel) putBudget(key string, timeBased bool, alloc, dur, burst int64, perKey *refBudget) {
 	b := m.budgets[key]
 	if b == nil {
 		b = &refBudget{key: key, timeBased: timeBased, alloc: alloc, dur: dur, burst: burst, at: m.now}
@@ -509,7 +566,9 @@ func (m *refModel) putBudget(key string, timeBased bool, alloc, dur, burst int64
 		m.budgets[key] = b
 	} else {
 		b.reconfigure(timeBased, alloc, dur, burst, m.now)
+		b.pauseEnd = 0 // a PUT replaces the whole configuration
 	}
+	m.setTemplate(key, perKey)
 	m.settle()
 }
 
@@ -525,7 +584,9 @@ func (m *refModel) maxBoundCost(key string) int64 {
 }
 
 func (m *refModel) enqueue(id string, prio uint16, queue string, binds []refBind, readyAt int64) {
-	j := &refJob{id: id, prio: prio, queue: queue, binds: binds, readyAt: readyAt, state: refWaiting}
+	m.forgetIdleSubs()
+	binds = m.expand(binds)
+	j := &refJob{id: id, prio: prio, queue: queue, binds: binds, readyAt: readyAt, state: refWaiting, tag: m.tagFor(id, binds)}
 	if readyAt > m.now {
 		j.state = refScheduled
 	}
@@ -616,12 +677,34 @@ func (m *refModel) move(id string, prio uint16) {
 	m.settle()
 }
 
-// rebind replaces a waiting or scheduled job's bindings.
+// rebind replaces a waiting or scheduled job's bindings; its tag stays.
 func (m *refModel) rebind(id string, binds []refBind) {
+	m.forgetIdleSubs()
 	j := m.jobs[id]
 	m.leave(j)
-	j.binds = binds
+	j.binds = m.expand(binds)
 	m.settle()
+}
+
+// setTemplate gives a budget its family template (nil: no family, any
+// sub-budgets forgotten) and every sub-budget the new configuration.
+func (m *refModel) setTemplate(key string, t *refBudget) {
+	m.forgetIdleSubs()
+	fam := m.budgets[key]
+	if fam.perKey == nil && t != nil {
+		fam.vtime = m.now / int64(1_000_000) // a new family's time starts now
+	}
+	fam.perKey = t
+	for k, sub := range m.budgets {
+		if sub.family != fam {
+			continue
+		}
+		if t == nil {
+			delete(m.budgets, k)
+			continue
+		}
+		sub.reconfigure(t.timeBased, t.alloc, t.dur, t.burst, m.now)
+	}
 }
 
 // ---- live state ---------------------------------------------------------------
@@ -712,4 +795,161 @@ func (m *refModel) dump() string {
 		fmt.Fprintf(&sb, "  job %s q=%s prio=%d binds=%v served=%v affordable=%v lines=%v\n", j.id, j.queue, j.prio, j.binds, m.served(j.queue), m.affordable(j), lines)
 	}
 	return sb.String()
+}
+
+// ---- families and pauses ----------------------------------------------------
+
+// endPauses ends the pauses that have come to their end.
+func (m *refModel) endPauses() {
+	for _, b := range m.budgets {
+		if b.pauseEnd != 0 && b.pauseEnd <= m.now {
+			b.pauseEnd = 0
+		}
+	}
+}
+
+// pause sets a budget's pause end (ns; 0 resumes).
+func (m *refModel) pause(key string, end int64) {
+	if end != 0 && end <= m.now {
+		end = 0
+	}
+	m.budgets[key].pauseEnd = end
+	m.settle()
+}
+
+// familyOf returns the family that would make key a sub-budget, or nil.
+func (m *refModel) familyOf(key string) *refBudget {
+	for i := strings.LastIndexByte(key, '/'); i > 0; i = strings.LastIndexByte(key[:i], '/') {
+		if b := m.budgets[key[:i]]; b != nil && b.perKey != nil {
+			return b
+		}
+	}
+	return nil
+}
+
+// expand resolves bindings as sent: a sub-budget's binding also charges its
+// family, and the sub-budget is made when it does not exist.
+func (m *refModel) expand(binds []refBind) []refBind {
+	var out []refBind
+	for _, bd := range binds {
+		out = append(out, bd)
+		if m.budgets[bd.key] != nil && m.budgets[bd.key].family == nil {
+			continue
+		}
+		fam := m.budgets[bd.key].familyOrNil()
+		if fam == nil {
+			fam = m.familyOf(bd.key)
+			t := fam.perKey
+			sub := &refBudget{key: bd.key, timeBased: t.timeBased, alloc: t.alloc, dur: t.dur, burst: t.burst, at: m.now, family: fam}
+			if sub.timeBased {
+				sub.level = big.NewRat(sub.capacity(), 1)
+			}
+			m.budgets[bd.key] = sub
+		}
+		out = append(out, refBind{key: fam.key, cost: bd.cost})
+	}
+	return out
+}
+
+func (b *refBudget) familyOrNil() *refBudget {
+	if b == nil {
+		return nil
+	}
+	return b.family
+}
+
+// quantum is the family's time for cost tokens (ms, at least 1).
+func (fam *refBudget) quantum(cost int64) int64 {
+	if !fam.timeBased {
+		return max(cost, 1)
+	}
+	q := new(big.Rat).SetFrac64(cost*fam.dur, fam.alloc)
+	n := new(big.Int).Quo(q.Num(), q.Denom())
+	if new(big.Rat).SetInt(n).Cmp(q) < 0 {
+		n.Add(n, big.NewInt(1))
+	}
+	return max(n.Int64(), 1)
+}
+
+// tagFor gives a new job its tag: its ID's time, or for a job of a
+// sub-budget the fair-share tag.
+func (m *refModel) tagFor(id string, binds []refBind) int64 {
+	jid, _ := jobid.Parse(id)
+	tag := jid.Millis()
+	for _, bd := range binds {
+		sub := m.budgets[bd.key]
+		if sub.family == nil {
+			continue
+		}
+		fam := sub.family
+		if m.waitingOn(fam) == 0 {
+			fam.vtime = max(fam.vtime, m.now/int64(1_000_000))
+		}
+		tag = max(fam.vtime, sub.next)
+		sub.next = tag + fam.quantum(bd.cost)
+	}
+	return tag
+}
+
+// waitingOn counts the waiting jobs bound to b.
+func (m *refModel) waitingOn(b *refBudget) int {
+	n := 0
+	for _, j := range m.jobs {
+		if _, ok := j.costOf(b.key); ok && j.state == refWaiting {
+			n++
+		}
+	}
+	return n
+}
+
+// forgetIdleSubs forgets the sub-budgets with nothing bound and a full
+// pool.
+func (m *refModel) forgetIdleSubs() {
+	for key, b := range m.budgets {
+		if b.family == nil || b.held != 0 {
+			continue
+		}
+		if b.timeBased && b.levelAt(m.now).Cmp(big.NewRat(b.capacity(), 1)) < 0 {
+			continue
+		}
+		bound := false
+		for _, j := range m.jobs {
+			if _, ok := j.costOf(key); ok {
+				bound = true
+				break
+			}
+		}
+		if !bound {
+			delete(m.budgets, key)
+		}
+	}
+}
+
+// plainKeys are the budgets other than sub-budgets, sorted.
+func (m *refModel) plainKeys() []string {
+	var keys []string
+	for _, k := range m.budgetKeys() {
+		if m.budgets[k].family == nil {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// aheadOf lists, per budget of a waiting job, the jobs ahead of it in that
+// budget's line (for failure messages).
+func (m *refModel) aheadOf(id string) string {
+	j := m.jobs[id]
+	var out []string
+	for _, bd := range j.binds {
+		b := m.budgets[bd.key]
+		var ids []string
+		for _, o := range m.waiting() {
+			if o != j && refBefore(o, j) && m.inLine(b, o) {
+				ids = append(ids, fmt.Sprintf("%s(p%d t%d)", o.id, o.prio, o.tag))
+			}
+		}
+		out = append(out, fmt.Sprintf("%s: %v", b.key, ids))
+	}
+	return fmt.Sprintf("%s(p%d t%d) %s", id, j.prio, j.tag, strings.Join(out, "; "))
 }

@@ -3,8 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,10 +69,18 @@ func (r *propRun) step(format string, args ...any) {
 func (r *propRun) fail(msg string, args ...any) {
 	r.t.Helper()
 	tail := r.steps
-	if len(tail) > 12 {
-		tail = tail[len(tail)-12:]
+	if n := propTail(); len(tail) > n {
+		tail = tail[len(tail)-n:]
 	}
 	r.t.Fatalf("seed %d: %s\nlast operations:\n  %s\n%s", r.seed, fmt.Sprintf(msg, args...), strings.Join(tail, "\n  "), r.m.dump())
+}
+
+// propTail is how many operations a failure shows: 12, or ZIZQ_PROP_TAIL.
+func propTail() int {
+	if n, err := strconv.Atoi(os.Getenv("ZIZQ_PROP_TAIL")); err == nil && n > 0 {
+		return n
+	}
+	return 12
 }
 
 func (r *propRun) budgetKeys() []string { return r.m.budgetKeys() }
@@ -86,55 +97,117 @@ func (r *propRun) advance() {
 	r.m.advanceTo(r.clk.Now().UnixNano())
 }
 
+// propFamily is the property test's family; its sub-keys are propSubs.
+const propFamily = "f"
+
+var propSubs = []string{"f/x", "f/y", "f/z"}
+
+// randomConfig returns a budget configuration, time_based when timeBased.
+func (r *propRun) randomConfig(timeBased bool) store.Budget {
+	alloc := int64(1 + r.rng.IntN(4))
+	if !timeBased {
+		return store.Budget{Allocation: alloc, Strategy: store.WhileInFlight}
+	}
+	cfg := store.Budget{Allocation: alloc, Strategy: store.TimeBased, DurationMs: []int64{10, 100, 1000}[r.rng.IntN(3)]}
+	if r.rng.IntN(3) == 0 {
+		cfg.Burst = int64(1 + r.rng.IntN(3))
+	}
+	return cfg
+}
+
 func (r *propRun) putBudget() {
-	keys := []string{"w1", "w2", "t1", "t2"}
+	keys := []string{"w1", "w2", "t1", "t2", propFamily}
 	key := keys[r.rng.IntN(len(keys))]
-	timeBased := key[0] == 't'
+	timeBased := key[0] == 't' || (key == propFamily && r.rng.IntN(2) == 0)
 	if r.rng.IntN(6) == 0 {
 		timeBased = !timeBased // a change of strategy
 	}
-	alloc := int64(1 + r.rng.IntN(4))
-	var dur, burst int64
-	cfg := store.Budget{Allocation: alloc, Strategy: store.WhileInFlight}
-	if timeBased {
-		dur = []int64{10, 100, 1000}[r.rng.IntN(3)]
-		if r.rng.IntN(3) == 0 {
-			burst = int64(1 + r.rng.IntN(3))
-		}
-		cfg = store.Budget{Allocation: alloc, Strategy: store.TimeBased, DurationMs: dur, Burst: burst}
+	cfg := r.randomConfig(timeBased)
+	var tmpl store.Budget
+	if key == propFamily {
+		tmpl = r.randomConfig(r.rng.IntN(2) == 0)
+		cfg.PerKey = &store.BudgetTemplate{Allocation: tmpl.Allocation, Strategy: tmpl.Strategy, DurationMs: tmpl.DurationMs, Burst: tmpl.Burst}
 	}
-	r.step("put budget %s %+v", key, cfg)
+	r.step("put budget %s %+v per_key %+v", key, cfg, cfg.PerKey)
 	_, _, err := r.e.PutBudget(key, cfg, CreateOrReplace)
-	most := r.m.maxBoundCost(key)
-	if most > maxCost(cfg) {
+	refused := r.m.maxBoundCost(key) > maxCost(cfg)
+	if key == propFamily {
+		for _, sub := range propSubs {
+			refused = refused || r.m.maxBoundCost(sub) > maxCost(tmpl)
+		}
+	}
+	if refused {
 		if err == nil {
-			r.fail("put %s: the engine accepted a capacity below a bound cost %d", key, most)
+			r.fail("put %s: the engine accepted a capacity below a bound cost", key)
 		}
 		return
 	}
 	if err != nil {
 		r.fail("put %s: %v", key, err)
 	}
-	r.m.putBudget(key, timeBased, alloc, dur, burst)
+	var t *refBudget
+	if key == propFamily {
+		t = &refBudget{timeBased: tmpl.Strategy == store.TimeBased, alloc: tmpl.Allocation, dur: tmpl.DurationMs, burst: tmpl.Burst}
+	}
+	r.m.putBudget(key, cfg.Strategy == store.TimeBased, cfg.Allocation, cfg.DurationMs, cfg.Burst, t)
+}
+
+// pauseBudget pauses a budget (for a while, or until resumed) or resumes it.
+func (r *propRun) pauseBudget() {
+	keys := r.m.plainKeys()
+	if len(keys) == 0 {
+		return
+	}
+	key := keys[r.rng.IntN(len(keys))]
+	var until int64
+	paused := r.rng.IntN(3) != 0
+	if paused && r.rng.IntN(2) == 0 {
+		until = r.clk.Now().UnixMilli() + int64(r.rng.IntN(300)) - 10
+	}
+	r.step("pause %s paused=%v until=%d", key, paused, until)
+	_, _, err := r.e.PatchBudget(key, func(cfg *store.Budget) error {
+		cfg.Paused, cfg.PausedUntil = paused && until == 0, until
+		return nil
+	})
+	if err != nil {
+		r.fail("pause %s: %v", key, err)
+	}
+	end := int64(0)
+	switch {
+	case until != 0:
+		end = until * int64(time.Millisecond)
+	case paused:
+		end = math.MaxInt64
+	}
+	r.m.pause(key, end)
 }
 
 func (r *propRun) randomBinds() []BindingSpec {
-	keys := r.budgetKeys()
 	var out []BindingSpec
-	for _, k := range keys {
+	for _, k := range r.m.plainKeys() {
 		if r.rng.IntN(3) != 0 {
 			continue
 		}
 		b := r.m.budgets[k]
-		cost := int64(1)
-		most := min(b.alloc, b.capacity())
-		if most > 1 && r.rng.IntN(3) == 0 {
-			cost = 1 + r.rng.Int64N(most)
+		if b.perKey != nil && r.rng.IntN(2) == 0 {
+			// One of its sub-budgets instead: it charges the family too.
+			sub := propSubs[r.rng.IntN(len(propSubs))]
+			most := min(b.alloc, b.capacity(), b.perKey.alloc, b.perKey.capacity())
+			out = append(out, BindingSpec{Key: sub, Cost: r.cost(most)})
+			continue
 		}
-		out = append(out, BindingSpec{Key: k, Cost: cost})
+		out = append(out, BindingSpec{Key: k, Cost: r.cost(min(b.alloc, b.capacity()))})
 	}
 	r.rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
 	return out
+}
+
+// cost is 1, or now and then any cost up to most.
+func (r *propRun) cost(most int64) int64 {
+	if most > 1 && r.rng.IntN(3) == 0 {
+		return 1 + r.rng.Int64N(most)
+	}
+	return 1
 }
 
 func refBinds(specs []BindingSpec) []refBind {
@@ -317,11 +390,35 @@ func (r *propRun) compare() {
 		if !ok || e.rec(j.idx).state != want {
 			r.fail("job %s: engine %v, model %v", id, ok, mj.state)
 		}
+		if got := e.tagOf(j); got != mj.tag {
+			r.fail("tag of %s: engine %d, model %d", id, got, mj.tag)
+		}
+	}
+	for key, mb := range r.m.budgets {
+		if a := e.accounts[key]; a != nil && math.Abs(a.pool.Available(e.vnow)-mb.available(r.m.now)) > 1e-6 {
+			r.fail("available on %s: engine %.6f, model %.6f", key, a.pool.Available(e.vnow), mb.available(r.m.now))
+		}
+	}
+	r.m.forgetIdleSubs()
+	if len(e.accounts) != len(r.m.budgets) {
+		var extra []string
+		for k, a := range e.accounts {
+			if r.m.budgets[k] == nil {
+				extra = append(extra, fmt.Sprintf("%s(avail %.4f full %v bound %d dl %v)", k, a.pool.Available(e.vnow), a.pool.Full(e.vnow), a.bound, a.dl != nil))
+			}
+		}
+		r.fail("budgets: engine %v, model %v; engine only: %v", sortedKeys(e.accounts), sortedKeys(r.m.budgets), extra)
 	}
 	for key, mb := range r.m.budgets {
 		a := e.accounts[key]
+		if a == nil {
+			r.fail("budget %s: not in the engine", key)
+		}
 		if a.head.ok() != (mb.head != nil) || (a.head.ok() && a.head.id.String() != mb.head.id) {
-			r.fail("head of %s: engine %v, model %v", key, a, mb.head)
+			r.fail("head of %s: engine %v (tag %s), model %v (tag %s)", key, a, r.tags(a.head.id.String()), mb.head, r.tags(mb.head.id))
+		}
+		if got, want := a.waitN, int64(r.m.waitingOn(mb)); got != want {
+			r.fail("waiting on %s: engine %d, model %d", key, got, want)
 		}
 		if got, want := e.budgetView(a, true).State.Parked, r.m.parked(mb); got != want {
 			r.fail("parked on %s: engine %d, model %d", key, got, want)
@@ -342,7 +439,7 @@ func (r *propRun) compare() {
 		j, _ := e.lookup(id)
 		got := r.engineWhy(e.waitingJob(j))
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			r.fail("why %s: engine %+v, model %+v", id, got, want)
+			r.fail("why %s: engine %+v, model %+v; model's lines ahead: %s; engine's: %s", id, got, want, r.m.aheadOf(id), r.engineAhead(j))
 		}
 	}
 }
@@ -368,7 +465,7 @@ func (r *propRun) run(n int) {
 		do     func()
 	}{
 		{3, r.putBudget}, {14, r.enqueue}, {3, r.connect}, {2, r.disconnect}, {9, r.ack},
-		{2, r.failJob}, {2, r.remove}, {2, r.move}, {2, r.rebind}, {6, r.advance},
+		{2, r.failJob}, {2, r.remove}, {2, r.move}, {2, r.rebind}, {6, r.advance}, {1, r.pauseBudget},
 	}
 	total := 0
 	for _, o := range ops {
@@ -411,4 +508,49 @@ func FuzzEngine_MatchesReferenceModel(f *testing.F) {
 		r.putBudget()
 		r.run(int(steps))
 	})
+}
+
+// tags shows a job's tag in the engine and in the model, for a failure.
+func (r *propRun) tags(id string) string {
+	mj := r.m.jobs[id]
+	j, ok := r.e.lookup(id)
+	if mj == nil || !ok {
+		return "-"
+	}
+	return fmt.Sprintf("engine %d, model %d", r.e.tagOf(j), mj.tag)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// engineAhead lists the jobs the engine counts ahead of j in each of its
+// budgets' lines (for failure messages).
+func (r *propRun) engineAhead(j ref) string {
+	e := r.e
+	wj := e.waitingJob(j)
+	var out []string
+	for _, b := range e.binds(e.rec(j.idx)) {
+		before := bound{kind: boundAt, k: wj.k}
+		var ids []string
+		for g := range b.a.served {
+			pb, wb := e.lineBounds(b.a, g)
+			from, to := pb.tighter(before).count(g.set), wb.tighter(before).count(g.set)
+			ids = append(ids, fmt.Sprintf("[group %s len %d pb %d wb %d]", g.q.name, g.set.len(), pb.count(g.set), wb.count(g.set)))
+			for i := from; i < to; i++ {
+				it := g.set.at(i)
+				ids = append(ids, fmt.Sprintf("%s(p%d t%d)", it.id, it.prio, it.tag))
+			}
+		}
+		if h := b.a.head; h.ok() {
+			ids = append(ids, fmt.Sprintf("head %s", h.id))
+		}
+		out = append(out, fmt.Sprintf("%s: %v", b.a.cfg.Key, ids))
+	}
+	return strings.Join(out, "; ")
 }
