@@ -144,12 +144,14 @@ func TestMarshal_JSONExact(t *testing.T) {
 				Payload: Payload(`{"a":[1,2.5,null],"b":"x"}`), ReadyAt: 5, Attempts: 2,
 				RetryLimit: Ptr[uint32](1), Backoff: &Backoff{Exponent: 1.5, BaseMs: 10, JitterMs: 0},
 				DequeuedAt: 6, FailedAt: 7, Retention: &Retention{DeadMs: Ptr[uint64](100)}, PurgeAt: 107,
-				Duplicate: Ptr(false), Folded: Ptr(false), Budgets: []Binding{{Key: "k", Cost: 2}},
+				Duplicate: Ptr(false), Folded: Ptr(true), Batch: &Batch{Key: "b", When: "true", Fold: "$existing + $new"},
+				Budgets: []Binding{{Key: "k", Cost: 2}},
 			},
 			want: `{"id":"036z951mhjikzik2gsl81gr7l","type":"t","queue":"q","priority":1,"status":"dead",` +
 				`"payload":{"a":[1,2.5,null],"b":"x"},"ready_at":5,"attempts":2,"retry_limit":1,` +
 				`"backoff":{"exponent":1.5,"base_ms":10,"jitter_ms":0},"dequeued_at":6,"failed_at":7,` +
-				`"retention":{"dead_ms":100},"purge_at":107,"duplicate":false,"folded":false,"budgets":[{"key":"k","cost":2}]}`,
+				`"retention":{"dead_ms":100},"purge_at":107,"duplicate":false,"folded":true,` +
+				`"batch":{"key":"b","when":"true","fold":"$existing + $new"},"budgets":[{"key":"k","cost":2}]}`,
 		},
 		{
 			name: "NullPayload",
@@ -160,6 +162,24 @@ func TestMarshal_JSONExact(t *testing.T) {
 			name: "PagesKeepNulls",
 			v:    JobList{Jobs: []Job{}, Pages: Pages{Self: "/jobs?order=asc&limit=50"}},
 			want: `{"jobs":[],"pages":{"self":"/jobs?order=asc&limit=50","next":null,"prev":null}}`,
+		},
+		{
+			name: "BudgetKeepsZizqShape",
+			v:    Budget{Key: "k", Allocation: 3, Strategy: Strategy{Type: StrategyWhileInFlight}, CreatedAt: 1, UpdatedAt: 2},
+			want: `{"key":"k","allocation":3,"strategy":{"type":"while_in_flight"},"created_at":1,"updated_at":2}`,
+		},
+		{
+			name: "BudgetFamilyPaused",
+			v: Budget{Key: "k", Allocation: 3, Strategy: Strategy{Type: StrategyWhileInFlight},
+				PerKey: &BudgetTemplate{Allocation: 1, Strategy: Strategy{Type: StrategyTimeBased, DurationMs: 1000}},
+				Paused: true, PausedUntil: 9, CreatedAt: 1, UpdatedAt: 2},
+			want: `{"key":"k","allocation":3,"strategy":{"type":"while_in_flight"},` +
+				`"per_key":{"allocation":1,"strategy":{"type":"time_based","duration_ms":1000}},"paused":true,"paused_until":9,"created_at":1,"updated_at":2}`,
+		},
+		{
+			name: "ForecastKeepsNull",
+			v:    Forecast{Key: "k", Parked: 2},
+			want: `{"key":"k","parked":2,"drains_at":null,"estimated":false}`,
 		},
 		{
 			name: "ErrorWithSupported",
@@ -199,6 +219,17 @@ func TestMarshal_MsgPackExact(t *testing.T) {
 			name: "NilPointersWithoutOmitemptyAreNil",
 			v:    Pages{Self: "/x"},
 			want: mp(0x83, "self", "/x", "next", 0xc0, "prev", 0xc0),
+		},
+		{
+			name: "BudgetExtensionsOmittedUnlessSet",
+			v:    Budget{Key: "k", Allocation: 1, Strategy: Strategy{Type: "w"}, PausedUntil: 7, CreatedAt: 1, UpdatedAt: 2},
+			want: mp(0x86, "key", "k", "allocation", 1, "strategy", 0x81, "type", "w", "paused_until", 7,
+				"created_at", 1, "updated_at", 2),
+		},
+		{
+			name: "ForecastDrainsAtNil",
+			v:    Forecast{Key: "k", Parked: 1, Estimated: true},
+			want: mp(0x84, "key", "k", "parked", 1, "drains_at", 0xc0, "estimated", 0xc3),
 		},
 		{
 			name: "PayloadIsNative",
@@ -379,7 +410,7 @@ func TestUnmarshal_EnqueueRequestRoundTrip(t *testing.T) {
 		Backoff:   &BackoffRequest{Exponent: Ptr[float32](4), BaseMs: Ptr[uint32](1), JitterMs: Ptr[uint32](0)},
 		Retention: &Retention{CompletedMs: Ptr[uint64](10)},
 		UniqueKey: Ptr("u"), UniqueWhile: Ptr("active"),
-		Batch: map[string]any{"key": "k", "when": "true", "fold": "$new"},
+		Batch: &BatchRequest{Key: Ptr("k"), When: Ptr("true"), Fold: Ptr("$new")},
 		Budgets: []BindingRequest{{Key: Ptr("b"), Cost: Ptr[int64](-3),
 			CreateWith: &BudgetInput{Allocation: Ptr[int64](5), Strategy: &StrategyInput{Type: Ptr("time_based"), DurationMs: Ptr[int64](1000), Burst: Ptr[int64](2)}}}},
 	}

@@ -107,6 +107,24 @@ type RetentionPatch struct {
 type BudgetPatch struct {
 	Allocation *int64         `json:"allocation,omitempty"`
 	Strategy   *StrategyPatch `json:"strategy,omitempty"`
+	// PerKey null makes a family a plain budget; a value is merged member
+	// by member into the family's template, as the budget's own members
+	// are, or, on a plain budget, makes it a family and must then be
+	// complete (our extension, as are Paused and PausedUntil).
+	PerKey Nullable[TemplatePatch] `json:"per_key,omitempty,omitzero"`
+	// Paused true pauses the budget; false or null resumes it at once,
+	// removing any PausedUntil too (so it may not come with one).
+	Paused Nullable[bool] `json:"paused,omitempty,omitzero"`
+	// PausedUntil (unix ms) pauses the budget until then; null removes the
+	// end.
+	PausedUntil Nullable[uint64] `json:"paused_until,omitempty,omitzero"`
+}
+
+// TemplatePatch is the per_key member of a BudgetPatch: the members of a
+// budget body, patched like the budget's own.
+type TemplatePatch struct {
+	Allocation *int64         `json:"allocation,omitempty"`
+	Strategy   *StrategyPatch `json:"strategy,omitempty"`
 }
 
 // StrategyPatch is the strategy member of a BudgetPatch.
@@ -206,31 +224,63 @@ func decodeRetention(m member) (RetentionPatch, error) {
 // is a *DecodeError too.
 func DecodeBudgetPatch(f Format, data []byte) (BudgetPatch, error) {
 	// key is ignored, as in POST and PUT bodies: the path names the budget.
-	body, err := decodePatchBody(f, data, "allocation", "strategy", "key")
+	body, err := decodePatchBody(f, data, "allocation", "strategy", "key", "per_key", "paused", "paused_until")
 	if err != nil {
 		return BudgetPatch{}, err
 	}
 	var p BudgetPatch
-	if p.Allocation, err = optional[int64](body.member("allocation"), wantInteger); err != nil {
+	if p.Allocation, p.Strategy, err = decodeBudgetMembers(body); err != nil {
 		return BudgetPatch{}, err
+	}
+	if p.PerKey, err = nullableWith(body.member("per_key"), decodeTemplate); err != nil {
+		return BudgetPatch{}, err
+	}
+	if p.Paused, err = nullable[bool](body.member("paused"), wantBool); err != nil {
+		return BudgetPatch{}, err
+	}
+	if p.PausedUntil, err = nullable[uint64](body.member("paused_until"), wantNonNeg); err != nil {
+		return BudgetPatch{}, err
+	}
+	return p, nil
+}
+
+// decodeBudgetMembers reads the allocation and strategy members of a
+// budget patch or of its per_key member.
+func decodeBudgetMembers(body patchBody) (*int64, *StrategyPatch, error) {
+	alloc, err := optional[int64](body.member("allocation"), wantInteger)
+	if err != nil {
+		return nil, nil, err
 	}
 	strategy := body.member("strategy")
 	if !strategy.set {
-		return p, nil
+		return alloc, nil, nil
 	}
 	if err := strategy.notNull(); err != nil {
-		return BudgetPatch{}, err
+		return nil, nil, err
 	}
 	inner, err := strategy.object("type", "duration_ms", "burst")
 	if err != nil {
-		return BudgetPatch{}, err
+		return nil, nil, err
 	}
 	s, err := decodeStrategy(inner)
 	if err != nil {
-		return BudgetPatch{}, err
+		return nil, nil, err
 	}
-	p.Strategy = &s
-	return p, nil
+	return alloc, &s, nil
+}
+
+// decodeTemplate reads a per_key member: allocation and strategy, merged
+// like the budget's own.
+func decodeTemplate(m member) (TemplatePatch, error) {
+	inner, err := m.object("allocation", "strategy")
+	if err != nil {
+		return TemplatePatch{}, err
+	}
+	alloc, strategy, err := decodeBudgetMembers(inner)
+	if err != nil {
+		return TemplatePatch{}, err
+	}
+	return TemplatePatch{Allocation: alloc, Strategy: strategy}, nil
 }
 
 func decodeStrategy(inner patchBody) (StrategyPatch, error) {
@@ -279,6 +329,7 @@ const (
 	wantUint16  = "an integer 0..65535"
 	wantUint32  = "an integer 0..4294967295"
 	wantNumber  = "a number"
+	wantBool    = "true or false"
 )
 
 // patchBody is one object of a merge patch: its members by exact name, and

@@ -66,6 +66,12 @@ func TestJobPatch_MarshalJSON(t *testing.T) {
 		{"BudgetStrategy", BudgetPatch{Allocation: Ptr[int64](2), Strategy: &StrategyPatch{Type: Ptr(StrategyTimeBased), DurationMs: Ptr[int64](60), Burst: Null[int64]()}},
 			`{"allocation":2,"strategy":{"type":"time_based","duration_ms":60,"burst":null}}`},
 		{"BudgetBurst", BudgetPatch{Strategy: &StrategyPatch{Burst: Set[int64](4)}}, `{"strategy":{"burst":4}}`},
+		{"BudgetFamilyAndPause", BudgetPatch{
+			PerKey: Set(TemplatePatch{Allocation: Ptr[int64](5), Strategy: &StrategyPatch{Type: Ptr(StrategyWhileInFlight)}}),
+			Paused: Set(true), PausedUntil: Set[uint64](1788215727072),
+		}, `{"per_key":{"allocation":5,"strategy":{"type":"while_in_flight"}},"paused":true,"paused_until":1788215727072}`},
+		{"BudgetResume", BudgetPatch{PerKey: Null[TemplatePatch](), Paused: Set(false), PausedUntil: Null[uint64]()},
+			`{"per_key":null,"paused":false,"paused_until":null}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,6 +115,13 @@ func TestDecodeBudgetPatch_RoundTrip(t *testing.T) {
 		"EmptyStrategy": {Strategy: &StrategyPatch{}},
 		"Strategy":      {Strategy: &StrategyPatch{Type: Ptr(StrategyWhileInFlight), DurationMs: Ptr[int64](9), Burst: Set[int64](2)}},
 		"NoBurst":       {Allocation: Ptr[int64](1), Strategy: &StrategyPatch{Burst: Null[int64]()}},
+		"Family": {PerKey: Set(TemplatePatch{Allocation: Ptr[int64](2),
+			Strategy: &StrategyPatch{Type: Ptr(StrategyTimeBased), DurationMs: Ptr[int64](1000), Burst: Null[int64]()}})},
+		"EmptyTemplate": {PerKey: Set(TemplatePatch{})},
+		"Plain":         {PerKey: Null[TemplatePatch]()},
+		"Pause":         {Paused: Set(true), PausedUntil: Set[uint64](1 << 42)},
+		"Resume":        {Paused: Null[bool](), PausedUntil: Null[uint64]()},
+		"PausedFalse":   {Paused: Set(false)},
 	}
 	requireRoundTrips(t, patches, DecodeBudgetPatch)
 }
@@ -203,6 +216,19 @@ func TestDecodeBudgetPatch_Errors(t *testing.T) {
 		{`{"strategy":{"type":"fixed_window"}}`, false, "invalid JSON: unknown variant `fixed_window`, expected `while_in_flight` or `time_based`"},
 		{`{"strategy":{"duration_ms":1.5}}`, false, "invalid JSON: strategy.duration_ms must be an integer"},
 		{`{"strategy":{"burst":true}}`, false, "invalid JSON: strategy.burst must be an integer"},
+		{`{"per_key":5}`, false, "invalid JSON: per_key must be an object"},
+		{`{"per_key":{"per_key":{}}}`, true, `unknown field "per_key.per_key"`},
+		{`{"per_key":{"allocation":null}}`, true, "per_key.allocation cannot be null"},
+		{`{"per_key":{"allocation":"1"}}`, false, "invalid JSON: per_key.allocation must be an integer"},
+		{`{"per_key":{"strategy":null}}`, true, "per_key.strategy cannot be null"},
+		{`{"per_key":{"strategy":{"type":null}}}`, true, "per_key.strategy.type cannot be null"},
+		{`{"per_key":{"strategy":{"type":"x"}}}`, false, "invalid JSON: unknown variant `x`, expected `while_in_flight` or `time_based`"},
+		{`{"per_key":{"strategy":{"burst":"x"}}}`, false, "invalid JSON: per_key.strategy.burst must be an integer"},
+		{`{"paused":"yes"}`, false, "invalid JSON: paused must be true or false"},
+		{`{"paused":1}`, false, "invalid JSON: paused must be true or false"},
+		{`{"paused_until":-1}`, false, "invalid JSON: paused_until must be a non-negative integer"},
+		{`{"paused_until":"soon"}`, false, "invalid JSON: paused_until must be a non-negative integer"},
+		{`{"paused_until":1.5}`, false, "invalid JSON: paused_until must be a non-negative integer"},
 	} {
 		_, err := DecodeBudgetPatch(JSON, []byte(tt.body))
 		requirePatchError(t, err, tt)

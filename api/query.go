@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"strconv"
@@ -110,6 +111,10 @@ const (
 	keyPrefetch   = "prefetch"
 	keyState      = "state"
 	keyParked     = "parked"
+	keyParent     = "parent"
+	keyAllocation = "allocation"
+	keyDurationMs = "duration_ms"
+	keyBurst      = "burst"
 )
 
 var (
@@ -118,6 +123,8 @@ var (
 	takeKeys   = []string{keyQueue, keyPrefetch}
 	errorsKeys = []string{keyFrom, keyOrder, keyLimit}
 	stateKeys  = []string{keyState}
+	budgetKeys = []string{keyState, keyParent}
+	whatIfKeys = []string{keyAllocation, keyDurationMs, keyBurst}
 )
 
 // statusRank maps each job status to its place in the lifecycle, the order in
@@ -421,6 +428,108 @@ func StateValues(state bool) url.Values {
 		return nil
 	}
 	return url.Values{keyState: {"true"}}
+}
+
+// BudgetListQuery is the query string of GET /budgets: the live state
+// (?state=true) and, for a family's sub-budgets, its key (?parent=, our
+// extension). Without Parent the list holds families and plain budgets.
+type BudgetListQuery struct {
+	State  bool
+	Parent string
+}
+
+// ParseBudgetListQuery parses the query string of GET /budgets; an empty
+// parent is refused.
+func ParseBudgetListQuery(v url.Values) (BudgetListQuery, error) {
+	if err := checkKeys(v, budgetKeys); err != nil {
+		return BudgetListQuery{}, err
+	}
+	var q BudgetListQuery
+	var err error
+	if q.State, err = parseBool(v, keyState); err != nil {
+		return BudgetListQuery{}, err
+	}
+	parent, ok, err := single(v, keyParent)
+	if err != nil {
+		return BudgetListQuery{}, err
+	}
+	if ok && parent == "" {
+		return BudgetListQuery{}, invalidQuery("parent must not be empty")
+	}
+	q.Parent = parent
+	return q, nil
+}
+
+// Values renders the query string ParseBudgetListQuery reads back.
+func (q BudgetListQuery) Values() url.Values {
+	v := StateValues(q.State)
+	if q.Parent != "" {
+		if v == nil {
+			v = url.Values{}
+		}
+		v.Set(keyParent, q.Parent)
+	}
+	return v
+}
+
+// WhatIf is the query string of GET /budgets/{key}/forecast (our
+// extension): a configuration to forecast with instead of the budget's
+// own; nil fields keep the budget's. The server checks the values as a
+// PATCH of them would be checked.
+type WhatIf struct {
+	Allocation *int64
+	DurationMs *int64
+	Burst      *int64
+}
+
+// ParseWhatIf parses the query string of GET /budgets/{key}/forecast:
+// each of allocation, duration_ms and burst at most once, as decimal
+// digits.
+func ParseWhatIf(v url.Values) (WhatIf, error) {
+	if err := checkKeys(v, whatIfKeys); err != nil {
+		return WhatIf{}, err
+	}
+	var w WhatIf
+	for _, f := range []struct {
+		key string
+		dst **int64
+	}{{keyAllocation, &w.Allocation}, {keyDurationMs, &w.DurationMs}, {keyBurst, &w.Burst}} {
+		s, ok, err := single(v, f.key)
+		if err != nil {
+			return WhatIf{}, err
+		}
+		if !ok {
+			continue
+		}
+		n, ok := parseDigits(s)
+		if !ok || n > math.MaxInt64 {
+			return WhatIf{}, invalidQuery("%s must be a non-negative integer, not %q", f.key, s)
+		}
+		*f.dst = Ptr(int64(n))
+	}
+	return w, nil
+}
+
+// IsZero reports whether the what-if changes nothing: a plain forecast.
+func (w WhatIf) IsZero() bool { return w == WhatIf{} }
+
+// Values renders the query string ParseWhatIf reads back (nil when it
+// changes nothing).
+func (w WhatIf) Values() url.Values {
+	var v url.Values
+	for _, f := range []struct {
+		key string
+		val *int64
+	}{{keyAllocation, w.Allocation}, {keyDurationMs, w.DurationMs}, {keyBurst, w.Burst}} {
+		if f.val == nil {
+			continue
+		}
+		if v == nil {
+			v = url.Values{}
+		}
+		v.Set(f.key, strconv.FormatInt(*f.val, 10))
+	}
+	return v
 }
 
 // parseBool reads a flag that may appear once: true or 1, false or 0, and

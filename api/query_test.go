@@ -492,6 +492,76 @@ func TestParseStateQuery(t *testing.T) {
 	}
 }
 
+func TestParseBudgetListQuery(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		raw  string
+		want BudgetListQuery
+		err  string
+	}{
+		{raw: "", want: BudgetListQuery{}},
+		{raw: "state=true", want: BudgetListQuery{State: true}},
+		{raw: "parent=tenants", want: BudgetListQuery{Parent: "tenants"}},
+		{raw: "parent=a%2Fb%2Cc&state=1", want: BudgetListQuery{State: true, Parent: "a/b,c"}},
+		{raw: "parent=", err: "invalid query parameters: parent must not be empty"},
+		{raw: "parent=a&parent=b", err: "invalid query parameters: duplicate field `parent`"},
+		{raw: "state=maybe", err: `invalid query parameters: state must be true or false, not "maybe"`},
+		{raw: "family=a", err: "invalid query parameters: unknown field `family`, expected one of `state`, `parent`"},
+	}
+	for _, tt := range tests {
+		got, err := ParseBudgetListQuery(mustQuery(t, tt.raw))
+		if tt.err != "" {
+			var qe *QueryError
+			require.ErrorAs(t, err, &qe, tt.raw)
+			require.EqualError(t, err, tt.err, tt.raw)
+			continue
+		}
+		require.NoError(t, err, tt.raw)
+		require.Equal(t, tt.want, got, tt.raw)
+		back, err := ParseBudgetListQuery(tt.want.Values())
+		require.NoError(t, err, tt.raw)
+		require.Equal(t, tt.want, back, tt.raw)
+	}
+	require.Nil(t, BudgetListQuery{}.Values())
+	require.Equal(t, "parent=t%2Fx&state=true", BudgetListQuery{State: true, Parent: "t/x"}.Values().Encode())
+}
+
+func TestParseWhatIf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		raw  string
+		want WhatIf
+		err  string
+	}{
+		{raw: "", want: WhatIf{}},
+		{raw: "allocation=5", want: WhatIf{Allocation: Ptr[int64](5)}},
+		{raw: "allocation=0&duration_ms=60000&burst=9", want: WhatIf{Allocation: Ptr[int64](0), DurationMs: Ptr[int64](60000), Burst: Ptr[int64](9)}},
+		{raw: "burst=9223372036854775807", want: WhatIf{Burst: Ptr[int64](9223372036854775807)}},
+		{raw: "burst=9223372036854775808", err: `invalid query parameters: burst must be a non-negative integer, not "9223372036854775808"`},
+		{raw: "allocation=-1", err: `invalid query parameters: allocation must be a non-negative integer, not "-1"`},
+		{raw: "duration_ms=1h", err: `invalid query parameters: duration_ms must be a non-negative integer, not "1h"`},
+		{raw: "allocation=", err: `invalid query parameters: allocation must be a non-negative integer, not ""`},
+		{raw: "allocation=1&allocation=2", err: "invalid query parameters: duplicate field `allocation`"},
+		{raw: "rate=3", err: "invalid query parameters: unknown field `rate`, expected one of `allocation`, `duration_ms`, `burst`"},
+	}
+	for _, tt := range tests {
+		got, err := ParseWhatIf(mustQuery(t, tt.raw))
+		if tt.err != "" {
+			var qe *QueryError
+			require.ErrorAs(t, err, &qe, tt.raw)
+			require.EqualError(t, err, tt.err, tt.raw)
+			continue
+		}
+		require.NoError(t, err, tt.raw)
+		require.Equal(t, tt.want, got, tt.raw)
+		require.Equal(t, tt.raw == "", got.IsZero(), tt.raw)
+		back, err := ParseWhatIf(tt.want.Values())
+		require.NoError(t, err, tt.raw)
+		require.Equal(t, tt.want, back, tt.raw)
+	}
+	require.Nil(t, WhatIf{}.Values())
+}
+
 func TestParseRange(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -612,7 +682,7 @@ func FuzzParseJobQuery(f *testing.F) {
 // FuzzQueryValues checks the other query strings both ways: whatever
 // parses renders (Values) as a query string that parses back the same.
 func FuzzQueryValues(f *testing.F) {
-	for _, s := range []string{"", "queue=b,a&prefetch=0", "prefetch=1", "prefetch=2147483648&queue=%2C", "from=0", "from=7&order=desc&limit=2000", "state=1", "state=false"} {
+	for _, s := range []string{"", "queue=b,a&prefetch=0", "prefetch=1", "prefetch=2147483648&queue=%2C", "from=0", "from=7&order=desc&limit=2000", "state=1", "state=false", "parent=a%2Fb&state=true", "allocation=3&burst=0"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
@@ -643,6 +713,16 @@ func FuzzQueryValues(f *testing.F) {
 			back, err := ParseStateQuery(reparse(StateValues(state)))
 			require.NoError(t, err)
 			require.Equal(t, state, back)
+		}
+		if q, err := ParseBudgetListQuery(v); err == nil {
+			back, err := ParseBudgetListQuery(reparse(q.Values()))
+			require.NoError(t, err)
+			require.Equal(t, q, back)
+		}
+		if w, err := ParseWhatIf(v); err == nil {
+			back, err := ParseWhatIf(reparse(w.Values()))
+			require.NoError(t, err)
+			require.Equal(t, w, back)
 		}
 	})
 }

@@ -4,9 +4,7 @@ package api
 // POST /jobs/bulk). Pointer fields distinguish "absent" from a zero value:
 // the server materialises defaults, and rejects missing required fields.
 // Payload is nil when the key is absent and the 4 bytes "null" when it is
-// sent as null. Batch is kept as a plain decoded value (maps, slices,
-// float64, …) so that it survives both encodings; the server refuses it
-// until batches are built.
+// sent as null.
 type EnqueueRequest struct {
 	Type        *string          `json:"type,omitempty"`
 	Queue       *string          `json:"queue,omitempty"`
@@ -18,7 +16,7 @@ type EnqueueRequest struct {
 	Retention   *Retention       `json:"retention,omitempty"`
 	UniqueKey   *string          `json:"unique_key,omitempty"`
 	UniqueWhile *string          `json:"unique_while,omitempty"`
-	Batch       any              `json:"batch,omitempty"`
+	Batch       *BatchRequest    `json:"batch,omitempty"`
 	Budgets     []BindingRequest `json:"budgets,omitempty"`
 }
 
@@ -27,6 +25,14 @@ type BackoffRequest struct {
 	Exponent *float32 `json:"exponent,omitempty"`
 	BaseMs   *uint32  `json:"base_ms,omitempty"`
 	JitterMs *uint32  `json:"jitter_ms,omitempty"`
+}
+
+// BatchRequest makes a job batched (API.md §4.5): key, when and fold are
+// all required.
+type BatchRequest struct {
+	Key  *string `json:"key,omitempty"`
+	When *string `json:"when,omitempty"`
+	Fold *string `json:"fold,omitempty"`
 }
 
 // BindingRequest binds a job to a budget at enqueue time.
@@ -51,8 +57,20 @@ type FailureRequest struct {
 }
 
 // BudgetInput is the body of POST and PUT /budgets/{key}, and a binding's
-// create_with. Unknown fields (including "key") are ignored.
+// create_with. Unknown fields (including "key") are ignored. PerKey,
+// Paused and PausedUntil are our extension (see Budget); create_with
+// refuses them.
 type BudgetInput struct {
+	Allocation  *int64               `json:"allocation,omitempty"`
+	Strategy    *StrategyInput       `json:"strategy,omitempty"`
+	PerKey      *BudgetTemplateInput `json:"per_key,omitempty"`
+	Paused      *bool                `json:"paused,omitempty"`
+	PausedUntil *uint64              `json:"paused_until,omitempty"`
+}
+
+// BudgetTemplateInput is a family's template as sent: a budget body
+// without further family or pause (such fields are ignored).
+type BudgetTemplateInput struct {
 	Allocation *int64         `json:"allocation,omitempty"`
 	Strategy   *StrategyInput `json:"strategy,omitempty"`
 }

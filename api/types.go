@@ -49,7 +49,16 @@ type Job struct {
 	UniqueWhile string     `json:"unique_while,omitempty"` // materialised when UniqueKey is set
 	Duplicate   *bool      `json:"duplicate,omitempty"`
 	Folded      *bool      `json:"folded,omitempty"`
+	Batch       *Batch     `json:"batch,omitempty"`
 	Budgets     []Binding  `json:"budgets,omitempty"`
+}
+
+// Batch is a batched job's batch: its key, and the jq programs of the
+// batch's first job, which rule the whole batch.
+type Batch struct {
+	Key  string `json:"key"`
+	When string `json:"when"`
+	Fold string `json:"fold"`
 }
 
 // Backoff overrides the server's retry backoff for one job.
@@ -153,14 +162,31 @@ type AckIDs struct {
 }
 
 // Budget is a budget as rendered in responses. State is only present when
-// the caller asked for live figures (?state=true).
+// the caller asked for live figures (?state=true). PerKey, Paused and
+// PausedUntil are our extension (issue 16), each left out unless set, so a
+// budget without them has Zizq's exact shape (API.md §17.2).
 type Budget struct {
-	Key        string       `json:"key"`
-	Allocation int64        `json:"allocation"`
-	Strategy   Strategy     `json:"strategy"`
-	CreatedAt  uint64       `json:"created_at"`
-	UpdatedAt  uint64       `json:"updated_at"`
-	State      *BudgetState `json:"state,omitempty"`
+	Key        string   `json:"key"`
+	Allocation int64    `json:"allocation"`
+	Strategy   Strategy `json:"strategy"`
+	// PerKey makes the budget a family: a job bound to "<key>/<sub>" (no
+	// plain budget of that key existing) is bound to the family and to the
+	// sub-budget "<key>/<sub>", made from this template at first use.
+	PerKey *BudgetTemplate `json:"per_key,omitempty"`
+	// Paused: the budget pays nothing until resumed, or until PausedUntil
+	// (unix ms) when that is set; PausedUntil alone pauses too.
+	Paused      bool         `json:"paused,omitempty"`
+	PausedUntil uint64       `json:"paused_until,omitempty"`
+	CreatedAt   uint64       `json:"created_at"`
+	UpdatedAt   uint64       `json:"updated_at"`
+	State       *BudgetState `json:"state,omitempty"`
+}
+
+// BudgetTemplate is a family's configuration of its sub-budgets: the shape
+// of a budget body (our extension).
+type BudgetTemplate struct {
+	Allocation int64    `json:"allocation"`
+	Strategy   Strategy `json:"strategy"`
 }
 
 // Strategy describes how a budget's tokens come back.
@@ -185,6 +211,26 @@ type BudgetState struct {
 	OldestParkedMs *int64  `json:"oldest_parked_ms"`
 	NextTokenAt    *int64  `json:"next_token_at"`
 	Dispatched     int64   `json:"dispatched"`
+	// SubBudgets counts a family's live sub-budgets; it is left out for
+	// every other budget.
+	SubBudgets *int64 `json:"sub_budgets,omitempty"`
+}
+
+// Forecast is the body of GET /budgets/{key}/forecast (our extension):
+// when the budget's backlog will have been dispatched at today's pace, or
+// at the pace of the what-if the query asked for.
+type Forecast struct {
+	Key string `json:"key"`
+	// Parked counts the backlog: every unfinished ready job bound to the
+	// budget, waiting for it or for another budget, served or not.
+	Parked int64 `json:"parked"`
+	// DrainsAt is when the last of them is dispatched (unix ms): exact
+	// for a time_based budget whose jobs are bound to it alone and have a
+	// taker with room; from the observed mean time in flight for
+	// while_in_flight (Estimated), null until there is an observation;
+	// from paused_until for a paused budget, null while paused without end.
+	DrainsAt  *int64 `json:"drains_at"`
+	Estimated bool   `json:"estimated"`
 }
 
 // Why explains what a job waits for (GET /jobs/{id}/why).
@@ -198,6 +244,12 @@ type Why struct {
 	Reason  string      `json:"reason,omitempty" msgpack:"reason,omitempty"`
 	Budgets []WhyBudget `json:"budgets"`
 	ReadyAt uint64      `json:"ready_at"`
+	// ExpectedAt is when the job is expected to be dispatched (unix ms),
+	// from its place in the lines of its time_based budgets at their
+	// rates, if nothing else takes their tokens; null when no such
+	// estimate holds (a while_in_flight budget or a pause without end
+	// holds it back, or it is not waiting).
+	ExpectedAt *int64 `json:"expected_at"`
 }
 
 // WhyBudget is one budget in whose line a parked job waits.
@@ -210,6 +262,10 @@ type WhyBudget struct {
 	// ReservedBy names the head of the budget's line whose reservation
 	// alone holds the job back: the budget could pay it otherwise.
 	ReservedBy string `json:"reserved_by,omitempty" msgpack:"reserved_by,omitempty"`
+	// Paused: the budget is paused, until PausedUntil (unix ms) when that
+	// is set (our extension, issue 16; left out unless paused).
+	Paused      bool   `json:"paused,omitempty" msgpack:"paused,omitempty"`
+	PausedUntil *int64 `json:"paused_until,omitempty" msgpack:"paused_until,omitempty"`
 }
 
 // Why.WaitingFor values.

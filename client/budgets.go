@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/zizq/zizq/api"
 )
@@ -60,4 +61,44 @@ func (c *Client) PatchBudget(ctx context.Context, key string, p api.BudgetPatch)
 func (c *Client) DeleteBudget(ctx context.Context, key string) error {
 	_, err := c.do(ctx, call{method: http.MethodDelete, path: "/budgets/" + seg(key)}, nil)
 	return err
+}
+
+// SubBudgets returns the live sub-budgets of the family parent, sorted by
+// key (GET /budgets?parent=, our extension); state adds the live figures.
+// A parent that is not a family is a 404 *Error.
+func (c *Client) SubBudgets(ctx context.Context, parent string, state bool) ([]api.Budget, error) {
+	var out api.BudgetList
+	q := api.BudgetListQuery{State: state, Parent: parent}
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets", query: q.Values()}, &out); err != nil {
+		return nil, err
+	}
+	return out.Budgets, nil
+}
+
+// PauseBudget pauses a budget (PATCH /budgets/{key}, our extension): it
+// pays for nothing, so its jobs wait, until ResumeBudget or, when until is
+// not the zero time, until then (to the millisecond). A later pause
+// replaces the end of an earlier one.
+func (c *Client) PauseBudget(ctx context.Context, key string, until time.Time) (*api.Budget, error) {
+	p := api.BudgetPatch{Paused: api.Set(true), PausedUntil: api.Null[uint64]()}
+	if !until.IsZero() {
+		p.PausedUntil = api.Set(uint64(max(0, until.UnixMilli())))
+	}
+	return c.PatchBudget(ctx, key, p)
+}
+
+// ResumeBudget ends a budget's pause, with or without an end, at once.
+func (c *Client) ResumeBudget(ctx context.Context, key string) (*api.Budget, error) {
+	return c.PatchBudget(ctx, key, api.BudgetPatch{Paused: api.Set(false), PausedUntil: api.Null[uint64]()})
+}
+
+// BudgetForecast returns when the budget's backlog will have been
+// dispatched (GET /budgets/{key}/forecast, our extension); a whatIf that
+// is not zero answers for the budget so changed, and changes nothing.
+func (c *Client) BudgetForecast(ctx context.Context, key string, whatIf api.WhatIf) (*api.Forecast, error) {
+	var out api.Forecast
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/budgets/" + seg(key) + "/forecast", query: whatIf.Values()}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }

@@ -16,8 +16,9 @@ import (
 // testBundle is a real server on 127.0.0.1:0 over a real SQLite file, and
 // a client of it.
 type testBundle struct {
-	url string
-	c   *client.Client
+	url   string
+	c     *client.Client
+	admin *client.Client // of the server's admin port
 }
 
 // formats are the encodings every test runs in.
@@ -35,10 +36,12 @@ func startServer(t *testing.T, tune ...func(*server.Options)) string {
 // setup starts a server and a client of it in format f.
 func setup(t *testing.T, f api.Format, tune ...func(*server.Options)) *testBundle {
 	t.Helper()
-	url := startServer(t, tune...)
-	c, err := client.New(url, client.Options{Format: f, Timeout: 10 * time.Second})
+	ts := servertest.Start(t, tune...)
+	c, err := client.New(ts.URL, client.Options{Format: f, Timeout: 10 * time.Second})
 	require.NoError(t, err)
-	return &testBundle{url: url, c: c}
+	admin, err := client.New(ts.AdminURL, client.Options{Format: f, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	return &testBundle{url: ts.URL, c: c, admin: admin}
 }
 
 // eachFormat runs fn as a parallel subtest per encoding, each with its own

@@ -78,6 +78,46 @@ func TestClient_EnqueueUnique(t *testing.T) {
 	})
 }
 
+// TestClient_EnqueueBatched checks that an answer tells a fold from a
+// unique duplicate, alone and in a bulk.
+func TestClient_EnqueueBatched(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, tb *testBundle) {
+		ctx := ctxT(t)
+		req := job("q", "t", `{"ids":[1]}`)
+		req.Batch = &api.BatchRequest{Key: api.Ptr("k"), When: api.Ptr("true"), Fold: api.Ptr(`$existing | .ids += $new.ids`)}
+		first, err := tb.c.Enqueue(ctx, req)
+		require.NoError(t, err)
+		require.False(t, *first.Folded)
+		require.False(t, *first.Duplicate)
+		require.Equal(t, &api.Batch{Key: "k", When: "true", Fold: `$existing | .ids += $new.ids`}, first.Batch)
+
+		req.Payload = api.Payload(`{"ids":[2]}`)
+		folded, err := tb.c.Enqueue(ctx, req)
+		require.NoError(t, err, "a fold (200) is a success")
+		require.True(t, *folded.Folded)
+		require.False(t, *folded.Duplicate)
+		require.Equal(t, first.ID, folded.ID)
+
+		unique := job("q", "t", "")
+		unique.UniqueKey = api.Ptr("u")
+		jobs, err := tb.c.EnqueueBulk(ctx, []api.EnqueueRequest{unique, unique, req})
+		require.NoError(t, err)
+		require.Len(t, jobs, 3)
+		require.False(t, *jobs[0].Duplicate)
+		require.False(t, *jobs[0].Folded)
+		require.True(t, *jobs[1].Duplicate)
+		require.False(t, *jobs[1].Folded)
+		require.True(t, *jobs[2].Folded)
+		require.False(t, *jobs[2].Duplicate)
+		require.Equal(t, first.ID, jobs[2].ID)
+
+		got, err := tb.c.GetJob(ctx, first.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"ids":[1,2,2]}`, string(got.Payload))
+	})
+}
+
 func TestClient_ListJobs(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, tb *testBundle) {

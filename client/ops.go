@@ -30,8 +30,29 @@ func (c *Client) RetryJob(ctx context.Context, id string) (*api.Job, error) {
 	return &out, nil
 }
 
+// Compact asks the server to return the space of deleted jobs to the file
+// system and to empty its write-ahead log (POST /compact, on the admin
+// port). Only ctx bounds it, as for Backup.
+func (c *Client) Compact(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/compact", nil)
+	if err != nil {
+		return fmt.Errorf("compact: %w", err)
+	}
+	req.Header.Set("User-Agent", c.agent)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return c.transportError(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return c.answerError(resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	return nil
+}
+
 // Backup streams a consistent snapshot of the server's store (POST
-// /backup), a tar.gz archive, into w and returns how many bytes it wrote.
+// /backup, on the admin port), a tar.gz archive, into w and returns how many bytes it wrote.
 // Only ctx bounds it (a large store takes a while), not Options.Timeout. A
 // failure after some bytes were written leaves w holding a truncated
 // archive: write to a temporary file and keep it only on success.

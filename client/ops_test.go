@@ -38,13 +38,18 @@ func TestClient_Operations(t *testing.T) {
 		_, err = tb.c.RetryJob(ctx, "0000000000000000000000000")
 		require.True(t, client.IsNotFound(err), "%v", err)
 
-		// Back up: a whole archive holding the database.
+		// Back up, on the admin port: a whole archive holding the database.
 		var buf bytes.Buffer
-		n, err := tb.c.Backup(ctx, &buf)
+		_, err = tb.c.Backup(ctx, &buf)
+		require.True(t, client.IsNotFound(err), "not on the API port: %v", err)
+		n, err := tb.admin.Backup(ctx, &buf)
 		require.NoError(t, err)
 		require.Equal(t, int64(buf.Len()), n)
 		size, err := sqlite.CheckArchive(&buf)
 		require.NoError(t, err)
 		require.Positive(t, size)
+
+		require.NoError(t, tb.admin.Compact(ctx))
+		require.True(t, client.IsNotFound(tb.c.Compact(ctx)), "not on the API port")
 	})
 }

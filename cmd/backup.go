@@ -26,13 +26,14 @@ type backupResult struct {
 
 func newBackupCmd(f *Factory) *cobra.Command {
 	o := &BackupOptions{}
+	admin := &AdminOptions{}
 	c := &cobra.Command{
 		Use:   "backup FILE",
 		Short: "Save a consistent snapshot of a running server's data",
 		Long: `Save a consistent snapshot of a running server's jobs and budgets into FILE,
-a tar.gz holding zizq-root/data/zizq.db (POST /backup). The server goes on
-serving meanwhile; the snapshot holds every write it acknowledged before the
-backup began.
+a tar.gz holding zizq-root/data/zizq.db (POST /backup on the admin port,
+--admin-url). The server goes on serving meanwhile; the snapshot holds every
+write it acknowledged before the backup began.
 
 The archive is checked whole before FILE appears (it is written beside it
 and renamed), so FILE is never a partial backup. An existing FILE is kept
@@ -40,10 +41,11 @@ unless --force. FILE - writes to standard output. --timeout does not apply:
 a large store takes a while.
 
 Restore it with 'zizq restore', with the server stopped.`,
-		Example: `  zizq backup /var/backups/zizq-$(date +%F).tar.gz`,
-		Args:    cobra.ExactArgs(1),
+		Example: `  zizq backup /var/backups/zizq-$(date +%F).tar.gz
+  zizq backup --admin-url https://db1:8901 --admin-ca-cert ca.pem backup.tar.gz`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			cl, err := f.Client()
+			cl, err := adminClient(admin, client.Options{Timeout: -1, UserAgent: "zizq-cli/" + version})
 			if err != nil {
 				return err
 			}
@@ -62,6 +64,7 @@ Restore it with 'zizq restore', with the server stopped.`,
 		},
 	}
 	c.Flags().BoolVar(&o.Force, "force", false, "replace FILE if it exists")
+	addAdminFlags(c, admin)
 	return c
 }
 

@@ -104,6 +104,8 @@ func newBenchCmd(f *Factory) *cobra.Command {
 	fs.StringVar(&o.ServerBinary, "server-binary", "", "zizq executable of the temporary server (default: this one), to measure another build with the same load")
 	fs.StringVar(&o.CommitMode, "commit-mode", "", "durability of the temporary server: buffered or fsync (default: the server's default)")
 	fs.StringVar(&o.Scenario, "scenario", o.Scenario, "enqueue, e2e, drain, budgets, scale or all (all but scale)")
+	fs.IntVar(&o.EventSubscribers, "event-subscribers", 0, "dashboards reading the admin port's event stream in detail mode during e2e, to measure what they cost dispatch")
+	fs.StringVar(&o.AdminURL, "admin-url", "", "admin port of the --url server, for --event-subscribers")
 	fs.IntVar(&o.Concurrency, "concurrency", o.Concurrency, "allocation of the while_in_flight budget")
 	durationFlag(fs, &o.WorkTime, "work-time", o.WorkTime, "how long a worker runs each job of the while_in_flight budget")
 	fs.IntSliceVar(&o.Rates, "rate", o.Rates, "rates per second of the time_based budget (repeatable)")

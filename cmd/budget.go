@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -22,18 +23,35 @@ func newBudgetCmd(f *Factory) *cobra.Command {
 		newBudgetPutCmd(f),
 		newBudgetPatchCmd(f),
 		newBudgetDeleteCmd(f),
+		newBudgetPauseCmd(f),
+		newBudgetResumeCmd(f),
+		newBudgetForecastCmd(f),
 	)
 	c.Long = `Manage budgets: named pools of tokens that jobs bind to with a cost. A job
 is dispatched only when every budget it is bound to can pay; otherwise it
 waits (parked) while other jobs keep flowing.
 
   while_in_flight  at most --allocation tokens are held by running jobs
-  time_based       --allocation tokens per --duration, up to --burst at once`
+  time_based       --allocation tokens per --duration, up to --burst at once
+
+A family (--per-key-… flags) also limits each sub-key: a job bound to
+"<KEY>/<sub>" is charged on the family and on the sub-budget <KEY>/<sub>,
+made from the family's template at first use; the family serves its
+sub-keys in fair turns.`
 	return c
 }
 
-// BudgetFlags are the settings of `budget create`, `put` and `patch`.
+// BudgetFlags are the settings of `budget create`, `put` and `patch`: the
+// budget's own, and its family template's (the --per-key-… flags).
 type BudgetFlags struct {
+	Own    PoolFlags
+	PerKey PoolFlags
+}
+
+// PoolFlags are the allocation and strategy of a budget or of a family
+// template; prefix ("" or "per-key-") names its flags.
+type PoolFlags struct {
+	prefix     string
 	Allocation int64
 	Strategy   string
 	Duration   time.Duration
@@ -42,26 +60,40 @@ type BudgetFlags struct {
 }
 
 func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
-	intRangeFlag(fs, &b.Allocation, "allocation", 1, budget.MaxAllocation, 0, "tokens: jobs in flight at once (while_in_flight) or per --duration (time_based)")
-	fs.StringVar(&b.Strategy, "strategy", "", "how tokens come back: while_in_flight or time_based")
-	durationFlag(fs, &b.Duration, "duration", 0, "period over which --allocation tokens come back (time_based), e.g. 1h or 3600000")
-	intRangeFlag(fs, &b.Burst, "burst", 1, budget.MaxAllocation, 0, "most tokens a time_based budget holds at once (default: --allocation)")
-	_ = c.RegisterFlagCompletionFunc("strategy", cobra.FixedCompletions(
+	b.Own.prefix, b.PerKey.prefix = "", "per-key-"
+	b.Own.register(fs, c, "")
+	b.PerKey.register(fs, c, "each sub-budget <KEY>/<sub> of the family: ")
+}
+
+func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
+	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight) or per --"+p.flag("duration")+" (time_based)")
+	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: while_in_flight or time_based")
+	durationFlag(fs, &p.Duration, p.flag("duration"), 0, of+"period over which --"+p.flag("allocation")+" tokens come back (time_based), e.g. 1h or 3600000")
+	intRangeFlag(fs, &p.Burst, p.flag("burst"), 1, budget.MaxAllocation, 0, of+"most tokens a time_based budget holds at once (default: --"+p.flag("allocation")+")")
+	_ = c.RegisterFlagCompletionFunc(p.flag("strategy"), cobra.FixedCompletions(
 		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased}, cobra.ShellCompDirectiveNoFileComp))
 }
 
-func (b *BudgetFlags) checkStrategy() error {
-	if b.Strategy != api.StrategyWhileInFlight && b.Strategy != api.StrategyTimeBased {
-		return usageError{fmt.Errorf("invalid --strategy %q: use while_in_flight or time_based", b.Strategy)}
+// flag is the name of one of the pool's flags.
+func (p *PoolFlags) flag(name string) string { return p.prefix + name }
+
+// names are the pool's flags that set something, in order.
+func (p *PoolFlags) names() []string {
+	return []string{p.flag("allocation"), p.flag("strategy"), p.flag("duration"), p.flag("burst")}
+}
+
+func (p *PoolFlags) checkStrategy() error {
+	if p.Strategy != api.StrategyWhileInFlight && p.Strategy != api.StrategyTimeBased {
+		return usageError{fmt.Errorf("invalid --%s %q: use while_in_flight or time_based", p.flag("strategy"), p.Strategy)}
 	}
 	return nil
 }
 
-// checkDuration refuses a --duration the server would: it counts whole
+// checkDuration refuses a duration the server would: it counts whole
 // milliseconds, at least one.
-func (b *BudgetFlags) checkDuration(c *cobra.Command) error {
-	if c.Flags().Changed("duration") && b.Duration < time.Millisecond {
-		return usageError{fmt.Errorf("--duration must be at least 1ms")}
+func (p *PoolFlags) checkDuration(c *cobra.Command) error {
+	if c.Flags().Changed(p.flag("duration")) && p.Duration < time.Millisecond {
+		return usageError{fmt.Errorf("--%s must be at least 1ms", p.flag("duration"))}
 	}
 	return nil
 }
@@ -69,45 +101,104 @@ func (b *BudgetFlags) checkDuration(c *cobra.Command) error {
 // input builds the body of POST and PUT from the flags given, refusing
 // what the server would refuse of them.
 func (b *BudgetFlags) input(c *cobra.Command) (api.BudgetInput, error) {
-	if err := requireFlags(c, "allocation", "strategy"); err != nil {
+	alloc, strategy, err := b.Own.input(c)
+	if err != nil {
 		return api.BudgetInput{}, err
 	}
-	if err := b.checkStrategy(); err != nil {
-		return api.BudgetInput{}, err
-	}
-	if err := b.checkDuration(c); err != nil {
-		return api.BudgetInput{}, err
-	}
-	fl := c.Flags()
-	switch {
-	case b.Strategy == api.StrategyTimeBased && !fl.Changed("duration"):
-		return api.BudgetInput{}, usageError{fmt.Errorf("--strategy time_based needs --duration: the period over which --allocation tokens come back")}
-	case b.Strategy == api.StrategyWhileInFlight && (fl.Changed("duration") || fl.Changed("burst")):
-		return api.BudgetInput{}, usageError{fmt.Errorf("--duration and --burst are only for --strategy time_based")}
-	}
-	in := api.BudgetInput{Allocation: &b.Allocation, Strategy: &api.StrategyInput{Type: &b.Strategy}}
-	if c.Flags().Changed("duration") {
-		in.Strategy.DurationMs = api.Ptr(b.Duration.Milliseconds())
-	}
-	if c.Flags().Changed("burst") {
-		in.Strategy.Burst = &b.Burst
+	in := api.BudgetInput{Allocation: alloc, Strategy: strategy}
+	if anyChanged(c, b.PerKey.names()...) {
+		alloc, strategy, err := b.PerKey.input(c)
+		if err != nil {
+			return api.BudgetInput{}, err
+		}
+		in.PerKey = &api.BudgetTemplateInput{Allocation: alloc, Strategy: strategy}
 	}
 	return in, nil
 }
 
+// input builds a complete allocation and strategy from the pool's flags.
+func (p *PoolFlags) input(c *cobra.Command) (*int64, *api.StrategyInput, error) {
+	if err := requireFlags(c, p.flag("allocation"), p.flag("strategy")); err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkStrategy(); err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkDuration(c); err != nil {
+		return nil, nil, err
+	}
+	fl := c.Flags()
+	hasDuration, hasBurst := fl.Changed(p.flag("duration")), fl.Changed(p.flag("burst"))
+	switch {
+	case p.Strategy == api.StrategyTimeBased && !hasDuration:
+		return nil, nil, usageError{fmt.Errorf("--%s time_based needs --%s: the period over which --%s tokens come back",
+			p.flag("strategy"), p.flag("duration"), p.flag("allocation"))}
+	case p.Strategy == api.StrategyWhileInFlight && (hasDuration || hasBurst):
+		return nil, nil, usageError{fmt.Errorf("--%s and --%s are only for --%s time_based", p.flag("duration"), p.flag("burst"), p.flag("strategy"))}
+	}
+	st := &api.StrategyInput{Type: &p.Strategy}
+	if hasDuration {
+		st.DurationMs = api.Ptr(p.Duration.Milliseconds())
+	}
+	if hasBurst {
+		st.Burst = &p.Burst
+	}
+	return &p.Allocation, st, nil
+}
+
+// patch builds the allocation and strategy members of a PATCH from the
+// pool's flags given; nil where none was.
+func (p *PoolFlags) patch(c *cobra.Command) (*int64, *api.StrategyPatch, error) {
+	if err := exclusiveFlags(c, p.flag("burst"), "no-"+p.flag("burst")); err != nil {
+		return nil, nil, err
+	}
+	if err := p.checkDuration(c); err != nil {
+		return nil, nil, err
+	}
+	var alloc *int64
+	var st api.StrategyPatch
+	fl := c.Flags()
+	if fl.Changed(p.flag("allocation")) {
+		alloc = &p.Allocation
+	}
+	if fl.Changed(p.flag("strategy")) {
+		if err := p.checkStrategy(); err != nil {
+			return nil, nil, err
+		}
+		st.Type = &p.Strategy
+	}
+	if fl.Changed(p.flag("duration")) {
+		st.DurationMs = api.Ptr(p.Duration.Milliseconds())
+	}
+	switch {
+	case p.NoBurst:
+		st.Burst = api.Null[int64]()
+	case fl.Changed(p.flag("burst")):
+		st.Burst = api.Set(p.Burst)
+	}
+	if st == (api.StrategyPatch{}) {
+		return alloc, nil, nil
+	}
+	return alloc, &st, nil
+}
+
 // budgetTable prints budgets with their live figures, "-" where a figure
-// does not apply or was not asked for.
+// does not apply or was not asked for. PER KEY and SUB-BUDGETS come when
+// a budget is a family, PAUSED when one is paused: a table of budgets
+// without them keeps its columns.
 func budgetTable(f *Factory, budgets []api.Budget) error {
 	now := time.Now()
-	t := newTable(f.IO.Out, "KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN")
+	families := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.PerKey != nil })
+	pauses := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Paused || b.PausedUntil > 0 })
+	cols := []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN"}
+	if families {
+		cols = append(cols, "PER KEY", "SUB-BUDGETS")
+	}
+	if pauses {
+		cols = append(cols, "PAUSED")
+	}
+	t := newTable(f.IO.Out, cols...)
 	for _, b := range budgets {
-		rate, burst := "-", "-"
-		if b.Strategy.Type == api.StrategyTimeBased {
-			rate = strconv.FormatInt(b.Allocation, 10) + "/" + formatMs(b.Strategy.DurationMs)
-		}
-		if b.Strategy.Burst > 0 {
-			burst = strconv.FormatInt(b.Strategy.Burst, 10)
-		}
 		avail, inFlight, parked, next := "-", "-", "-", "-"
 		if s := b.State; s != nil {
 			avail = formatTokens(s.Available)
@@ -117,9 +208,65 @@ func budgetTable(f *Factory, budgets []api.Budget) error {
 				next = formatUntil(*s.NextTokenAt, now)
 			}
 		}
-		t.row(b.Key, b.Strategy.Type, strconv.FormatInt(b.Allocation, 10), rate, burst, avail, inFlight, parked, next)
+		rate, burst := formatRate(b.Allocation, b.Strategy)
+		row := []string{b.Key, b.Strategy.Type, strconv.FormatInt(b.Allocation, 10), rate, burst, avail, inFlight, parked, next}
+		if families {
+			row = append(row, formatPerKey(b.PerKey), formatSubBudgets(b))
+		}
+		if pauses {
+			row = append(row, formatPause(b, now))
+		}
+		t.row(row...)
 	}
 	return t.flush()
+}
+
+// formatRate writes a strategy's rate ("10/1h") and burst, "-" where they
+// do not apply.
+func formatRate(allocation int64, s api.Strategy) (rate, burst string) {
+	rate, burst = "-", "-"
+	if s.Type == api.StrategyTimeBased {
+		rate = strconv.FormatInt(allocation, 10) + "/" + formatMs(s.DurationMs)
+	}
+	if s.Burst > 0 {
+		burst = strconv.FormatInt(s.Burst, 10)
+	}
+	return rate, burst
+}
+
+// formatPerKey writes a family's template: "2 in flight", "10/1m" or
+// "10/1m burst 5"; "-" for a plain budget.
+func formatPerKey(t *api.BudgetTemplate) string {
+	if t == nil {
+		return "-"
+	}
+	rate, burst := formatRate(t.Allocation, t.Strategy)
+	switch {
+	case t.Strategy.Type != api.StrategyTimeBased:
+		return strconv.FormatInt(t.Allocation, 10) + " in flight"
+	case burst != "-":
+		return rate + " burst " + burst
+	}
+	return rate
+}
+
+// formatSubBudgets writes how many live sub-budgets a family has.
+func formatSubBudgets(b api.Budget) string {
+	if b.State == nil || b.State.SubBudgets == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*b.State.SubBudgets, 10)
+}
+
+// formatPause writes a budget's pause: "yes" until resumed, or its end.
+func formatPause(b api.Budget, now time.Time) string {
+	switch {
+	case b.PausedUntil > 0:
+		return "until " + formatTime(b.PausedUntil) + " (" + formatUntil(int64(b.PausedUntil), now) + ")"
+	case b.Paused:
+		return "yes"
+	}
+	return "-"
 }
 
 // printBudget prints one budget in the chosen output format.

@@ -8,12 +8,15 @@ import (
 )
 
 func newBudgetListCmd(f *Factory) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
+	var parent string
+	c := &cobra.Command{
+		Use:   "list [--parent FAMILY]",
 		Short: "List budgets with their live state",
 		Long: `List every budget, sorted by key, with its live figures: tokens available
 now, jobs in flight, jobs parked in its line, and when the next token is due
-(time_based budgets whose line waits for tokens).
+(time_based budgets whose line waits for tokens). Families show their
+template (PER KEY) and how many sub-budgets are live; --parent FAMILY lists
+the family's live sub-budgets instead.
 
 -o json prints the server's {"budgets":[…]} object, live "state" included.`,
 		Args: cobra.NoArgs,
@@ -22,7 +25,15 @@ now, jobs in flight, jobs parked in its line, and when the next token is due
 			if err != nil {
 				return err
 			}
-			budgets, err := cl.ListBudgets(c.Context(), true)
+			var budgets []api.Budget
+			if c.Flags().Changed("parent") {
+				if err := checkBudgetKey(parent); err != nil {
+					return usageError{fmt.Errorf("--parent: %w", err)}
+				}
+				budgets, err = cl.SubBudgets(c.Context(), parent, true)
+			} else {
+				budgets, err = cl.ListBudgets(c.Context(), true)
+			}
 			if err != nil {
 				return err
 			}
@@ -40,4 +51,7 @@ now, jobs in flight, jobs parked in its line, and when the next token is due
 			return budgetTable(f, budgets)
 		},
 	}
+	c.Flags().StringVar(&parent, "parent", "", "list the live sub-budgets of this family")
+	_ = c.RegisterFlagCompletionFunc("parent", f.completeBudgetArg)
+	return c
 }

@@ -8,18 +8,25 @@ import (
 )
 
 // budgetPatchFlags are the flags of `budget patch` that change something.
-var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst"}
+var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst",
+	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst", "no-per-key"}
 
 func newBudgetPatchCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
+	var noPerKey bool
 	c := &cobra.Command{
-		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst]",
+		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst] [--per-key-… | --no-per-key]",
 		Short: "Change some settings of a budget",
 		Long: `Change only the settings given as flags; the others are kept. --no-burst
 removes the burst, so the budget holds at most --allocation tokens. A
 --strategy other than the budget's replaces its strategy whole, so give
---duration with time_based.`,
-		Example:           `  zizq budget patch image-service --allocation 20000 --no-burst`,
+--duration with time_based.
+
+The --per-key-… flags change a family's template the same way; on a plain
+budget they make it a family, and must then include --per-key-allocation
+and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
+		Example: `  zizq budget patch image-service --allocation 20000 --no-burst
+  zizq budget patch tenants --per-key-allocation 5`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -29,35 +36,9 @@ removes the burst, so the budget holds at most --allocation tokens. A
 			if !anyChanged(c, budgetPatchFlags...) {
 				return usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(budgetPatchFlags))}
 			}
-			if err := exclusiveFlags(c, "burst", "no-burst"); err != nil {
+			p, err := b.patch(c, noPerKey)
+			if err != nil {
 				return err
-			}
-			if err := b.checkDuration(c); err != nil {
-				return err
-			}
-			var p api.BudgetPatch
-			var st api.StrategyPatch
-			fl := c.Flags()
-			if fl.Changed("allocation") {
-				p.Allocation = &b.Allocation
-			}
-			if fl.Changed("strategy") {
-				if err := b.checkStrategy(); err != nil {
-					return err
-				}
-				st.Type = &b.Strategy
-			}
-			if fl.Changed("duration") {
-				st.DurationMs = api.Ptr(b.Duration.Milliseconds())
-			}
-			switch {
-			case b.NoBurst:
-				st.Burst = api.Null[int64]()
-			case fl.Changed("burst"):
-				st.Burst = api.Set(b.Burst)
-			}
-			if st != (api.StrategyPatch{}) {
-				p.Strategy = &st
 			}
 			cl, err := f.Client()
 			if err != nil {
@@ -71,6 +52,31 @@ removes the burst, so the budget holds at most --allocation tokens. A
 		},
 	}
 	b.register(c.Flags(), c)
-	c.Flags().BoolVar(&b.NoBurst, "no-burst", false, "remove the burst: capacity falls back to the allocation")
+	c.Flags().BoolVar(&b.Own.NoBurst, "no-burst", false, "remove the burst: capacity falls back to the allocation")
+	c.Flags().BoolVar(&b.PerKey.NoBurst, "no-per-key-burst", false, "remove the family template's burst")
+	c.Flags().BoolVar(&noPerKey, "no-per-key", false, "make a family a plain budget: no more sub-budgets")
 	return c
+}
+
+// patch builds the PATCH body from the flags given.
+func (b *BudgetFlags) patch(c *cobra.Command, noPerKey bool) (api.BudgetPatch, error) {
+	var p api.BudgetPatch
+	var err error
+	if p.Allocation, p.Strategy, err = b.Own.patch(c); err != nil {
+		return p, err
+	}
+	tAlloc, tStrategy, err := b.PerKey.patch(c)
+	if err != nil {
+		return p, err
+	}
+	switch {
+	case noPerKey:
+		if anyChanged(c, b.PerKey.names()...) || b.PerKey.NoBurst {
+			return p, usageError{fmt.Errorf("--no-per-key cannot come with other --per-key-… flags")}
+		}
+		p.PerKey = api.Null[api.TemplatePatch]()
+	case tAlloc != nil || tStrategy != nil:
+		p.PerKey = api.Set(api.TemplatePatch{Allocation: tAlloc, Strategy: tStrategy})
+	}
+	return p, nil
 }

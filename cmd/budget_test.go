@@ -116,7 +116,7 @@ func TestBudgetCommands_Help(t *testing.T) {
 	t.Parallel()
 	r := runZizq(t, "", "budget")
 	require.Equal(t, cmd.ExitOK, r.code)
-	for _, sub := range []string{"list", "get", "create", "put", "patch", "delete"} {
+	for _, sub := range []string{"list", "get", "create", "put", "patch", "delete", "pause", "resume", "forecast"} {
 		require.Contains(t, r.out, "  "+sub+" ")
 	}
 	r = runZizq(t, "", "budget", "patch", "--help")
@@ -140,7 +140,7 @@ func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 		{"BurstOfWhileInFlight", "--duration and --burst are only for --strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--burst", "2"}},
 		{"ZeroDuration", "--duration must be at least 1ms", []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "0"}},
 		{"ZeroBurst", `--burst must be 1..2147483647, got "0"`, []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "1h", "--burst", "0"}},
-		{"PatchNothing", "nothing to change: give at least one of --allocation, --strategy, --duration, --burst, --no-burst", []string{"patch", "k"}},
+		{"PatchNothing", "nothing to change: give at least one of --allocation, --strategy, --duration, --burst, --no-burst, --per-key-allocation", []string{"patch", "k"}},
 		{"PatchZeroDuration", "--duration must be at least 1ms", []string{"patch", "k", "--duration", "0"}},
 		{"EmptyKey", `invalid KEY "": budget key must not be empty`, []string{"create", "", "--allocation", "1", "--strategy", "while_in_flight"}},
 		{"CommaKey", `invalid KEY "a,b": budget key must not contain ','`, []string{"put", "a,b", "--allocation", "1", "--strategy", "while_in_flight"}},
@@ -150,6 +150,18 @@ func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 		{"GetEmptyKey", `invalid KEY ""`, []string{"get", ""}},
 		{"DeleteEmptyKey", `invalid KEY ""`, []string{"delete", ""}},
 		{"PatchEmptyKey", `invalid KEY ""`, []string{"patch", "", "--allocation", "2"}},
+		{"PerKeyWithoutStrategy", "required flag --per-key-strategy not set", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1"}},
+		{"PerKeyTimeBasedWithoutDuration", "--per-key-strategy time_based needs --per-key-duration", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "time_based"}},
+		{"PerKeyBurstOfWhileInFlight", "--per-key-duration and --per-key-burst are only for --per-key-strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "while_in_flight", "--per-key-burst", "2"}},
+		{"PerKeyBadStrategy", `invalid --per-key-strategy "fast"`, []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "fast"}},
+		{"PatchPerKeyBurstTwice", "--per-key-burst and --no-per-key-burst cannot be used together", []string{"patch", "k", "--per-key-burst", "2", "--no-per-key-burst"}},
+		{"PatchNoPerKeyWithTemplate", "--no-per-key cannot come with other --per-key-… flags", []string{"patch", "k", "--no-per-key", "--per-key-allocation", "2"}},
+		{"PatchPerKeyZeroDuration", "--per-key-duration must be at least 1ms", []string{"patch", "k", "--per-key-duration", "0"}},
+		{"PauseForAndUntil", "--for and --until cannot be used together", []string{"pause", "k", "--for", "1s", "--until", "5"}},
+		{"PauseEmptyKey", `invalid KEY ""`, []string{"pause", ""}},
+		{"ResumeEmptyKey", `invalid KEY ""`, []string{"resume", ""}},
+		{"ForecastZeroDuration", "--duration must be at least 1ms", []string{"forecast", "k", "--duration", "0"}},
+		{"ListEmptyParent", `--parent: invalid KEY ""`, []string{"list", "--parent", ""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

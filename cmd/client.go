@@ -71,6 +71,7 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		newVersionCmd(f),
 		newTopCmd(f),
 		newBackupCmd(f),
+		newCompactCmd(f),
 		newResetCmd(f),
 		newBenchCmd(f),
 	} {

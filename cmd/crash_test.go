@@ -19,12 +19,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
 var zizqBin string
 
 func TestMain(m *testing.M) {
+	batchexpr.ServeIfWorker() // in-process servers start this binary to run batch programs
 	dir, err := os.MkdirTemp("", "zizq-bin")
 	if err != nil {
 		panic(err)
@@ -42,8 +44,9 @@ func TestMain(m *testing.M) {
 
 // proc is a zizq server running as a child process.
 type proc struct {
-	cmd *exec.Cmd
-	url string
+	cmd   *exec.Cmd
+	url   string
+	admin string // the admin port's URL
 }
 
 func startServer(t *testing.T, args ...string) *proc {
@@ -54,7 +57,7 @@ func startServer(t *testing.T, args ...string) *proc {
 // startServerBin runs `serve` of the binary bin.
 func startServerBin(t *testing.T, bin string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warn"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--log-level", "warn"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -62,18 +65,27 @@ func startServerBin(t *testing.T, bin string, args ...string) *proc {
 	p := &proc{cmd: cmd}
 	t.Cleanup(func() { p.kill() })
 	lines := bufio.NewScanner(stdout)
-	found := make(chan string, 1)
+	// "Listening on URL (primary)", and "(admin)" for the admin port.
+	found := make(chan [2]string, 2)
 	go func() {
 		for lines.Scan() {
 			if rest, ok := strings.CutPrefix(lines.Text(), "Listening on "); ok {
-				found <- strings.Fields(rest)[0]
+				f := strings.Fields(rest)
+				found <- [2]string{f[0], f[len(f)-1]}
 			}
 		}
 	}()
-	select {
-	case p.url = <-found:
-	case <-time.After(20 * time.Second):
-		t.Fatal("server did not start")
+	for p.url == "" || p.admin == "" {
+		select {
+		case l := <-found:
+			if l[1] == "(admin)" {
+				p.admin = l[0]
+			} else {
+				p.url = l[0]
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("server did not start")
+		}
 	}
 	return p
 }

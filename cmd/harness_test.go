@@ -51,11 +51,15 @@ type result struct {
 
 // cli runs commands against one server.
 type cli struct {
-	t   *testing.T
-	url string
+	t     *testing.T
+	url   string
+	admin string // its admin port's URL
 }
 
-func newCLI(t *testing.T) *cli { return &cli{t: t, url: serveInProcess(t)} }
+func newCLI(t *testing.T) *cli {
+	ts := servertest.Start(t)
+	return &cli{t: t, url: ts.URL, admin: ts.AdminURL}
+}
 
 // run runs zizq with --url set to the test server.
 func (c *cli) run(args ...string) result {

@@ -203,18 +203,22 @@ func (o *JobEnqueueOptions) payload(stdin io.Reader) (api.Payload, error) {
 	return api.Payload(p), nil
 }
 
-// parseAt reads RFC 3339 or Unix milliseconds.
-func parseAt(s string) (uint64, error) {
+// parseAt reads --at: RFC 3339 or Unix milliseconds.
+func parseAt(s string) (uint64, error) { return parseTimestamp("at", s) }
+
+// parseTimestamp reads the value of the time flag --name: RFC 3339 or Unix
+// milliseconds.
+func parseTimestamp(name, s string) (uint64, error) {
 	s = strings.TrimSpace(s)
 	if ms, err := strconv.ParseUint(s, 10, 64); err == nil {
 		return ms, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid --at %q: use RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds", s)
+		return 0, fmt.Errorf("invalid --%s %q: use RFC 3339 (2026-01-02T15:04:05Z) or Unix milliseconds", name, s)
 	}
 	if t.UnixMilli() < 0 {
-		return 0, fmt.Errorf("invalid --at %q: before 1970", s)
+		return 0, fmt.Errorf("invalid --%s %q: before 1970", name, s)
 	}
 	return uint64(t.UnixMilli()), nil
 }

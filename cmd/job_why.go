@@ -63,7 +63,14 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 		_, err := fmt.Fprintf(out, "Job %s is %s and waits for nothing: it is about to be dispatched.\n", w.ID, w.Status)
 		return err
 	}
-	fmt.Fprintf(out, "Job %s is ready but parked: %s cannot pay for it yet.\n\n", w.ID, plural(len(w.Budgets), "a budget", "its budgets"))
+	fmt.Fprintf(out, "Job %s is ready but parked: %s cannot pay for it yet.\n", w.ID, plural(len(w.Budgets), "a budget", "its budgets"))
+	if w.Reason != "" {
+		fmt.Fprintf(out, "Reason: %s.\n", w.Reason)
+	}
+	if w.ExpectedAt != nil {
+		fmt.Fprintf(out, "Expected dispatch: %s (%s).\n", formatTime(uint64(*w.ExpectedAt)), formatUntil(*w.ExpectedAt, now))
+	}
+	fmt.Fprintln(out)
 	reserved := false
 	for _, b := range w.Budgets {
 		reserved = reserved || b.ReservedBy != ""

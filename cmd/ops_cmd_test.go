@@ -175,20 +175,21 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "zizq.tar.gz")
-	out := c.ok("backup", file)
+	c.fails(cmd.ExitNotFound, "not found", "backup", "--admin-url", c.url, file) // not on the API port
+	out := c.ok("backup", "--admin-url", c.admin, file)
 	require.Regexp(t, `^Backed up to .*zizq\.tar\.gz \(\d+\.\d KiB; database \d+\.\d KiB\)\.\n$`, out)
-	c.fails(cmd.ExitUsage, "exists: choose another name, or --force to replace it", "backup", file)
+	c.fails(cmd.ExitUsage, "exists: choose another name, or --force to replace it", "backup", "--admin-url", c.admin, file)
 	var res struct {
 		File          string
 		Bytes         int64
 		DatabaseBytes int64 `json:"database_bytes"`
 	}
-	c.json(&res, "backup", file, "--force")
+	c.json(&res, "backup", "--admin-url", c.admin, file, "--force")
 	require.Equal(t, file, res.File)
 	require.Positive(t, res.DatabaseBytes)
 	parts, _ := filepath.Glob(filepath.Join(dir, ".*part"))
 	require.Empty(t, parts, "no partial file is left")
-	raw := c.run("backup", "-")
+	raw := c.run("backup", "--admin-url", c.admin, "-")
 	require.Equal(t, cmd.ExitOK, raw.code, raw.err)
 	require.Equal(t, "\x1f\x8b", raw.out[:2], "a gzip stream on standard output")
 
@@ -201,6 +202,11 @@ func TestBackupAndRestore(t *testing.T) {
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.WriteFile(bad, []byte("not a backup"), 0o600))
 	requireFails(t, runZizq(t, "", "restore", "--root-dir", t.TempDir(), bad), cmd.ExitFailure, "not a zizq backup")
+
+	require.Equal(t, "Storage compacted.\n", c.ok("compact", "--admin-url", c.admin))
+	var compacted struct{ Compacted bool }
+	c.json(&compacted, "compact", "--admin-url", c.admin)
+	require.True(t, compacted.Compacted)
 
 	restored := &cli{t: t, url: serveDir(t, filepath.Join(root, "data"))}
 	var got map[string][]api.Job

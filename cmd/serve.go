@@ -54,7 +54,12 @@ type ServeOptions struct {
 	PayloadCacheSize   int64
 	MemoryLimit        int64
 	LicenseKey         string
-	NoAdmin            bool
+	LicenseInterval    time.Duration
+	// The admin port (serve_admin.go): where, whether, and its own TLS.
+	AdminHost                              string
+	AdminPort                              int
+	NoAdmin                                bool
+	AdminTLSCert, AdminTLSKey, AdminTLSCCA string
 	// TLS of the API: certificate and key (PEM), and the CA of the client
 	// certificates that mutual TLS requires.
 	TLSCert, TLSKey, TLSClientCA string
@@ -63,6 +68,12 @@ type ServeOptions struct {
 	DatabaseURL  string
 	AdvertiseURL string
 	Lease        time.Duration
+	// Logs on disk (serve_log.go).
+	LogToDisk   bool
+	LogDir      string
+	LogRotation string
+	LogMaxSize  int64
+	LogMaxFiles int
 }
 
 func newServeCmd(streams IO) *cobra.Command {
@@ -71,7 +82,15 @@ func newServeCmd(streams IO) *cobra.Command {
 		Use:   "serve",
 		Short: "Run the zizq server",
 		Long: `Run the zizq server: the Zizq wire API over HTTP/1.1 and cleartext HTTP/2 on
-one port, with jobs and budgets stored in SQLite under <root-dir>/data.
+one port, with jobs and budgets stored in SQLite under <root-dir>/data, and
+the admin port (--admin-host, --admin-port; --no-admin to go without): the
+live event stream of zizq top, backups and compaction, on loopback by default
+and with TLS of its own, since a backup holds every payload.
+
+Every flag and ZIZQ_* variable of Zizq's serve is accepted with its meaning,
+so this binary can replace Zizq's in a unit file. With --log-format json,
+each listener logs {"msg":"listening","fields":{"api":"primary"|"admin",
+"addr":...,"scheme":...}} once it serves every request.
 
 With --database-url the store is PostgreSQL instead, and any number of
 servers may share the database: one, elected by a lease in the database,
@@ -97,10 +116,20 @@ leads and runs the queue; the others forward the API to it.`,
 	bind("host", "ZIZQ_HOST")
 	fs.IntVar(&o.Port, "port", 7890, "port to listen on (0 picks a free one)")
 	bind("port", "ZIZQ_PORT")
-	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: trace, debug, info, warn or error (trace logs as debug)")
 	bind("log-level", "ZIZQ_LOG_LEVEL")
-	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json (Zizq's pretty and compact log as text)")
 	bind("log-format", "ZIZQ_LOG_FORMAT")
+	fs.BoolVar(&o.LogToDisk, "log-to-disk", false, "write logs to <root-dir>/log/zizq.log, rotated, instead of standard error")
+	bind("log-to-disk", "ZIZQ_LOG_TO_DISK")
+	fs.StringVar(&o.LogDir, "log-dir", "", "directory of the log files (implies --log-to-disk)")
+	bind("log-dir", "ZIZQ_LOG_DIR")
+	fs.StringVar(&o.LogRotation, "log-rotation", rotateDaily, "start a new log file every day or hour, as well as by size: daily, hourly or never")
+	bind("log-rotation", "ZIZQ_LOG_ROTATION")
+	sizeFlag(fs, &o.LogMaxSize, "log-max-size", 100e6, "size of a log file past which a new one starts (whole MiB, at least 1MiB)")
+	bind("log-max-size", "ZIZQ_LOG_MAX_SIZE")
+	fs.IntVar(&o.LogMaxFiles, "log-max-files", 10, "rotated log files kept beside the current one (older ones are deleted)")
+	bind("log-max-files", "ZIZQ_LOG_MAX_FILES")
 	durationFlag(fs, &o.Heartbeat, "heartbeat-interval", dh.HeartbeatInterval, "idle time after which a take stream gets a heartbeat")
 	bind("heartbeat-interval", "ZIZQ_HEARTBEAT_INTERVAL")
 	fs.IntVarP(&o.GlobalInFlight, "global-in-flight-limit", "l", de.GlobalInFlightLimit, "most jobs in flight across all workers (0: no limit)")
@@ -141,8 +170,20 @@ leads and runs the queue; the others forward the API to it.`,
 	bind("memory-limit", "ZIZQ_MEMORY_LIMIT")
 	fs.StringVarP(&o.LicenseKey, "license-key", "k", "", "accepted for compatibility; every feature is enabled")
 	bind("license-key", "ZIZQ_LICENSE_KEY")
-	fs.BoolVar(&o.NoAdmin, "no-admin", false, "accepted for compatibility; there is no admin port yet")
+	durationFlag(fs, &o.LicenseInterval, "license-key-check-interval", 5*time.Second, "accepted for compatibility and unused: no licence key is read")
+	bind("license-key-check-interval", "ZIZQ_LICENSE_KEY_CHECK_INTERVAL")
+	fs.StringVar(&o.AdminHost, "admin-host", "127.0.0.1", "address of the admin port (event stream of zizq top, backup, compact)")
+	bind("admin-host", "ZIZQ_ADMIN_HOST")
+	fs.IntVar(&o.AdminPort, "admin-port", 8901, "admin port (0 picks a free one)")
+	bind("admin-port", "ZIZQ_ADMIN_PORT")
+	fs.BoolVar(&o.NoAdmin, "no-admin", false, "do not open the admin port")
 	bind("no-admin", "ZIZQ_NO_ADMIN")
+	fs.StringVar(&o.AdminTLSCert, "admin-tls-cert", "", "PEM certificate (chain) of the admin port: serve it over HTTPS, with --admin-tls-key")
+	bind("admin-tls-cert", "ZIZQ_ADMIN_TLS_CERT")
+	fs.StringVar(&o.AdminTLSKey, "admin-tls-key", "", "PEM private key of --admin-tls-cert")
+	bind("admin-tls-key", "ZIZQ_ADMIN_TLS_KEY")
+	fs.StringVar(&o.AdminTLSCCA, "admin-tls-client-ca", "", "PEM CA certificates: require admin clients to present a certificate they signed (mutual TLS)")
+	bind("admin-tls-client-ca", "ZIZQ_ADMIN_TLS_CLIENT_CA")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate (chain) of the server: serve HTTPS, with --tls-key")
 	bind("tls-cert", "ZIZQ_TLS_CERT")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
@@ -164,12 +205,16 @@ leads and runs the queue; the others forward the API to it.`,
 
 func (o *ServeOptions) logger(w io.Writer) (*slog.Logger, error) {
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+	name := o.LogLevel
+	if strings.EqualFold(name, "trace") {
+		name = "debug"
+	}
+	if err := level.UnmarshalText([]byte(name)); err != nil {
 		return nil, usageError{fmt.Errorf("invalid --log-level %q", o.LogLevel)}
 	}
 	hopts := &slog.HandlerOptions{Level: level}
 	switch o.LogFormat {
-	case "text", "pretty", "":
+	case "text", "pretty", "compact", "":
 		return slog.New(slog.NewTextHandler(w, hopts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, hopts)), nil
@@ -208,6 +253,9 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	if hcfg.TLS, err = o.tlsConfig(); err != nil {
 		return server.Options{}, err
 	}
+	if hcfg.AdminTLS, err = o.adminTLSConfig(); err != nil {
+		return server.Options{}, err
+	}
 	return server.Options{
 		DataDir:           filepath.Join(o.RootDir, "data"),
 		Store:             sqlite.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
@@ -220,8 +268,16 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 
 // checkRanges refuses settings that parse but do not fit where they go.
 func (o *ServeOptions) checkRanges() error {
-	if o.Port < 0 || o.Port > 65535 {
-		return usageError{fmt.Errorf("invalid --port %d: use 0 to 65535", o.Port)}
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--port", o.Port}, {"--admin-port", o.AdminPort}} {
+		if p.port < 0 || p.port > 65535 {
+			return usageError{fmt.Errorf("invalid %s %d: use 0 to 65535", p.flag, p.port)}
+		}
+	}
+	if err := o.checkLogFlags(); err != nil {
+		return err
 	}
 	// The engine keeps backoff delays as uint32 milliseconds (about 49 days).
 	for _, d := range []struct {
@@ -249,15 +305,22 @@ func payloadCache(size int64) int64 {
 }
 
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
-	log, err := o.logger(streams.Err)
+	// Settings first, the log file after: a refused setting writes nothing.
+	opts, err := o.serverOptions(slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
+	if _, err := o.logger(io.Discard); err != nil {
+		return err
+	}
+	logw, closeLog, err := o.logWriter(streams.Err)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	log, _ := o.logger(logw)
+	opts.Logger = log
 	ignoreFileSizeSignal()
-	opts, err := o.serverOptions(log)
-	if err != nil {
-		return err
-	}
 	if o.DatabaseURL != "" {
 		return serveCluster(ctx, o, opts, streams)
 	}
@@ -274,6 +337,11 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	if err != nil {
 		return err
 	}
+	al, err := o.listenAdmin()
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
@@ -281,25 +349,57 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)
 	defer srv.CloseStore()
-	addr := l.Addr().String()
-	scheme := "https"
-	if opts.HTTP.TLS == nil {
-		scheme = "http"
-		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
-			log.Warn("listening on a non-loopback address without TLS: anyone who can reach it can read and change every job", "addr", addr)
-		}
+	log.Info("starting", "addr", l.Addr().String(), "root", o.RootDir, "version", version)
+	announce(srv, log, streams.Out, "primary", l, opts.HTTP.TLS != nil)
+	if al != nil {
+		announce(srv, log, streams.Out, "admin", al, opts.HTTP.AdminTLS != nil)
 	}
-	log.Info("listening", "addr", addr, "root", o.RootDir, "version", version)
-	// Scripts wait for this line: it comes once every request is served.
-	srv.OnReady(func() {
-		fmt.Fprintf(streams.Out, "Listening on %s://%s (primary)\n", scheme, addr)
-		log.Info("serving", "addr", addr)
-	})
-	if err := srv.Serve(ctx, l); err != nil {
+	if err := serveBoth(ctx, srv, l, al); err != nil {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// announce says where a listener serves once it serves every request:
+// "Listening on URL (api)" on standard output, and Zizq's log line
+// ("listening", with fields.api, fields.addr and fields.scheme), which the
+// official clients' test harness waits for.
+func announce(srv *server.Server, log *slog.Logger, out io.Writer, api string, l net.Listener, tls bool) {
+	addr := l.Addr().String()
+	scheme := "https"
+	if !tls {
+		scheme = "http"
+		if host, _, _ := net.SplitHostPort(addr); !isLoopback(host) {
+			log.Warn("listening on a non-loopback address without TLS: anyone who can reach it can read and change every job", "api", api, "addr", addr)
+		}
+	}
+	srv.OnReady(func() {
+		fmt.Fprintf(out, "Listening on %s://%s (%s)\n", scheme, addr, api)
+		log.Info("listening", slog.Group("fields", "api", api, "addr", addr, "scheme", scheme))
+	})
+}
+
+// serveBoth serves the API on l and the admin port on al (nil: none) until
+// ctx ends; either failing stops both.
+func serveBoth(ctx context.Context, srv *server.Server, l, al net.Listener) error {
+	if al == nil {
+		return srv.Serve(ctx, l)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	adminErr := make(chan error, 1)
+	go func() {
+		err := srv.ServeAdmin(ctx, al)
+		cancel()
+		adminErr <- err
+	}()
+	err := srv.Serve(ctx, l)
+	cancel()
+	if aerr := <-adminErr; err == nil {
+		err = aerr
+	}
+	return err
 }
 
 // listen opens the API port. Its error names the address once: net says

@@ -12,6 +12,7 @@ func completeServeFlags(c *cobra.Command) {
 	for flag, values := range map[string][]string{
 		"log-level":           {"debug", "info", "warn", "error"},
 		"log-format":          {"text", "json"},
+		"log-rotation":        {rotateDaily, rotateHourly, rotateNever},
 		"default-commit-mode": modes,
 		"enqueue-commit-mode": modes,
 	} {

@@ -1,14 +1,18 @@
 package cmd_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -111,4 +115,159 @@ func TestServe_RootLock(t *testing.T) {
 	again := startServer(t, "--root-dir", root)
 	status, _ = do(t, "GET", again.url+"/ready", nil)
 	require.Equal(t, http.StatusOK, status)
+}
+
+// TestServe_ZizqSettings: each of Zizq's serve settings that ours took on
+// for the drop-in is read, from its flag and from its variable: a bad value
+// is refused naming it, before anything starts (or, for the admin address
+// and the log directory, before the store opens).
+func TestServe_ZizqSettings(t *testing.T) {
+	notAFile := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notAFile, nil, 0o600))
+	for _, tc := range []struct {
+		flag, env, value string
+		code             int
+		msg              string
+	}{
+		{"--admin-port", "ZIZQ_ADMIN_PORT", "99999", cmd.ExitUsage, "invalid --admin-port 99999: use 0 to 65535"},
+		{"--admin-host", "ZIZQ_ADMIN_HOST", "256.0.0.1", cmd.ExitFailure, "listen on 256.0.0.1:0"},
+		{"--no-admin", "ZIZQ_NO_ADMIN", "maybe", cmd.ExitUsage, `"maybe"`},
+		{"--admin-tls-cert", "ZIZQ_ADMIN_TLS_CERT", "cert.pem", cmd.ExitUsage, "--admin-tls-cert and --admin-tls-key go together: give both or neither"},
+		{"--admin-tls-key", "ZIZQ_ADMIN_TLS_KEY", "key.pem", cmd.ExitUsage, "--admin-tls-cert and --admin-tls-key go together: give both or neither"},
+		{"--admin-tls-client-ca", "ZIZQ_ADMIN_TLS_CLIENT_CA", "ca.pem", cmd.ExitUsage, "--admin-tls-client-ca requires --admin-tls-cert and --admin-tls-key"},
+		{"--license-key-check-interval", "ZIZQ_LICENSE_KEY_CHECK_INTERVAL", "soon", cmd.ExitUsage, `invalid duration "soon"`},
+		{"--log-to-disk", "ZIZQ_LOG_TO_DISK", "perhaps", cmd.ExitUsage, `"perhaps"`},
+		{"--log-dir", "ZIZQ_LOG_DIR", filepath.Join(notAFile, "log"), cmd.ExitFailure, "log directory: "},
+		{"--log-rotation", "ZIZQ_LOG_ROTATION", "weekly", cmd.ExitUsage, `invalid --log-rotation "weekly": use daily, hourly or never`},
+		{"--log-max-size", "ZIZQ_LOG_MAX_SIZE", "0", cmd.ExitUsage, "invalid --log-max-size 0: use at least 1MiB"},
+		{"--log-max-files", "ZIZQ_LOG_MAX_FILES", "0", cmd.ExitUsage, "invalid --log-max-files 0: use 1 or more"},
+		{"--log-level", "ZIZQ_LOG_LEVEL", "loud", cmd.ExitUsage, `invalid --log-level "loud"`},
+		{"--log-format", "ZIZQ_LOG_FORMAT", "xml", cmd.ExitUsage, `invalid --log-format "xml"`},
+	} {
+		for _, viaEnv := range []bool{false, true} {
+			name := tc.flag
+			if viaEnv {
+				name = tc.env
+			}
+			t.Run(name, func(t *testing.T) {
+				root := filepath.Join(t.TempDir(), "root")
+				args := []string{"serve", "--root-dir", root, "--host", "127.0.0.1", "--port", "0", "--admin-port", "0"}
+				if viaEnv {
+					t.Setenv(tc.env, tc.value)
+				} else {
+					args = append(args, tc.flag+"="+tc.value)
+				}
+				if tc.flag == "--admin-port" && viaEnv {
+					args = args[:len(args)-2] // the flag would win over the variable
+				}
+				r := runZizq(t, "", args...)
+				require.Equal(t, tc.code, r.code, "stderr: %s", r.err)
+				require.Contains(t, r.err, tc.msg)
+				require.Empty(t, r.out, "the server must not start")
+				require.NoDirExists(t, filepath.Join(root, "data"))
+			})
+		}
+	}
+	t.Run("Accepted", func(t *testing.T) {
+		// Zizq's values of each, as a unit file would give them.
+		for _, args := range [][]string{
+			{"--log-level", "trace"}, {"--log-format", "pretty"}, {"--log-format", "compact"},
+			{"--log-rotation", "hourly"}, {"--log-rotation", "never"}, {"--log-max-size", "1GiB"},
+			{"--license-key-check-interval", "60s"}, {"--no-admin"},
+		} {
+			r := runZizq(t, "", append([]string{"serve", "--port", "99999"}, args...)...)
+			require.Equal(t, "zizq: invalid --port 99999: use 0 to 65535\n", r.err, "%v is read, then the port refused", args)
+		}
+	})
+}
+
+// startupLines starts the binary as the official clients' integration
+// harness does (serve --port 0 --log-format json) and returns the JSON log
+// lines, decoded, as they come.
+func startupLines(t *testing.T, args ...string) (*proc, <-chan map[string]any) {
+	t.Helper()
+	c := exec.Command(zizqBin, append([]string{"serve", "--port", "0", "--log-format", "json", "--log-level", "info", "--root-dir", t.TempDir()}, args...)...)
+	stderr, err := c.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, c.Start())
+	p := &proc{cmd: c}
+	t.Cleanup(p.kill)
+	lines := make(chan map[string]any, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				lines <- m
+			}
+		}
+	}()
+	return p, lines
+}
+
+// listeningURLs waits for the "listening" lines and returns the URL of each
+// listener by its "api".
+func listeningURLs(t *testing.T, lines <-chan map[string]any, want int) map[string]string {
+	t.Helper()
+	urls := map[string]string{}
+	deadline := time.After(20 * time.Second)
+	for len(urls) < want {
+		select {
+		case m, ok := <-lines:
+			require.True(t, ok, "the server exited")
+			f, _ := m["fields"].(map[string]any)
+			if api, _ := f["api"].(string); m["msg"] == "listening" && api != "" {
+				urls[api] = f["scheme"].(string) + "://" + f["addr"].(string)
+			}
+		case <-deadline:
+			t.Fatalf("no listening lines; got %v", urls)
+		}
+	}
+	return urls
+}
+
+// TestServe_StartupLines: with --log-format json each listener logs Zizq's
+// line once it serves ({"fields":{"api":"primary"|"admin","addr","scheme"}}),
+// and requests to the logged addresses work at once, as the clients'
+// run.sh makes them.
+func TestServe_StartupLines(t *testing.T) {
+	t.Parallel()
+	t.Run("BothListeners", func(t *testing.T) {
+		t.Parallel()
+		_, lines := startupLines(t, "--admin-port", "0")
+		urls := listeningURLs(t, lines, 2)
+		require.Len(t, urls, 2)
+		status, _ := do(t, "GET", urls["primary"]+"/ready", nil)
+		require.Equal(t, http.StatusOK, status)
+		status, _ = do(t, "POST", urls["admin"]+"/compact", nil)
+		require.Equal(t, http.StatusNoContent, status)
+		status, _ = do(t, "POST", urls["primary"]+"/backup", nil)
+		require.Equal(t, http.StatusNotFound, status, "backup is on the admin port only")
+	})
+	t.Run("NoAdmin", func(t *testing.T) {
+		t.Parallel()
+		p, lines := startupLines(t, "--no-admin")
+		urls := listeningURLs(t, lines, 1)
+		require.Contains(t, urls, "primary")
+		status, _ := do(t, "GET", urls["primary"]+"/ready", nil)
+		require.Equal(t, http.StatusOK, status)
+		// Stop it: every line is out, and none was the admin's.
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		for m := range lines {
+			f, _ := m["fields"].(map[string]any)
+			require.NotEqual(t, "admin", f["api"], "no admin port with --no-admin")
+		}
+	})
+	t.Run("LogToDisk", func(t *testing.T) {
+		t.Parallel()
+		dir := filepath.Join(t.TempDir(), "logs")
+		p := startServer(t, "--root-dir", t.TempDir(), "--admin-port", "0", "--log-format", "json", "--log-level", "info", "--log-dir", dir, "--log-max-size", "1MiB", "--log-max-files", "3", "--log-rotation", "hourly")
+		status, _ := do(t, "GET", p.url+"/ready", nil)
+		require.Equal(t, http.StatusOK, status)
+		require.Eventually(t, func() bool {
+			b, err := os.ReadFile(filepath.Join(dir, "zizq.log"))
+			return err == nil && strings.Contains(string(b), `"api":"admin"`) && strings.Contains(string(b), `"api":"primary"`)
+		}, 10*time.Second, 20*time.Millisecond, "the log goes to the file")
+	})
 }

@@ -89,7 +89,7 @@ func TestServe_TLSFlagErrors(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	serve := func(args ...string) result {
-		return runZizq(t, "", append([]string{"serve", "--root-dir", root, "--port", "0"}, args...)...)
+		return runZizq(t, "", append([]string{"serve", "--root-dir", root, "--port", "0", "--admin-port", "0"}, args...)...)
 	}
 	requireFails(t, serve("--tls-cert", "c.pem"), cmd.ExitUsage, "--tls-cert and --tls-key go together")
 	requireFails(t, serve("--tls-key", "k.pem"), cmd.ExitUsage, "--tls-cert and --tls-key go together")
@@ -177,7 +177,7 @@ func (b *lockedBuffer) String() string {
 // startServerStderr is startServer keeping the server's standard error.
 func startServerStderr(t *testing.T, args ...string) (*proc, *lockedBuffer) {
 	t.Helper()
-	c := exec.Command(zizqBin, append([]string{"serve", "--port", "0", "--log-level", "warn"}, args...)...)
+	c := exec.Command(zizqBin, append([]string{"serve", "--port", "0", "--admin-port", "0", "--log-level", "warn"}, args...)...)
 	stdout, err := c.StdoutPipe()
 	require.NoError(t, err)
 	stderr := &lockedBuffer{}

@@ -16,6 +16,9 @@ import (
 // TopOptions are the settings of `zizq top`.
 type TopOptions struct {
 	Refresh time.Duration
+	Admin   AdminOptions
+	// NoEvents polls the API only, even with an admin port.
+	NoEvents bool
 }
 
 func newTopCmd(f *Factory) *cobra.Command {
@@ -23,30 +26,51 @@ func newTopCmd(f *Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "top",
 		Short: "Live dashboard of budgets, parked jobs and queues",
-		Long: `Open a full-screen dashboard of the server at --url: live token levels,
-parked counts and queues, refreshed about twice a second. It survives the
-server going away and recovers when it comes back. Honours NO_COLOR.`,
+		Long: `Open a full-screen dashboard of the server: live token levels, parked
+counts, queues, cron groups and the in-flight, ready and scheduled jobs.
+
+The job lists and the budgets come pushed by the event stream of the admin
+port at --admin-url (GET /events): a job shows up as it is enqueued, and
+every list scrolls to its end, past the 200 jobs a window holds. The stats
+(queues, crons, parked counts) are polled from the API at --url every
+--refresh. When the admin port is off or unreachable (or with
+--no-events), the lists are polled too, the header says so, and the
+stream is dialled again every few seconds. It survives the server going
+away and recovers when it comes back. Honours NO_COLOR.
+
+Keys:
+` + tui.KeyHelp(),
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			// Flag mistakes first (building a client sends nothing), then
 			// the terminal, before the dashboard sends its first request.
-			cl, err := f.newClient(client.Options{Timeout: 2 * time.Second, Retries: -1, UserAgent: "zizq-top/" + version})
+			ua := "zizq-top/" + version
+			cl, err := f.newClient(client.Options{Timeout: 2 * time.Second, Retries: -1, UserAgent: ua})
 			if err != nil {
 				return err
 			}
-			if !isTTY(f.IO.In) || !isTTY(f.IO.Out) {
-				return usageError{errNoTerminal}
-			}
-			return tui.Run(c.Context(), topSource{cl}, tui.Options{
+			opts := tui.Options{
 				URL:     cl.URL(),
 				Refresh: o.Refresh,
 				NoColor: os.Getenv("NO_COLOR") != "",
 				Input:   f.IO.In,
 				Output:  f.IO.Out,
-			})
+			}
+			if !o.NoEvents {
+				if opts.Dial, err = eventsDialer(&o.Admin, ua); err != nil {
+					return err
+				}
+				opts.AdminURL = o.Admin.URL
+			}
+			if !isTTY(f.IO.In) || !isTTY(f.IO.Out) {
+				return usageError{errNoTerminal}
+			}
+			return tui.Run(c.Context(), topSource{cl}, opts)
 		},
 	}
-	durationFlag(c.Flags(), &o.Refresh, "refresh", tui.DefaultRefresh, "how often to poll the server")
+	durationFlag(c.Flags(), &o.Refresh, "refresh", tui.DefaultRefresh, "how often to poll the server's stats (and its job lists without the event stream)")
+	addAdminFlags(c, &o.Admin)
+	c.Flags().BoolVar(&o.NoEvents, "no-events", false, "poll the API only; do not open the admin port's event stream")
 	return c
 }
 
@@ -94,4 +118,24 @@ func (s topSource) Why(ctx context.Context, id string) (api.Why, error) {
 		return api.Why{}, err
 	}
 	return *w, nil
+}
+
+func (s topSource) DeleteJob(ctx context.Context, id string) error { return s.c.DeleteJob(ctx, id) }
+
+func (s topSource) PauseCronGroup(ctx context.Context, group string, paused bool) error {
+	_, err := s.c.PauseCronGroup(ctx, group, paused)
+	return err
+}
+
+func (s topSource) CronGroup(ctx context.Context, name string) (api.CronGroup, error) {
+	g, err := s.c.GetCronGroup(ctx, name)
+	if err != nil {
+		return api.CronGroup{}, err
+	}
+	return *g, nil
+}
+
+func (s topSource) PauseCronEntry(ctx context.Context, group, entry string, paused bool) error {
+	_, err := s.c.PauseCronEntry(ctx, group, entry, paused)
+	return err
 }

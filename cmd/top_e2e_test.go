@@ -43,6 +43,24 @@ func (tm *tmux) run(args ...string) string {
 	return string(out)
 }
 
+// start runs `zizq top --url url args...` in a 100×30 terminal.
+func (tm *tmux) start(url string, args ...string) {
+	tm.t.Helper()
+	cmdline := fmt.Sprintf("env NO_COLOR=1 LANG=C.UTF-8 TERM=xterm-256color %s top --url %s %s", zizqBin, url, strings.Join(args, " "))
+	tm.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30", cmdline)
+}
+
+// quit presses q and waits for the dashboard to end.
+func (tm *tmux) quit() {
+	tm.t.Helper()
+	tm.run("send-keys", "-t", "top", "q")
+	deadline := time.Now().Add(10 * time.Second)
+	for exec.Command("tmux", "-L", tm.socket, "has-session", "-t", "top").Run() == nil {
+		require.True(tm.t, time.Now().Before(deadline), "zizq top did not quit on q")
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 func (tm *tmux) screen() string { return tm.run("capture-pane", "-p", "-t", "top") }
 
 // waitFor polls the screen until ok accepts it, failing with the last
@@ -126,8 +144,7 @@ func TestTop_EndToEnd(t *testing.T) {
 		require.Equal(t, http.StatusCreated, status, "%s", body)
 	}
 
-	cmdline := fmt.Sprintf("env NO_COLOR=1 LANG=C.UTF-8 TERM=xterm-256color %s top --url %s --refresh 200ms", zizqBin, p.url)
-	tm.run("new-session", "-d", "-s", "top", "-x", "100", "-y", "30", cmdline)
+	tm.start(p.url, "--admin-url", p.admin, "--refresh", "200ms")
 	tm.waitFor("nothing parked with no worker", 15*time.Second, func(s string) bool {
 		return showsParked("slow", "0")(s) && waiting("7", "0")(s)
 	})
@@ -162,12 +179,7 @@ func TestTop_EndToEnd(t *testing.T) {
 		return strings.Contains(s, "[Ready 0 · parked 3]") && len(parkedRow.FindAllString(s, -1)) == 3
 	})
 
-	tm.run("send-keys", "-t", "top", "q")
-	deadline := time.Now().Add(10 * time.Second)
-	for exec.Command("tmux", "-L", tm.socket, "has-session", "-t", "top").Run() == nil {
-		require.True(t, time.Now().Before(deadline), "zizq top did not quit on q")
-		time.Sleep(100 * time.Millisecond)
-	}
+	tm.quit()
 }
 
 // TestTop_NeedsTerminal runs `zizq top` where its standard input or output

@@ -15,17 +15,28 @@ func wireBudgetView(v engine.BudgetView) api.Budget {
 			Available: st.Available, Capacity: st.Capacity, InFlight: st.InFlight, Held: st.Held,
 			Parked: st.Parked, OldestParkedMs: st.OldestParkedMs, NextTokenAt: st.NextTokenAt, Dispatched: st.Dispatched,
 		}
+		if v.Budget.PerKey != nil {
+			n := st.SubBudgets
+			out.State.SubBudgets = &n
+		}
 	}
 	return out
 }
 
+// listBudgets answers GET /budgets: families and plain budgets, or with
+// ?parent= a family's live sub-budgets.
 func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
-	state, err := api.ParseStateQuery(r.URL.Query())
+	q, err := api.ParseBudgetListQuery(r.URL.Query())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	views, err := s.core.Budgets(state)
+	var views []engine.BudgetView
+	if q.Parent != "" {
+		views, err = s.core.SubBudgets(q.Parent, q.State)
+	} else {
+		views, err = s.core.Budgets(q.State)
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -126,14 +137,84 @@ func (s *Server) decodeBudgetPatch(w http.ResponseWriter, r *http.Request) (*bud
 // apply merges the patch into a budget's configuration and validates the
 // result; a different strategy type replaces the strategy wholesale.
 func (p *budgetPatch) apply(cfg *store.Budget) error {
-	if p.Allocation != nil {
-		cfg.Allocation = *p.Allocation
+	if err := mergeBudget(cfg, p.Allocation, p.Strategy); err != nil {
+		return err
+	}
+	if err := p.applyPerKey(cfg); err != nil {
+		return err
+	}
+	return p.applyPause(cfg)
+}
+
+// applyPerKey merges the per_key member into the family's template, as
+// the budget's own members are merged; on a plain budget it makes a
+// family, and must then be complete. null makes the budget plain.
+func (p *budgetPatch) applyPerKey(cfg *store.Budget) error {
+	if p.PerKey.IsNull() {
+		cfg.PerKey = nil
+		return nil
+	}
+	tp, ok := p.PerKey.Get()
+	if !ok {
+		return nil
+	}
+	var t store.Budget
+	if cfg.PerKey == nil {
+		switch {
+		case tp.Allocation == nil:
+			return ruleErrorf("per_key.allocation is required to make '%s' a family", cfg.Key)
+		case tp.Strategy == nil || tp.Strategy.Type == nil:
+			return ruleErrorf("per_key.strategy.type is required to make '%s' a family", cfg.Key)
+		}
+	} else {
+		k := cfg.PerKey
+		t = store.Budget{Allocation: k.Allocation, Strategy: k.Strategy, DurationMs: k.DurationMs, Burst: k.Burst}
+	}
+	if err := mergeBudget(&t, tp.Allocation, tp.Strategy); err != nil {
+		return inTemplate(err)
+	}
+	cfg.PerKey = template(t)
+	return nil
+}
+
+// applyPause merges the pause members: paused true pauses; false or null
+// resumes, so it also removes paused_until, which the patch may then not
+// set; paused_until sets or (null) removes the pause's end.
+func (p *budgetPatch) applyPause(cfg *store.Budget) error {
+	until, hasUntil := p.PausedUntil.Get()
+	paused, hasPaused := p.Paused.Get()
+	switch {
+	case hasPaused && paused:
+		cfg.Paused = true
+	case hasPaused || p.Paused.IsNull():
+		if hasUntil {
+			return ruleErrorf("paused_until cannot come with paused false or null: they resume the budget")
+		}
+		cfg.Paused, cfg.PausedUntil = false, 0
+	}
+	if p.PausedUntil.IsNull() {
+		cfg.PausedUntil = 0
+	}
+	if hasUntil {
+		if err := checkPausedUntil(until); err != nil {
+			return err
+		}
+		cfg.PausedUntil = int64(until)
+	}
+	return nil
+}
+
+// mergeBudget merges allocation and strategy members into a budget's
+// configuration (or a template's) and validates the result.
+func mergeBudget(cfg *store.Budget, alloc *int64, strategy *api.StrategyPatch) error {
+	if alloc != nil {
+		cfg.Allocation = *alloc
 	}
 	hasDuration := cfg.Strategy == store.TimeBased
 	hasBurst := cfg.Burst > 0
 	st := api.StrategyPatch{}
-	if p.Strategy != nil {
-		st = *p.Strategy
+	if strategy != nil {
+		st = *strategy
 	}
 	if st.Type != nil && *st.Type != cfg.Strategy {
 		cfg.Strategy, cfg.DurationMs, cfg.Burst = *st.Type, 0, 0
@@ -151,6 +232,52 @@ func (p *budgetPatch) apply(cfg *store.Budget) error {
 		cfg.Burst, hasBurst = 0, false
 	}
 	return checkBudgetRules(*cfg, hasDuration, hasBurst)
+}
+
+// forecast answers GET /budgets/{key}/forecast, with the query's what-if
+// checked as a PATCH of the same values would be: it changes nothing.
+func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
+	q, err := api.ParseWhatIf(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	key := r.PathValue("key")
+	var whatIf *engine.WhatIf
+	if !q.IsZero() {
+		v, err := s.core.Budget(key, false)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if err := checkWhatIf(v.Budget, q); err != nil {
+			s.fail(w, r, ruleStatus(err))
+			return
+		}
+		whatIf = &engine.WhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
+	}
+	f, err := s.core.Forecast(key, whatIf)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.respond(w, r, http.StatusOK, api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated})
+}
+
+// checkWhatIf checks a what-if against the value rules of the budget's
+// configuration changed by it.
+func checkWhatIf(cfg store.Budget, q api.WhatIf) error {
+	hasBurst := cfg.Burst > 0
+	if q.Allocation != nil {
+		cfg.Allocation = *q.Allocation
+	}
+	if q.DurationMs != nil {
+		cfg.DurationMs = *q.DurationMs
+	}
+	if q.Burst != nil {
+		cfg.Burst, hasBurst = *q.Burst, true
+	}
+	return checkBudgetRules(cfg, cfg.Strategy == store.TimeBased || q.DurationMs != nil, hasBurst)
 }
 
 func (s *Server) deleteBudget(w http.ResponseWriter, r *http.Request) {

@@ -460,7 +460,7 @@ func TestBudgets_List(t *testing.T) {
 	}
 	require.Equal(t, []string{"B", "a", "a-2", "b", "~"}, keys)
 
-	budError(t, tb.req(t, "GET", "/budgets?bogus=1", nil), http.StatusBadRequest, "invalid query parameters: unknown field `bogus`, expected one of `state`")
+	budError(t, tb.req(t, "GET", "/budgets?bogus=1", nil), http.StatusBadRequest, "invalid query parameters: unknown field `bogus`, expected one of `state`, `parent`")
 }
 
 func TestBudgets_Missing(t *testing.T) {

@@ -322,10 +322,9 @@ func (n *Node) release(ctx context.Context, term int64) {
 // Serve serves the node's HTTP API on l until ctx ends, and runs the
 // election meanwhile.
 func (n *Node) Serve(ctx context.Context, l net.Listener) error {
-	hs := n.bare.httpServer()
-	hs.Handler = n
+	hs := n.bare.httpServer(n)
 	errc := make(chan error, 1)
-	go func() { errc <- n.bare.serveOn(hs, l) }()
+	go func() { errc <- n.bare.serveOn(hs, l, n.bare.cfg.TLS) }()
 	go n.Run(ctx)
 	select {
 	case err := <-errc:

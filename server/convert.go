@@ -40,6 +40,9 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 	if j.UniqueKey != "" {
 		out.UniqueKey, out.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
 	}
+	if b := j.Batch; b != nil {
+		out.Batch = &api.Batch{Key: b.Key, When: b.When, Fold: b.Fold}
+	}
 	return out
 }
 
@@ -47,22 +50,32 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 // duplicate and folded flags.
 func enqueued(j engine.Enqueued) api.Job {
 	out := wireJob(j.Job, false)
-	no := false
-	out.Duplicate, out.Folded = &j.Duplicate, &no
+	out.Duplicate, out.Folded = &j.Duplicate, &j.Folded
 	return out
 }
 
 func wireBudget(b store.Budget) api.Budget {
 	out := api.Budget{
-		Key:        b.Key,
-		Allocation: b.Allocation,
-		Strategy:   api.Strategy{Type: b.Strategy},
-		CreatedAt:  uint64(b.CreatedAt),
-		UpdatedAt:  uint64(b.UpdatedAt),
+		Key:         b.Key,
+		Allocation:  b.Allocation,
+		Strategy:    wireStrategy(b.Strategy, b.DurationMs, b.Burst),
+		Paused:      b.Paused,
+		PausedUntil: uint64(b.PausedUntil),
+		CreatedAt:   uint64(b.CreatedAt),
+		UpdatedAt:   uint64(b.UpdatedAt),
 	}
-	if b.Strategy == store.TimeBased {
-		out.Strategy.DurationMs = b.DurationMs
-		out.Strategy.Burst = b.Burst
+	if t := b.PerKey; t != nil {
+		out.PerKey = &api.BudgetTemplate{Allocation: t.Allocation, Strategy: wireStrategy(t.Strategy, t.DurationMs, t.Burst)}
+	}
+	return out
+}
+
+// wireStrategy renders a strategy: duration and burst only where they
+// apply (time_based), burst only when set.
+func wireStrategy(kind string, durationMs, burst int64) api.Strategy {
+	out := api.Strategy{Type: kind}
+	if kind == store.TimeBased {
+		out.DurationMs, out.Burst = durationMs, burst
 	}
 	return out
 }

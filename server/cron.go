@@ -287,6 +287,9 @@ func wireTemplate(j engine.NewJob) api.EnqueueRequest {
 		while := j.UniqueWhile.String()
 		out.UniqueKey, out.UniqueWhile = &j.UniqueKey, &while
 	}
+	if b := j.Batch; b != nil {
+		out.Batch = &api.BatchRequest{Key: &b.Key, When: &b.When, Fold: &b.Fold}
+	}
 	if b := j.Backoff; b != nil {
 		out.Backoff = &api.BackoffRequest{Exponent: &b.Exponent, BaseMs: &b.BaseMs, JitterMs: &b.JitterMs}
 	}

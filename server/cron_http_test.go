@@ -772,3 +772,35 @@ func TestCron_UniqueFires(t *testing.T) {
 		require.Equal(t, "nightly", jobs[0].UniqueKey)
 	})
 }
+
+// TestCron_BatchedFires: a template keeps its batch, echoed as sent; a
+// fire that folds into the pending job of its batch still moves its
+// entry's schedule on, durably (the schedule commits with the fold).
+func TestCron_BatchedFires(t *testing.T) {
+	t.Parallel()
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		c := setupCron(t, f)
+		batch := `{"key":"ticks","when":"true","fold":"$existing | .n += $new.n"}`
+		body := `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{"n":1},"batch":` + batch + `}}]}`
+		var g api.CronGroup
+		c.call(t, "PUT", "/crons/g", body, http.StatusOK, &g)
+		want := &api.BatchRequest{Key: api.Ptr("ticks"), When: api.Ptr("true"), Fold: api.Ptr("$existing | .n += $new.n")}
+		require.Equal(t, want, g.Entries[0].Job.Batch)
+
+		first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
+		c.fireAt(t, "g", "e", first)
+		e := c.fireAt(t, "g", "e", first+60_000)
+		require.Equal(t, first+60_000, e.LastEnqueueAt, "the fire that folded moved the schedule")
+		require.Equal(t, first+120_000, e.NextEnqueueAt)
+		jobs := c.jobs(t, "q")
+		require.Len(t, jobs, 1, "the second fire folded into the first job")
+		require.JSONEq(t, `{"n":2}`, payloadOf(t, c.testBundle, jobs[0].ID))
+
+		// Had the fold not committed the schedule, the restarted server
+		// would fire the occurrence again and fold n up to 3.
+		c.restart(t)
+		require.Equal(t, e, c.entry(t, "g", "e"))
+		require.Equal(t, want, c.entry(t, "g", "e").Job.Batch)
+		require.JSONEq(t, `{"n":2}`, payloadOf(t, c.testBundle, jobs[0].ID), "the restart fired nothing again")
+	})
+}

@@ -18,12 +18,13 @@ import (
 
 // testBundle is a real server on 127.0.0.1:0 over a real SQLite file.
 type testBundle struct {
-	srv  *server.Server
-	url  string
-	dir  string
-	h1   *http.Client // HTTP/1.1
-	h2   *http.Client // cleartext HTTP/2 with prior knowledge
-	stop func()
+	srv   *server.Server
+	url   string
+	admin string // the admin port's URL
+	dir   string
+	h1    *http.Client // HTTP/1.1
+	h2    *http.Client // cleartext HTTP/2 with prior knowledge
+	stop  func()
 }
 
 // setup starts a server; tune adjusts its options before it opens.
@@ -46,7 +47,7 @@ func setupTB(t testing.TB, dir string, tune ...func(*server.Options)) *testBundl
 	protocols.SetUnencryptedHTTP2(true)
 	h2.Protocols = &protocols
 	tb := &testBundle{
-		srv: ts.Srv, url: ts.URL, dir: dir,
+		srv: ts.Srv, url: ts.URL, admin: ts.AdminURL, dir: dir,
 		h1: &http.Client{Transport: &http.Transport{}},
 		h2: &http.Client{Transport: h2},
 	}

@@ -36,13 +36,14 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 }
 
 // enqueueStatus is 200 when every request found its job already there (a
-// unique duplicate), else 201: something was created, or nothing was asked.
+// unique duplicate, or the pending job of its batch, which it folded into),
+// else 201: something was created, or nothing was asked.
 func enqueueStatus(jobs []engine.Enqueued) int {
 	if len(jobs) == 0 {
 		return http.StatusCreated
 	}
 	for _, j := range jobs {
-		if !j.Duplicate {
+		if !j.Duplicate && !j.Folded {
 			return http.StatusCreated
 		}
 	}

@@ -41,6 +41,7 @@ type metrics struct {
 	commitOps      prometheus.Histogram
 	commitSeconds  prometheus.Histogram
 	commitFailures prometheus.Counter
+	eventsDropped  prometheus.Counter
 
 	// parkedKeys are the budget keys with a parked-time series, so the
 	// series of deleted budgets can be dropped at scrape time.
@@ -96,8 +97,16 @@ func newMetrics(s *Server) *metrics {
 		Name: "zizq_store_commit_failures_total",
 		Help: "Store transactions in which at least one write failed.",
 	})
+	m.eventsDropped = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "zizq_event_subscribers_dropped_total",
+		Help: "Admin event streams (/events) dropped because the dashboard read nothing for too long.",
+	})
+	subscribers := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "zizq_event_subscribers",
+		Help: "Admin event streams (/events) connected.",
+	}, func() float64 { return float64(s.core.EventStats().Subscribers) })
 	m.reg.MustRegister(failures, m.enqueued, m.dispatched, m.acked, m.dispatchWait, m.parked,
-		m.commitGroups, m.commitOps, m.commitSeconds, m.commitFailures,
+		m.commitGroups, m.commitOps, m.commitSeconds, m.commitFailures, m.eventsDropped, subscribers,
 		&levels{s: s, m: m},
 		roleCollector{s.roleNow},
 		collectors.NewGoCollector(),

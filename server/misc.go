@@ -97,12 +97,13 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt)}
+	out := api.Why{ID: id, Status: why.Job.Status.String(), WaitingFor: why.WaitingFor, Reason: why.Reason, Budgets: []api.WhyBudget{}, ReadyAt: uint64(why.Job.ReadyAt), ExpectedAt: why.ExpectedAt}
 	if why.Finished {
 		out.WaitingFor = api.WaitingFinished
 	}
 	for _, b := range why.Budgets {
-		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy})
+		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy,
+			Paused: b.Paused, PausedUntil: b.PausedUntil})
 	}
 	s.respond(w, r, http.StatusOK, out)
 }

@@ -78,6 +78,7 @@ func Start(ctx context.Context, opts Options) *Server {
 		Clock:             opts.Clock,
 		Logger:            opts.Logger,
 		BeforeRestore:     opts.beforeRestore,
+		MaxPayloadBytes:   opts.HTTP.MaxBodyBytes,
 	})
 	go s.runReadyHooks()
 	return s

@@ -258,7 +258,7 @@ func TestBackup_UnderLoadRestoresEverything(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 
 	began := time.Now()
-	resp, err := tb.h1.Post(tb.url+"/backup", "", nil)
+	resp, err := tb.h1.Post(tb.admin+"/backup", "", nil)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.Equal(t, "application/gzip", resp.Header.Get("Content-Type"))

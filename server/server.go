@@ -37,8 +37,15 @@ type Config struct {
 	IdleTimeout       time.Duration
 	// TLS, when set, makes Serve speak TLS, offering h2 and http/1.1 by
 	// ALPN, instead of cleartext HTTP/1.1 and h2c (see LoadTLS).
-	TLS     *tls.Config
-	Version string
+	TLS *tls.Config
+	// AdminTLS is the admin port's TLS (ServeAdmin), as TLS is the API's.
+	AdminTLS *tls.Config
+	// Events tune the admin port's event stream.
+	Events core.EventOptions
+	// EventWriteTimeout bounds each write to an event stream: a dashboard
+	// that reads nothing for that long is dropped.
+	EventWriteTimeout time.Duration
+	Version           string
 }
 
 // DefaultConfig returns the defaults of `zizq serve`.
@@ -50,6 +57,7 @@ func DefaultConfig() Config {
 		WriteTimeout:       30 * time.Second,
 		ReadHeaderTimeout:  defaultReadHeaderTimeout,
 		IdleTimeout:        defaultIdleTimeout,
+		EventWriteTimeout:  30 * time.Second,
 		Version:            Version,
 	}
 }
@@ -61,6 +69,9 @@ type Server struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	router *router
+	admin  *router // the admin port's (admin.go)
+	// started is when the server was made (uptime of the event stream).
+	started time.Time
 
 	takes    atomic.Int64
 	closing  chan struct{}
@@ -89,7 +100,6 @@ func (s *Server) routes() {
 	r.handle("GET", "/version", s.version)
 	r.handle("GET", "/ready", s.readyz)
 	r.handle("GET", "/metrics", s.metricsHandler)
-	r.handle("POST", "/backup", s.backup)
 	r.handle("POST", "/jobs/{id}/retry", s.retry)
 	r.handle("GET", "/stats", s.stats)
 	r.handle("GET", "/queues", s.queues)
@@ -118,6 +128,7 @@ func (s *Server) routes() {
 	r.handle("PUT", "/budgets/{key}", s.putBudget)
 	r.handle("PATCH", "/budgets/{key}", s.patchBudget)
 	r.handle("DELETE", "/budgets/{key}", s.deleteBudget)
+	r.handle("GET", "/budgets/{key}/forecast", s.forecast)
 
 	s.bindingRoutes()
 	s.cronRoutes()
@@ -125,20 +136,26 @@ func (s *Server) routes() {
 	// These answer while the server starts (a take waits for it); /metrics
 	// and /backup negotiate no format (Prometheus text, tar.gz).
 	r.early("/health", "/version", "/ready", "/metrics", "/jobs/take")
-	r.raw("/metrics", "/backup")
+	r.raw("/metrics")
 }
 
 // Serve accepts HTTP/1.1 and cleartext HTTP/2 (prior knowledge) on l, or
 // TLS when Config.TLS is set, until ctx is cancelled, then shuts down
 // gracefully: take streams end and their jobs go back to ready.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
-	hs := s.httpServer()
+	return s.serveUntil(ctx, s.httpServer(s.router), l, s.cfg.TLS)
+}
+
+// serveUntil serves hs on l until ctx ends, Close is called or the start
+// fails, then shuts it down.
+func (s *Server) serveUntil(ctx context.Context, hs *http.Server, l net.Listener, tlsCfg *tls.Config) error {
 	errc := make(chan error, 1)
-	go func() { errc <- s.serveOn(hs, l) }()
+	go func() { errc <- s.serveOn(hs, l, tlsCfg) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	case <-s.closing:
 	case <-s.core.Failed():
 	}
 	s.Close()
@@ -165,9 +182,11 @@ func newServer(cfg Config, clk clock.Clock, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, clock: clk, log: log, closing: make(chan struct{}), hooksDone: make(chan struct{}), role: loneRole}
+	s := &Server{cfg: cfg, clock: clk, log: log, started: clk.Now(), closing: make(chan struct{}), hooksDone: make(chan struct{}), role: loneRole}
 	s.metrics = newMetrics(s)
 	s.router = &router{s: s}
 	s.routes()
+	s.admin = &router{s: s}
+	s.adminRoutes()
 	return s
 }

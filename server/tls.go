@@ -70,9 +70,9 @@ func LoadCertPool(file string) (*x509.CertPool, error) {
 // timeouts so that stalled or idle clients cannot pile up, and no
 // whole-response timeout, which would cut take streams (those bound each
 // write instead).
-func (s *Server) httpServer() *http.Server {
+func (s *Server) httpServer(h http.Handler) *http.Server {
 	hs := &http.Server{
-		Handler:           s.router,
+		Handler:           h,
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
 		MaxHeaderBytes:    hardMaxHeaderBytes,
@@ -87,15 +87,15 @@ func (s *Server) httpServer() *http.Server {
 	return hs
 }
 
-// serveOn serves hs on l: TLS with ALPN h2 and http/1.1 when configured,
-// else HTTP/1.1 and cleartext HTTP/2 with prior knowledge.
-func (s *Server) serveOn(hs *http.Server, l net.Listener) error {
+// serveOn serves hs on l: TLS with ALPN h2 and http/1.1 when tlsCfg is
+// set, else HTTP/1.1 and cleartext HTTP/2 with prior knowledge.
+func (s *Server) serveOn(hs *http.Server, l net.Listener, tlsCfg *tls.Config) error {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	hs.Protocols = &protocols
-	if s.cfg.TLS != nil {
+	if tlsCfg != nil {
 		protocols.SetHTTP2(true)
-		hs.TLSConfig = s.cfg.TLS.Clone()
+		hs.TLSConfig = tlsCfg.Clone()
 		return hs.ServeTLS(l, "", "")
 	}
 	protocols.SetUnencryptedHTTP2(true)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -39,6 +41,11 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	case req.Payload == nil:
 		return engine.NewJob{}, missing(prefix, "payload")
 	}
+	// A batch missing a field does not decode in Zizq: that comes first.
+	batch, err := batchConfig(req.Batch, prefix)
+	if err != nil {
+		return engine.NewJob{}, err
+	}
 	if err := api.ValidateName("type", *req.Type); err != nil {
 		return engine.NewJob{}, badRequest("%s", err)
 	}
@@ -50,9 +57,6 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	}
 	if req.UniqueKey != nil && req.Batch != nil {
 		return engine.NewJob{}, badRequest("unique_key and batch cannot be combined")
-	}
-	if req.Batch != nil {
-		return engine.NewJob{}, forbidden("batched jobs is not available on this server yet")
 	}
 	j := engine.NewJob{
 		Type: *req.Type, Queue: *req.Queue, Priority: api.DefaultPriority,
@@ -92,6 +96,7 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	if err != nil {
 		return engine.NewJob{}, err
 	}
+	j.Batch = batch
 	return j, nil
 }
 
@@ -105,6 +110,22 @@ func uniqueWhile(in *string) (store.UniqueWhile, error) {
 		return 0, badRequest(`invalid unique_while: %q (expected "queued", "active", or "exists")`, *in)
 	}
 	return w, nil
+}
+
+// batchConfig checks that a batch has its three fields; the programs are
+// the core's to compile and dry-run (422 when they fail).
+func batchConfig(in *api.BatchRequest, prefix string) (*store.BatchConfig, error) {
+	switch {
+	case in == nil:
+		return nil, nil
+	case in.Key == nil:
+		return nil, missing(prefix, "key")
+	case in.When == nil:
+		return nil, missing(prefix, "when")
+	case in.Fold == nil:
+		return nil, missing(prefix, "fold")
+	}
+	return &store.BatchConfig{Key: *in.Key, When: *in.When, Fold: *in.Fold}, nil
 }
 
 func backoff(in *api.BackoffRequest, prefix string) (*store.Backoff, error) {
@@ -160,13 +181,29 @@ func bindingSpec(b api.BindingRequest, prefix string) (engine.BindingSpec, error
 		spec.Cost = *b.Cost
 	}
 	if b.CreateWith != nil {
-		cfg, err := budgetConfig(*b.CreateWith, prefix)
+		cfg, err := createWith(*b.CreateWith, prefix)
 		if err != nil {
 			return engine.BindingSpec{}, badRequest("create_with: %s", err)
 		}
 		spec.CreateWith = &cfg
 	}
 	return spec, nil
+}
+
+// createWith validates a binding's create_with: a plain budget body. A
+// family or a pause is made with the budget endpoints, where the engine
+// weighs them against the budget's jobs; create_with creates a budget
+// along with a job and never changes one.
+func createWith(in api.BudgetInput, prefix string) (store.Budget, error) {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"per_key", in.PerKey != nil}, {"paused", in.Paused != nil}, {"paused_until", in.PausedUntil != nil}} {
+		if f.set {
+			return store.Budget{}, fmt.Errorf("%s is not allowed here: set it with PUT or PATCH /budgets/{key}", f.name)
+		}
+	}
+	return budgetConfig(in, prefix)
 }
 
 // ruleError is a budget configuration that decodes but breaks a value rule.
@@ -176,36 +213,104 @@ func (e *ruleError) Error() string { return e.msg }
 
 func ruleErrorf(format string, args ...any) error { return &ruleError{fmt.Sprintf(format, args...)} }
 
+// inTemplate names a broken rule of a family's template by its path
+// ("per_key.allocation must be at least 1"); other errors pass as they are.
+func inTemplate(err error) error {
+	var re *ruleError
+	if errors.As(err, &re) {
+		return ruleErrorf("per_key.%s", re.msg)
+	}
+	return err
+}
+
 // budgetConfig validates a budget body (POST, PUT, create_with). Missing
-// fields are decode errors (400); broken value rules are ruleErrors, which
-// the budget endpoints answer with 422.
+// fields are decode errors (400), and come first; broken value rules are
+// ruleErrors, which the budget endpoints answer with 422.
 func budgetConfig(in api.BudgetInput, prefix string) (store.Budget, error) {
-	if in.Allocation == nil {
-		return store.Budget{}, missing(prefix, "allocation")
+	cfg, baseErr := budgetBody(in.Allocation, in.Strategy, prefix, "")
+	if baseErr != nil && !isRuleError(baseErr) {
+		return store.Budget{}, baseErr
 	}
-	if in.Strategy == nil {
-		return store.Budget{}, missing(prefix, "strategy")
+	var tmplErr error
+	if t := in.PerKey; t != nil {
+		var tc store.Budget
+		tc, tmplErr = budgetBody(t.Allocation, t.Strategy, prefix, "per_key.")
+		if tmplErr != nil && !isRuleError(tmplErr) {
+			return store.Budget{}, tmplErr
+		}
+		cfg.PerKey = template(tc)
 	}
-	if in.Strategy.Type == nil {
-		return store.Budget{}, missing(prefix, "type")
+	if err := cmp.Or(baseErr, inTemplate(tmplErr)); err != nil {
+		return store.Budget{}, err
 	}
-	cfg := store.Budget{Allocation: *in.Allocation, Strategy: *in.Strategy.Type}
+	if in.Paused != nil && !*in.Paused && in.PausedUntil != nil {
+		return store.Budget{}, ruleErrorf("paused_until cannot come with paused false: paused_until pauses the budget")
+	}
+	cfg.Paused = in.Paused != nil && *in.Paused
+	if in.PausedUntil != nil {
+		if err := checkPausedUntil(*in.PausedUntil); err != nil {
+			return store.Budget{}, err
+		}
+		cfg.PausedUntil = int64(*in.PausedUntil)
+	}
+	return cfg, nil
+}
+
+// budgetBody validates the allocation and strategy of a budget body or of
+// its template; path ("" or "per_key.") names the template's missing
+// fields by their path, where the budget's own keep Zizq's words.
+func budgetBody(alloc *int64, strategy *api.StrategyInput, prefix, path string) (store.Budget, error) {
+	inStrategy := ""
+	if path != "" {
+		inStrategy = path + "strategy."
+	}
+	if alloc == nil {
+		return store.Budget{}, missing(prefix, path+"allocation")
+	}
+	if strategy == nil {
+		return store.Budget{}, missing(prefix, path+"strategy")
+	}
+	if strategy.Type == nil {
+		return store.Budget{}, missing(prefix, inStrategy+"type")
+	}
+	cfg := store.Budget{Allocation: *alloc, Strategy: *strategy.Type}
 	switch cfg.Strategy {
 	case store.WhileInFlight:
 	case store.TimeBased:
-		if in.Strategy.DurationMs == nil {
-			return store.Budget{}, missing(prefix, "duration_ms")
+		if strategy.DurationMs == nil {
+			return store.Budget{}, missing(prefix, inStrategy+"duration_ms")
 		}
 	default:
 		return store.Budget{}, badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", prefix, cfg.Strategy)
 	}
-	if in.Strategy.DurationMs != nil {
-		cfg.DurationMs = *in.Strategy.DurationMs
+	if strategy.DurationMs != nil {
+		cfg.DurationMs = *strategy.DurationMs
 	}
-	if in.Strategy.Burst != nil {
-		cfg.Burst = *in.Strategy.Burst
+	if strategy.Burst != nil {
+		cfg.Burst = *strategy.Burst
 	}
-	return cfg, checkBudgetRules(cfg, in.Strategy.DurationMs != nil, in.Strategy.Burst != nil)
+	return cfg, checkBudgetRules(cfg, strategy.DurationMs != nil, strategy.Burst != nil)
+}
+
+func isRuleError(err error) bool {
+	var re *ruleError
+	return errors.As(err, &re)
+}
+
+// template is the family template of a budget body's configuration.
+func template(b store.Budget) *store.BudgetTemplate {
+	return &store.BudgetTemplate{Allocation: b.Allocation, Strategy: b.Strategy, DurationMs: b.DurationMs, Burst: b.Burst}
+}
+
+// checkPausedUntil checks the end of a pause: a timestamp, as ready_at is.
+func checkPausedUntil(ms uint64) error {
+	switch {
+	case ms < 1:
+		return ruleErrorf("paused_until must be at least 1")
+	case ms > maxTimestampMs:
+		return ruleErrorf("paused_until must be at most %d", int64(maxTimestampMs))
+	}
+	return nil
 }
 
 // checkBudgetRules checks the value rules of a complete configuration.

@@ -71,6 +71,15 @@ type SetBudgetsOp struct {
 	Budgets []Binding
 }
 
+// SetPayloadOp replaces a job's payload; see SetPayload.
+type SetPayloadOp struct {
+	ID      string
+	Payload []byte
+}
+
+// CloseBatchOp closes a job's batch; see CloseBatch.
+type CloseBatchOp struct{ ID string }
+
 // UniqueHolderOp makes a job its unique key's holder, or not; see
 // HoldUniqueKey and ReleaseUniqueKey.
 type UniqueHolderOp struct {
@@ -101,6 +110,8 @@ func (RetryOp) storeOp()            {}
 func (FinishOp) storeOp()           {}
 func (PatchJobOp) storeOp()         {}
 func (SetBudgetsOp) storeOp()       {}
+func (SetPayloadOp) storeOp()       {}
+func (CloseBatchOp) storeOp()       {}
 func (UniqueHolderOp) storeOp()     {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
@@ -121,9 +132,9 @@ func (DeleteEverythingOp) storeOp() {}
 // the job the engine last gave it to.
 func InsertJob(j Job) Op { return InsertJobOp{Job: j} }
 
-// PutJob replaces every field of an existing job except its payload and
-// its unique key, which stay as inserted (j.Payload, j.UniqueKey and
-// j.UniqueWhile are ignored). It does nothing if the job does
+// PutJob replaces every field of an existing job except its payload, its
+// unique key and its fair tag, which stay as inserted (j.Payload,
+// j.UniqueKey, j.UniqueWhile and j.FairTag are ignored). It does nothing if the job does
 // not exist. It is the engine's whole-row write of round 1, kept while the
 // engine moves to the partial ops.
 func PutJob(j Job) Op { return PutJobOp{Job: j} }
@@ -158,6 +169,14 @@ func PatchJob(p JobPatch) Op { return PatchJobOp{Patch: p} }
 // SetBudgets replaces a job's budget bindings (rebind); an empty list
 // unbinds it. It does nothing if the job does not exist.
 func SetBudgets(id string, bs []Binding) Op { return SetBudgetsOp{ID: id, Budgets: bs} }
+
+// SetPayload replaces a job's payload (a batch fold); an empty payload
+// reads back as nil. It does nothing if the job does not exist.
+func SetPayload(id string, payload []byte) Op { return SetPayloadOp{ID: id, Payload: payload} }
+
+// CloseBatch clears a job's BatchOpen: its batch takes no more folds. It
+// does nothing if the job does not exist.
+func CloseBatch(id string) Op { return CloseBatchOp{ID: id} }
 
 // HoldUniqueKey makes a job with a unique key that key's holder (a job
 // that returned to the queue and claims its key again); the key's previous

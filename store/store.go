@@ -33,9 +33,9 @@ type Store interface {
 	// start and nothing more, calling l's functions in this order: every
 	// budget, by key; every live job (scheduled, ready, in flight), without
 	// its payload, in (priority, id) order; the unique keys (every job with
-	// a key that is live or holds it), in any order; the purge schedule
-	// (completed and dead jobs whose purge_at is set), by (purge_at, id);
-	// and once, the
+	// a key that is live or holds it), in any order; the batch of every live
+	// batched job, by id; the purge schedule (completed and dead jobs whose
+	// purge_at is set), by (purge_at, id); and once, the
 	// greatest job ID the store ever held ("" if none), deleted and purged
 	// jobs included. It stops at the first error a function returns and
 	// returns it. Writes go on meanwhile and are not seen.
@@ -75,6 +75,12 @@ type Store interface {
 	// Backup writes a consistent snapshot of the store, as of the call, as
 	// a tar.gz archive; writes go on meanwhile.
 	Backup(ctx context.Context, w io.Writer) error
+	// Compact returns the space of deleted and purged jobs to the file
+	// system and empties the store's log, as far as the backend can, then
+	// returns (for SQLite: an incremental vacuum of every free page, then a
+	// TRUNCATE checkpoint of the WAL). Writes wait meanwhile. An error says
+	// the compaction did not finish; the store works on either way.
+	Compact(ctx context.Context) error
 	// Sizes returns the bytes the store occupies: its data and its log
 	// (for SQLite, the database file and the WAL). Cheap: no query.
 	Sizes() (dbBytes, walBytes int64)
@@ -107,6 +113,7 @@ type Loader struct {
 	Budget func(Budget) error
 	Job    func(LiveJob) error // in (priority, id) order
 	Unique func(UniqueJob) error
+	Batch  func(LiveBatch) error
 	Purge  func(id string, at int64) error
 	MaxID  func(id string)
 }
@@ -138,4 +145,12 @@ type LiveJob struct {
 	Retention  *Retention
 	Budgets    []Binding
 	FairTag    int64 // 0: none (see Job.FairTag)
+}
+
+// LiveBatch is the batch of a live batched job, loaded apart from its
+// LiveJob because few jobs have one.
+type LiveBatch struct {
+	ID    string
+	Batch BatchConfig
+	Open  bool
 }

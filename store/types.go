@@ -66,6 +66,13 @@ type Job struct {
 	CompletedAt int64
 	PurgeAt     int64
 	Budgets     []Binding
+	// Batch is a batched job's batch (nil: not batched): its key, and the
+	// jq programs of the batch's first job, which rule the whole batch.
+	Batch *BatchConfig
+	// BatchOpen marks the pending job of its batch key: the one that later
+	// enqueues with that key fold into. Dispatch closes it (CloseBatch).
+	// The engine keeps at most one open live job per key.
+	BatchOpen bool
 	// UniqueKey ("" = none) and UniqueWhile never change once inserted.
 	UniqueKey   string
 	UniqueWhile UniqueWhile
@@ -73,6 +80,15 @@ type Job struct {
 	// sub-budget, given at enqueue; 0 for every other job (its tag is its
 	// ID's time). It never changes once inserted.
 	FairTag int64
+}
+
+// BatchConfig is the batch of a batched job: enqueues with the same Key
+// fold into its pending job while When holds, and Fold makes the merged
+// payload (both jq programs, over $existing and $new).
+type BatchConfig struct {
+	Key  string
+	When string
+	Fold string
 }
 
 // UniqueWhile is the scope of a job's unique key: the statuses in which

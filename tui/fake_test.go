@@ -80,6 +80,40 @@ func (f *fakeSource) Why(ctx context.Context, id string) (api.Why, error) {
 	return w, nil
 }
 
+func (f *fakeSource) DeleteJob(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "delete "+id)
+	return f.err
+}
+
+func (f *fakeSource) PauseCronGroup(ctx context.Context, group string, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pause %s %t", group, paused))
+	return f.err
+}
+
+func (f *fakeSource) CronGroup(ctx context.Context, name string) (api.CronGroup, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "cron "+name)
+	if f.err != nil {
+		return api.CronGroup{}, f.err
+	}
+	return api.CronGroup{Name: name, Entries: []api.CronEntry{
+		{Name: "daily", Expression: "0 3 * * *", NextEnqueueAt: uint64(nowMs() + 60_000)},
+		{Name: "hourly", Expression: "0 * * * *", Paused: true},
+	}}, nil
+}
+
+func (f *fakeSource) PauseCronEntry(ctx context.Context, group, entry string, paused bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("pause %s/%s %t", group, entry, paused))
+	return f.err
+}
+
 func (f *fakeSource) setErr(err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

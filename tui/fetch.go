@@ -25,6 +25,7 @@ type tickMsg struct{}
 type fetchMsg struct {
 	seq     uint64
 	poll    bool // part of the polling loop: schedule the next tick
+	pushed  bool // the lists come from the event stream: not fetched
 	err     error
 	stats   api.Stats
 	status  string // job status fetched, "" if none
@@ -57,16 +58,21 @@ func (m *Model) fetch(poll bool) tea.Cmd {
 		status  = m.tab.status()
 		whyID   = m.whyTarget()
 		timeout = m.timeout()
+		pushed  = m.live()
 	)
-	return func() tea.Msg {
+	var groups tea.Cmd
+	if m.tab == tabCrons {
+		groups = m.fetchGroups(m.openedNames())
+	}
+	return tea.Batch(groups, func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		msg := fetchMsg{seq: seq, poll: poll, status: status, whyID: whyID}
+		msg := fetchMsg{seq: seq, poll: poll, pushed: pushed, status: status, whyID: whyID}
 		msg.stats, msg.err = src.Stats(ctx)
 		if msg.err != nil {
 			return msg
 		}
-		if status != "" {
+		if status != "" && !pushed {
 			msg.jobs, msg.jobsErr = src.Jobs(ctx, status, jobLimit)
 		}
 		// The first jobLimit parked jobs hold every parked one among the
@@ -79,7 +85,7 @@ func (m *Model) fetch(poll bool) tea.Cmd {
 			msg.why, msg.whyErr = src.Why(ctx, whyID)
 		}
 		return msg
-	}
+	})
 }
 
 // fetchWhy returns the command that explains the selected ready job, or nil

@@ -1,6 +1,11 @@
 package tui
 
-import "charm.land/bubbles/v2/key"
+import (
+	"fmt"
+	"strings"
+
+	"charm.land/bubbles/v2/key"
+)
 
 // keyMap is every key binding of the dashboard, in one place.
 type keyMap struct {
@@ -16,6 +21,12 @@ type keyMap struct {
 	Clear    key.Binding
 	Help     key.Binding
 	Quit     key.Binding
+	Sort     key.Binding
+	Delete   key.Binding
+	Pause    key.Binding
+	Open     key.Binding
+	// Yes confirms an action that asks first; any other key cancels it.
+	Yes key.Binding
 
 	// While the filter is being typed, only these act; every other key
 	// goes to the text input (so that "q" can be typed).
@@ -38,6 +49,11 @@ func defaultKeyMap() keyMap {
 		Clear:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
 		Help:     key.NewBinding(key.WithKeys("?"), key.WithHelp("?", "help")),
 		Quit:     key.NewBinding(key.WithKeys("q", "ctrl+c"), key.WithHelp("q", "quit")),
+		Sort:     key.NewBinding(key.WithKeys("s"), key.WithHelp("s", "sort jobs by")),
+		Delete:   key.NewBinding(key.WithKeys("d", "delete"), key.WithHelp("d", "delete job")),
+		Pause:    key.NewBinding(key.WithKeys("p"), key.WithHelp("p", "pause/resume cron")),
+		Open:     key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "cron entries")),
+		Yes:      key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes")),
 
 		Accept:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "keep filter")),
 		Cancel:    key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear filter")),
@@ -53,10 +69,25 @@ func (k keyMap) ShortHelp() []key.Binding {
 // FullHelp is the help shown by "?".
 func (k keyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
-		{k.Up, k.Down, k.PageUp, k.PageDown},
-		{k.Top, k.Bottom, k.NextTab, k.PrevTab},
-		{k.Filter, k.Clear, k.Help, k.Quit},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top},
+		{k.Bottom, k.NextTab, k.PrevTab, k.Filter, k.Clear},
+		{k.Sort, k.Delete, k.Pause, k.Open, k.Help, k.Quit},
 	}
+}
+
+// KeyHelp lists every key of the dashboard, one per line, for
+// `zizq top --help` (and so its man page).
+func KeyHelp() string {
+	k := defaultKeyMap()
+	var b strings.Builder
+	for _, col := range k.FullHelp() {
+		for _, kb := range col {
+			h := kb.Help()
+			fmt.Fprintf(&b, "  %-10s %s\n", h.Key, h.Desc)
+		}
+	}
+	fmt.Fprintf(&b, "  %-10s %s\n", "y", "confirm a deletion (any other key cancels it)")
+	return b.String()
 }
 
 // filterKeys is the help shown while the filter is being typed.

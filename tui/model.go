@@ -87,6 +87,14 @@ type Model struct {
 	lastErr  error
 	failures int
 	retryIn  time.Duration
+
+	push   push    // the admin port's event stream
+	sortBy sortKey // order of the job tabs' rows
+	asking *plan   // an action waiting for its "y"
+	notice string  // what the last action did, until the next key
+	// opened are the cron groups whose entries the Crons tab lists (nil
+	// until the group's first answer).
+	opened map[string]*api.CronGroup
 }
 
 // New returns a dashboard that reads from src. Nothing is fetched until the
@@ -115,6 +123,7 @@ func New(src Source, opts Options) Model {
 		jobs:    map[string]api.JobList{},
 		jobsSeq: map[string]uint64{},
 		parked:  map[string]bool{},
+		opened:  map[string]*api.CronGroup{},
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
 		column{title: "KEY", flex: true, min: 8},
@@ -167,6 +176,9 @@ func New(src Source, opts Options) Model {
 		)
 		m.tables[t] = newTable(keys, st, empty, cols...)
 	}
+	if opts.Dial != nil {
+		m.push.mode = pushDialing
+	}
 	m.restyle(true)
 	m.layout()
 	return m
@@ -208,7 +220,11 @@ func (m Model) Init() tea.Cmd {
 	if !m.opts.NoColor {
 		askBackground = tea.RequestBackgroundColor
 	}
-	return tea.Batch(m.fetch(true), askBackground)
+	var dial tea.Cmd
+	if m.opts.Dial != nil {
+		dial = m.dial()
+	}
+	return tea.Batch(m.fetch(true), askBackground, dial)
 }
 
 // Update applies one message to the dashboard.
@@ -221,6 +237,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = m.fetch(true)
 	case fetchMsg:
 		cmd = m.applyFetch(msg)
+	case dialMsg:
+		cmd = m.applyDial(msg)
+	case frameMsg:
+		cmd = m.applyFrame(msg)
+	case redialMsg:
+		cmd = m.dial()
+	case actionMsg:
+		cmd = m.applyAction(msg)
+	case cronGroupMsg:
+		m.applyCronGroup(msg)
 	case whyMsg:
 		// An answer about a job no longer selected is stale.
 		if msg.id == m.whyTarget() {
@@ -254,7 +280,9 @@ func (m *Model) applyFetch(msg fetchMsg) tea.Cmd {
 	if msg.err == nil {
 		m.stats, m.haveStats = msg.stats, true
 		if msg.status != "" && msg.jobsErr == nil && msg.seq > m.jobsSeq[msg.status] {
-			m.jobs[msg.status], m.jobsSeq[msg.status] = msg.jobs, msg.seq
+			if !msg.pushed && !m.live() {
+				m.jobs[msg.status], m.jobsSeq[msg.status] = msg.jobs, msg.seq
+			}
 			if msg.status == api.StatusReady {
 				m.setParked(msg.parked)
 			}
@@ -308,6 +336,10 @@ func (m *Model) keyPress(msg tea.KeyPressMsg) tea.Cmd {
 	if m.quitting {
 		return nil
 	}
+	m.notice = ""
+	if m.asking != nil {
+		return m.answer(msg)
+	}
 	if m.filtering {
 		return m.filterKey(msg)
 	}
@@ -335,7 +367,18 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		} else {
 			m.setFilter("")
 		}
+	case key.Matches(msg, m.keys.Open) && m.tab == tabCrons:
+		return m.toggleGroup()
+	case key.Matches(msg, m.keys.Sort):
+		m.sortBy = (m.sortBy + 1) % numSorts
+		m.rebuild()
 	default:
+		if cmd, ok := m.startAction(msg); ok {
+			return cmd
+		}
+		if cmd, ok := m.scrollWindow(m.cursorMove(msg)); ok {
+			return cmd
+		}
 		before, _ := m.tables[m.tab].Selected()
 		m.tables[m.tab], _ = m.tables[m.tab].Update(msg)
 		if after, _ := m.tables[m.tab].Selected(); after.key != before.key {
@@ -343,6 +386,29 @@ func (m *Model) key(msg tea.KeyPressMsg) tea.Cmd {
 		}
 	}
 	return nil
+}
+
+// cursorMove says where a cursor key takes the cursor of a list of total
+// rows and which anchor finds that place; the target is the cursor itself
+// for a key that does not move it.
+func (m *Model) cursorMove(msg tea.KeyPressMsg) func(cursor, visible, total int) (int, string) {
+	return func(cursor, visible, total int) (int, string) {
+		switch {
+		case key.Matches(msg, m.keys.Up):
+			return cursor - 1, api.AnchorOffset
+		case key.Matches(msg, m.keys.Down):
+			return cursor + 1, api.AnchorOffset
+		case key.Matches(msg, m.keys.PageUp):
+			return cursor - visible, api.AnchorOffset
+		case key.Matches(msg, m.keys.PageDown):
+			return cursor + visible, api.AnchorOffset
+		case key.Matches(msg, m.keys.Top):
+			return 0, api.AnchorHead
+		case key.Matches(msg, m.keys.Bottom):
+			return total - 1, api.AnchorTail
+		}
+		return cursor, api.AnchorOffset
+	}
 }
 
 // filterKey handles a key while the filter is being typed.

@@ -135,7 +135,7 @@ func (m *Model) queueRows() []row {
 func (m *Model) jobRows(t tab) []row {
 	nowMs := m.now.UnixMilli()
 	var rows []row
-	for _, j := range m.jobs[t.status()].Jobs {
+	for _, j := range sortJobs(m.jobs[t.status()].Jobs, t.status(), m.sortBy) {
 		keys := []string{j.ID, j.Queue, j.Type}
 		for _, b := range j.Budgets {
 			keys = append(keys, b.Key)
@@ -254,6 +254,7 @@ func (m *Model) cronRows() []row {
 			r.tone = tonePaused
 		}
 		rows = append(rows, r)
+		rows = append(rows, m.entryRows(g.Name)...)
 	}
 	return rows
 }

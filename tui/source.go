@@ -28,15 +28,47 @@ type Source interface {
 	Parked(ctx context.Context, limit int) (api.JobList, error)
 	// Why explains what the job waits for (GET /jobs/{id}/why).
 	Why(ctx context.Context, id string) (api.Why, error)
+	// DeleteJob deletes a job (DELETE /jobs/{id}).
+	DeleteJob(ctx context.Context, id string) error
+	// PauseCronGroup pauses or resumes a cron group
+	// (POST /crons/{group}/pause or /resume).
+	PauseCronGroup(ctx context.Context, group string, paused bool) error
+	// CronGroup returns a cron group with its entries (GET /crons/{group}).
+	CronGroup(ctx context.Context, name string) (api.CronGroup, error)
+	// PauseCronEntry pauses or resumes one entry of a cron group.
+	PauseCronEntry(ctx context.Context, group, entry string, paused bool) error
+}
+
+// Stream is the admin port's event stream (GET /events, API.md §14.2) as
+// the dashboard reads it: the job lists and the budgets pushed as they
+// change, instead of polled.
+type Stream interface {
+	// Next returns the next server frame; an error ends the stream.
+	Next(ctx context.Context) (api.AdminFrame, error)
+	// Send sends one client frame.
+	Send(ctx context.Context, f api.ClientFrame) error
+	// Close ends the stream.
+	Close() error
 }
 
 // DefaultRefresh is the polling interval used when Options.Refresh is unset.
 const DefaultRefresh = 500 * time.Millisecond
 
+// DefaultRedial is the wait between dials of the event stream.
+const DefaultRedial = 5 * time.Second
+
 // Options configures the dashboard.
 type Options struct {
 	// URL is the server address, shown in the header.
 	URL string
+	// Dial opens the event stream of the admin port at AdminURL; nil
+	// means polling only. While it fails, the dashboard polls the API and
+	// says why in its header, and dials again every RedialEvery.
+	Dial     func(ctx context.Context) (Stream, error)
+	AdminURL string
+	// RedialEvery is the wait between two dials of a failed stream; zero
+	// or negative means DefaultRedial.
+	RedialEvery time.Duration
 	// Refresh is the polling interval; zero or negative means DefaultRefresh.
 	Refresh time.Duration
 	// Now is the clock; nil means time.Now. Only Update reads it.
@@ -52,6 +84,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Refresh <= 0 {
 		o.Refresh = DefaultRefresh
+	}
+	if o.RedialEvery <= 0 {
+		o.RedialEvery = DefaultRedial
 	}
 	if o.Now == nil {
 		o.Now = time.Now

@@ -80,6 +80,12 @@ func (t *table) SetRows(rows []row) {
 	t.clamp()
 }
 
+// SetCursor puts the cursor on row i (clamped to the rows).
+func (t *table) SetCursor(i int) {
+	t.cursor = i
+	t.clamp()
+}
+
 // Selected returns the row under the cursor.
 func (t table) Selected() (row, bool) {
 	if t.cursor < 0 || t.cursor >= len(t.rows) {

@@ -97,6 +97,9 @@ func (m *Model) headerLines() []string {
 		status = st.dim.Render("connecting…")
 	case connConnected:
 		status = st.ok.Render("● connected")
+		if m.push.mode != pushOff {
+			status += " " + m.modeWord()
+		}
 	case connReconnecting:
 		status = st.bad.Render("○ reconnecting") + st.dim.Render(" (retry in "+fmtAge(m.retryIn)+")")
 	}
@@ -119,6 +122,10 @@ func (m *Model) headerLines() []string {
 		}
 	}
 	lines := []string{joinFit(top, "  ", m.width), m.totalsLine()}
+	if m.push.mode == pushDown {
+		why := st.warn.Render("polling every "+fmtAge(m.opts.Refresh)+": no event stream at "+m.opts.AdminURL+": ") + oneLine(m.push.err)
+		lines = append(lines, why)
+	}
 
 	if m.conn == connReconnecting {
 		age := "no data yet"
@@ -131,6 +138,18 @@ func (m *Model) headerLines() []string {
 		lines = append(lines, wrapped[:min(2, len(wrapped))]...)
 	}
 	return lines
+}
+
+// modeWord says how the lists come: pushed by the admin port's event
+// stream (live), or polled from the API.
+func (m *Model) modeWord() string {
+	switch m.push.mode {
+	case pushOn:
+		return m.st.ok.Render("live")
+	case pushDialing:
+		return m.st.dim.Render("polling (opening the event stream…)")
+	}
+	return m.st.dim.Render("polling")
 }
 
 // totalsLine counts the server's jobs by status, ready and parked side by
@@ -299,8 +318,15 @@ func (m *Model) tableInfo() (rows, cols string) {
 	switch {
 	case m.filter != "":
 		rows = fmt.Sprintf("/%s: %d of %d", m.filter, shown, m.unfiltered(m.tab))
+	case m.live() && m.push.windows[m.tab.status()] != nil && shown > 0:
+		if w := m.push.windows[m.tab.status()]; shown < w.total {
+			rows = fmt.Sprintf("rows %d–%d of %d", w.first+1, w.first+shown, w.total)
+		}
 	case m.tab.status() != "" && m.haveStats && int64(shown) < m.tabCount(m.tab) && shown > 0:
 		rows = fmt.Sprintf("first %d of %d", shown, m.tabCount(m.tab))
+	}
+	if m.tab.status() != "" && m.sortBy != sortList {
+		rows = strings.TrimPrefix(rows+" · by "+sortNames[m.sortBy], " · ")
 	}
 	switch n := m.tables[m.tab].hidden(); {
 	case n == 1:
@@ -312,6 +338,14 @@ func (m *Model) tableInfo() (rows, cols string) {
 }
 
 func (m *Model) footer() string {
+	if m.asking != nil {
+		return m.st.warn.Render(m.asking.ask) + "  y: yes · any other key: no"
+	}
+	if m.notice != "" {
+		h := m.help
+		h.SetWidth(max(0, m.width-lipgloss.Width(m.notice)-2))
+		return m.st.label.Render(m.notice) + "  " + h.ShortHelpView(m.keys.ShortHelp())
+	}
 	if m.filtering {
 		// The keys get what the input leaves, and drop whole hints.
 		in := m.input.View() + "  "
@@ -350,6 +384,9 @@ func (m *Model) detail() (string, []string) {
 			return "queue " + q.Name, queueDetail(q)
 		}
 	case tabCrons:
+		if group, e, ok := m.selectedEntry(); ok {
+			return "cron entry " + group + "/" + e.Name, m.entryDetail(e)
+		}
 		if g, ok := m.selectedCron(); ok {
 			return "cron group " + g.Name, m.cronDetail(g)
 		}
@@ -414,6 +451,24 @@ func (m *Model) cronDetail(g api.CronStats) []string {
 	}
 	if g.LastEnqueueAt != 0 {
 		lines = append(lines, "last run "+since(m.now.UnixMilli(), int64(g.LastEnqueueAt))+" ago ("+m.clock(int64(g.LastEnqueueAt))+")")
+	}
+	return lines
+}
+
+func (m *Model) entryDetail(e api.CronEntry) []string {
+	state := "active"
+	if e.Paused {
+		state = "paused: its schedule moves on, nothing is enqueued"
+	}
+	deref := func(s *string) string {
+		if s == nil {
+			return "-"
+		}
+		return *s
+	}
+	lines := []string{fmt.Sprintf("%s · %s · enqueues %s in queue %s", e.Expression, state, deref(e.Job.Type), deref(e.Job.Queue))}
+	if e.NextEnqueueAt != 0 {
+		lines = append(lines, "next occurrence in "+until(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.clock(int64(e.NextEnqueueAt))+")")
 	}
 	return lines
 }

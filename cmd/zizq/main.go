@@ -5,6 +5,10 @@ import (
 	"os"
 
 	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/server/batchexpr"
 )
 
-func main() { os.Exit(cmd.Main()) }
+func main() {
+	batchexpr.ServeIfWorker() // the server starts this binary again to run batch programs
+	os.Exit(cmd.Main())
+}

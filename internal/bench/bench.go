@@ -57,6 +57,11 @@ type Options struct {
 	// CommitMode is the durability of the child server ("": its default).
 	CommitMode string
 	Scenario   string
+	// EventSubscribers dashboards read the admin port's event stream in
+	// detail mode during the e2e scenario; AdminURL is that port's with
+	// --url (the temporary server opens one of its own).
+	EventSubscribers int
+	AdminURL         string
 
 	// Budget scenario sizes.
 	Concurrency int
@@ -130,6 +135,12 @@ func (o *Options) Validate() error {
 		if r < 1 {
 			return errors.New("--rate must be at least 1")
 		}
+	}
+	if o.EventSubscribers < 0 {
+		return errors.New("--event-subscribers must not be negative")
+	}
+	if o.EventSubscribers > 0 && o.URL != "" && o.AdminURL == "" {
+		return errors.New("--event-subscribers with --url needs --admin-url")
 	}
 	if o.URL != "" && o.CommitMode != "" {
 		return errors.New("--commit-mode sets up the temporary server; it cannot be used with --url")

@@ -234,6 +234,17 @@ func TestRun_ServerBinary(t *testing.T) {
 	require.Equal(t, other, rep.Server.Binary)
 }
 
+// TestRun_EventSubscribers: the e2e scenario with dashboards on the
+// temporary server's admin port, which read frames all along.
+func TestRun_EventSubscribers(t *testing.T) {
+	t.Parallel()
+	o := tiny()
+	o.Scenario, o.Jobs, o.EventSubscribers = bench.ScenarioE2E, 300, 3
+	rep, _ := run(t, o)
+	require.Equal(t, 3, rep.E2E.EventSubscribers)
+	require.GreaterOrEqual(t, rep.E2E.EventFrames, int64(3), "a snapshot each at least")
+}
+
 // TestRun_Scale fills a child server, reads its memory, kills it with
 // SIGKILL and times its restart on the same root: every job survives it.
 func TestRun_Scale(t *testing.T) {
@@ -302,7 +313,7 @@ func TestRun_Scale(t *testing.T) {
 // startServer runs `zizq serve` on a temporary root and returns its URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	c := exec.Command(zizqBin, "serve", "--host", "127.0.0.1", "--port", "0", "--log-level", "warn", "--root-dir", t.TempDir())
+	c := exec.Command(zizqBin, "serve", "--host", "127.0.0.1", "--port", "0", "--admin-port", "0", "--log-level", "warn", "--root-dir", t.TempDir())
 	stdout, err := c.StdoutPipe()
 	require.NoError(t, err)
 	c.Stderr = os.Stderr
@@ -384,6 +395,8 @@ func TestOptions_Validate(t *testing.T) {
 		{"ZeroWorkers", func(o *bench.Options) { o.Workers = 0 }, "--workers must be at least 1"},
 		{"BadRate", func(o *bench.Options) { o.Rates = []int{0} }, "--rate must be at least 1"},
 		{"BadURL", func(o *bench.Options) { o.URL = "ftp://x" }, "--url: invalid server URL"},
+		{"NegativeSubscribers", func(o *bench.Options) { o.EventSubscribers = -1 }, "--event-subscribers must not be negative"},
+		{"SubscribersWithoutAdminURL", func(o *bench.Options) { o.URL, o.EventSubscribers = "http://127.0.0.1:1", 2 }, "--event-subscribers with --url needs --admin-url"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

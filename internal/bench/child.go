@@ -24,6 +24,9 @@ type childSpec struct {
 	binary     string // "": this very executable
 	commitMode string // "": the server's default
 	port       int    // 0: a free one
+	// adminPort is the admin port's; 0: none (--no-admin, which older
+	// servers accept too).
+	adminPort int
 }
 
 // childServer is a `zizq serve` started by bench on a temporary root. It
@@ -34,6 +37,7 @@ type childServer struct {
 	args   []string // of the serve command
 	root   string
 	url    string
+	admin  string   // the admin port's URL, "" without one
 	proc   *process // the latest process
 }
 
@@ -78,7 +82,14 @@ func startChild(ctx context.Context, spec childSpec) (*childServer, error) {
 	if spec.commitMode != "" {
 		args = append(args, "--default-commit-mode", spec.commitMode)
 	}
-	s := &childServer{binary: exe, args: args, root: root}
+	s := &childServer{binary: exe, root: root}
+	if spec.adminPort > 0 {
+		args = append(args, "--admin-port", strconv.Itoa(spec.adminPort))
+		s.admin = "http://127.0.0.1:" + strconv.Itoa(spec.adminPort)
+	} else {
+		args = append(args, "--no-admin")
+	}
+	s.args = args
 	if s.proc, err = s.spawn(); err != nil {
 		os.RemoveAll(root)
 		return nil, err

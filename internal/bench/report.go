@@ -91,6 +91,10 @@ type E2EReport struct {
 	JobsPerS  float64 `json:"jobs_per_s"`
 	LatencyMs Latency `json:"latency_ms"`
 	Memory    Memory  `json:"memory"`
+	// EventSubscribers read the event stream in detail mode meanwhile, and
+	// received EventFrames frames in all.
+	EventSubscribers int   `json:"event_subscribers,omitempty"`
+	EventFrames      int64 `json:"event_frames,omitempty"`
 }
 
 // DrainReport is the drain scenario: a backlog enqueued up front, then
@@ -262,6 +266,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 		t.row("e2e", "throughput", jobsPerS(e.JobsPerS))
 		t.row("e2e", "enqueue to delivery p50/p95/p99", fmt.Sprintf("%.2f / %.2f / %.2f ms", e.LatencyMs.P50, e.LatencyMs.P95, e.LatencyMs.P99))
 		t.row("e2e", "server memory", memoryCell(e.Memory))
+		if e.EventSubscribers > 0 {
+			t.row("e2e", "event subscribers (detail mode)", fmt.Sprintf("%d, %d frames read", e.EventSubscribers, e.EventFrames))
+		}
 	}
 	if d := rep.Drain; d != nil {
 		t.row("drain", fmt.Sprintf("enqueue up front (%d a request)", d.Enqueue.PerRequest), jobsPerS(d.Enqueue.JobsPerS))

@@ -70,9 +70,24 @@ func (b *runner) memory(ctx context.Context, t *target, rss0 int64, queued int) 
 // e2eScenario measures throughput and enqueue-to-delivery latency with
 // producers and workers running together.
 func (b *runner) e2eScenario(ctx context.Context, t *target) (*E2EReport, error) {
+	var subs *subscribers
+	if n := b.o.EventSubscribers; n > 0 {
+		b.prog.setf("e2e: connecting %d event subscribers", n)
+		var err error
+		if subs, err = startSubscribers(ctx, t.admin, n); err != nil {
+			return nil, err
+		}
+		defer subs.stop()
+	}
 	res, err := b.flow(ctx, t, flowSpec{label: "e2e", queue: t.queue(b.prefix + "-e2e"), warmup: warmupOf(b.o.Jobs), jobs: b.o.Jobs})
 	if err != nil {
 		return nil, err
+	}
+	var frames int64
+	if subs != nil {
+		if frames, err = subs.stop(); err != nil {
+			return nil, err
+		}
 	}
 	if res.foreign > 0 {
 		return nil, fmt.Errorf("workers received %d jobs that were not sent to them", res.foreign)
@@ -80,6 +95,7 @@ func (b *runner) e2eScenario(ctx context.Context, t *target) (*E2EReport, error)
 	rep := &E2EReport{
 		Jobs: b.o.Jobs, Warmup: warmupOf(b.o.Jobs), Seconds: round3(res.elapsed.Seconds()),
 		JobsPerS: perSecond(b.o.Jobs, res.elapsed), LatencyMs: latencyOf(res.latency, true),
+		EventSubscribers: b.o.EventSubscribers, EventFrames: frames,
 	}
 	rep.Memory, err = b.memory(ctx, t, 0, 0)
 	return rep, err

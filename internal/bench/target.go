@@ -22,6 +22,7 @@ import (
 type target struct {
 	cl    *client.Client
 	url   string
+	admin string       // the admin port's URL, "" if none is known
 	child *childServer // nil with --url
 
 	mu      sync.Mutex
@@ -33,10 +34,15 @@ type target struct {
 // --url server, from which the scenario's jobs and budgets are deleted
 // afterwards.
 func (b *runner) withTarget(ctx context.Context, name string, rep *Report, fn func(context.Context, *target) error) (err error) {
-	t := &target{url: b.o.URL}
+	t := &target{url: b.o.URL, admin: b.o.AdminURL}
 	if t.url == "" {
 		b.prog.setf("%s: starting zizq serve", name)
 		spec := childSpec{binary: b.o.ServerBinary, commitMode: b.o.CommitMode}
+		if b.o.EventSubscribers > 0 && name == ScenarioE2E {
+			if spec.adminPort, err = freePort(); err != nil {
+				return err
+			}
+		}
 		if name == ScenarioScale {
 			// scale restarts the server with the same flags: a port
 			// known before it starts, not 0.
@@ -54,7 +60,7 @@ func (b *runner) withTarget(ctx context.Context, name string, rep *Report, fn fu
 				err = serr
 			}
 		}()
-		t.url = t.child.url
+		t.url, t.admin = t.child.url, t.child.admin
 	}
 	timeout := b.o.Timeout
 	if timeout == 0 {

@@ -76,6 +76,27 @@ func (s *Service) Budgets(state bool) ([]engine.BudgetView, error) {
 	return s.engine.Budgets(state), nil
 }
 
+// SubBudgets returns the live sub-budgets of the family parent, by key,
+// with their live figures when state is true.
+func (s *Service) SubBudgets(parent string, state bool) ([]engine.BudgetView, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	v, err := s.engine.SubBudgets(parent, state)
+	return v, translate(err)
+}
+
+// Forecast returns when the budget key's backlog will have been
+// dispatched, at its own pace or at the one w describes (nil: its own);
+// it changes nothing.
+func (s *Service) Forecast(key string, w *engine.WhatIf) (engine.Forecast, error) {
+	if err := s.ready(); err != nil {
+		return engine.Forecast{}, err
+	}
+	f, err := s.engine.Forecast(key, w)
+	return f, translate(err)
+}
+
 // Stats returns the live counts and every budget with its figures.
 func (s *Service) Stats() (engine.Stats, error) {
 	if err := s.ready(); err != nil {

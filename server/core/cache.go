@@ -2,22 +2,39 @@ package core
 
 import "sync"
 
-// payloadCache keeps the payloads of jobs enqueued moments ago, bounded in
-// bytes, so that their dispatch does not read them back from the store.
-// Each payload is taken once, at dispatch; when the cache is over its
-// bound the oldest go first (their jobs wait in a backlog and are read
-// from the store in batches when their turn comes).
+// payloadCache keeps the payloads of jobs enqueued (or folded into)
+// moments ago, bounded in bytes, so that their dispatch does not read them
+// back from the store. Each payload is taken once, at dispatch; when the
+// cache is over its bound the oldest go first (their jobs wait in a backlog
+// and are read from the store in batches when their turn comes).
 type payloadCache struct {
 	mu    sync.Mutex
 	max   int64
 	size  int64
-	items map[string][]byte
-	order []string // insertion order; taken or evicted IDs are skipped
+	items map[string]cachedPayload
+	order []orderEntry // insertion order; entries of payloads since taken, evicted or replaced are skipped
 	head  int
+	seq   uint64
+}
+
+type cachedPayload struct {
+	payload []byte
+	seq     uint64 // its entry in order
+}
+
+type orderEntry struct {
+	id  string
+	seq uint64
 }
 
 func newPayloadCache(max int64) *payloadCache {
-	return &payloadCache{max: max, items: map[string][]byte{}}
+	return &payloadCache{max: max, items: map[string]cachedPayload{}}
+}
+
+// live reports whether an order entry is its payload's current one.
+func (c *payloadCache) live(e orderEntry) bool {
+	p, ok := c.items[e.id]
+	return ok && p.seq == e.seq
 }
 
 // put keeps a payload, evicting the oldest past the bound.
@@ -30,19 +47,36 @@ func (c *payloadCache) put(id string, payload []byte) {
 	payload = append(make([]byte, 0, len(payload)), payload...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.items[id] = payload
-	c.order = append(c.order, id)
+	c.dropLocked(id)
+	c.seq++
+	c.items[id] = cachedPayload{payload: payload, seq: c.seq}
+	c.order = append(c.order, orderEntry{id: id, seq: c.seq})
 	c.size += int64(len(payload) + len(id))
 	for c.size > c.max && c.head < len(c.order) {
 		old := c.order[c.head]
-		c.order[c.head] = ""
+		c.order[c.head] = orderEntry{}
 		c.head++
-		if p, ok := c.items[old]; ok {
-			delete(c.items, old)
-			c.size -= int64(len(p) + len(old))
+		if c.live(old) {
+			c.dropLocked(old.id)
 		}
 	}
 	c.compact()
+}
+
+// peek returns a payload and keeps it (a fold reads the pending job's;
+// the event stream's detail mode must not take it from the dispatch).
+func (c *payloadCache) peek(id string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p, ok := c.items[id]
+	return p.payload, ok
+}
+
+// replace puts a job's new payload (a fold's) in place of its old one;
+// one past the bound only removes the old.
+func (c *payloadCache) replace(id string, payload []byte) {
+	c.take(id)
+	c.put(id, payload)
 }
 
 // take returns and forgets a payload.
@@ -50,22 +84,27 @@ func (c *payloadCache) take(id string) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p, ok := c.items[id]
-	if ok {
-		delete(c.items, id)
-		c.size -= int64(len(p) + len(id))
-	}
-	return p, ok
+	c.dropLocked(id)
+	return p.payload, ok
 }
 
-// compact drops the order's skipped IDs once they outnumber the live ones.
+func (c *payloadCache) dropLocked(id string) {
+	if p, ok := c.items[id]; ok {
+		delete(c.items, id)
+		c.size -= int64(len(p.payload) + len(id))
+	}
+}
+
+// compact drops the order's skipped entries once they outnumber the live
+// ones.
 func (c *payloadCache) compact() {
 	if c.head < 1024 && len(c.order)-c.head < 2*len(c.items)+1024 {
 		return
 	}
-	live := make([]string, 0, len(c.items))
-	for _, id := range c.order[c.head:] {
-		if _, ok := c.items[id]; ok {
-			live = append(live, id)
+	live := make([]orderEntry, 0, len(c.items))
+	for _, e := range c.order[c.head:] {
+		if c.live(e) {
+			live = append(live, e)
 		}
 	}
 	c.order, c.head = live, 0

@@ -43,3 +43,45 @@ func TestPayloadCache_OrderStaysSmall(t *testing.T) {
 	}
 	require.Less(t, len(c.order)-c.head, 5000, "taken IDs do not pile up")
 }
+
+func TestPayloadCache_Replace(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(100)
+	c.put("a", []byte("[1]"))
+	p, ok := c.peek("a")
+	require.True(t, ok)
+	require.Equal(t, "[1]", string(p))
+	c.replace("a", []byte("[1,2]"))
+	p, _ = c.take("a")
+	require.Equal(t, "[1,2]", string(p), "peek kept it; replace swapped it")
+	require.Zero(t, c.size, "the old payload's bytes went with it")
+
+	c.put("b", []byte("[1]"))
+	c.replace("b", make([]byte, 200))
+	_, ok = c.peek("b")
+	require.False(t, ok, "a payload past the bound leaves no stale one behind")
+}
+
+func TestPayloadCache_ReplacedManyTimes(t *testing.T) {
+	t.Parallel()
+	c := newPayloadCache(1 << 20)
+	for i := range 100_000 {
+		c.replace(fmt.Sprint(i%8), []byte(fmt.Sprint(i)))
+	}
+	require.Less(t, len(c.order)-c.head, 5000, "replaced entries do not pile up")
+	p, _ := c.peek("7")
+	require.Equal(t, "99999", string(p))
+
+	// The oldest payload goes first, where its latest entry puts it: a
+	// replaced one counts as new.
+	c = newPayloadCache(30)
+	c.put("a", []byte("1234567"))        // 8 bytes with the ID
+	c.put("b", []byte("1234567"))        // 16
+	c.replace("a", []byte("1234567"))    // a is now newer than b
+	c.put("c", []byte("12345678901234")) // 31: one must go
+	_, okA := c.peek("a")
+	_, okB := c.peek("b")
+	require.True(t, okA)
+	require.False(t, okB, "b was the oldest")
+	require.LessOrEqual(t, c.size, int64(30))
+}

@@ -15,13 +15,17 @@
 //     flight to ready.
 //   - An enqueue whose unique key another job holds creates nothing: its
 //     answer is that job, read as GET reads it.
+//   - A batched enqueue's jq programs run outside the engine lock, in
+//     sandboxed worker processes; its folds apply only against the pending
+//     jobs they were decided on (batch.go).
 //
 // Errors are *Error values of a few kinds (errors.Is with ErrNotFound, ...);
 // transports map each kind to their own status in one place.
 //
-// Lock order: Engine.mu, then the store writer's lock (taken by
-// Journal.Append under the engine lock); the payload cache's lock is taken
-// alone.
+// Lock order: the batch keys' locks (in key order, held across a batched
+// enqueue's evaluation and commit), then Engine.mu, then the store
+// writer's lock (taken by Journal.Append under the engine lock); the
+// payload cache's lock is taken alone.
 package core
 
 import (
@@ -30,6 +34,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/server/jobid"
@@ -53,6 +58,12 @@ type Options struct {
 	// SetLeader(true): a server that is not its cluster's leader. A SQLite
 	// server is always its own leader.
 	Standby bool
+	// Batches runs batched jobs' programs (nil: a batchexpr.Sandbox of
+	// worker processes); the service closes it.
+	Batches BatchEvaluator
+	// MaxPayloadBytes bounds a payload that a fold makes, as the transport
+	// bounds one sent (0: 16 MiB). Used when Batches is nil.
+	MaxPayloadBytes int64
 }
 
 // DefaultPayloadCacheBytes is the payload cache's default bound: enough for
@@ -70,8 +81,12 @@ type Service struct {
 	store  Store
 	cache  *payloadCache
 	cron   cronState
-	life   lifecycle
-	closed sync.Once
+	// batches runs batch programs; batchKeys serialises folds by key.
+	batches   BatchEvaluator
+	batchKeys *keyLocks
+	events    hub // the event stream's subscriptions (events.go)
+	life      lifecycle
+	closed    sync.Once
 }
 
 // lifecycle tracks the start.
@@ -96,7 +111,14 @@ func Start(ctx context.Context, opts Options) *Service {
 	if opts.PayloadCacheBytes == 0 {
 		opts.PayloadCacheBytes = DefaultPayloadCacheBytes
 	}
-	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes), cron: newCronState()}
+	if opts.Batches == nil {
+		opts.Batches = batchexpr.NewSandbox(batchexpr.SandboxOptions{
+			Limits: batchexpr.Limits{MaxPayloadBytes: int(opts.MaxPayloadBytes)},
+			Logger: opts.Logger,
+		})
+	}
+	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes),
+		cron: newCronState(), batches: opts.Batches, batchKeys: newKeyLocks()}
 	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)
 	go s.start(ctx)
@@ -224,6 +246,7 @@ func (s *Service) Close() error {
 	}
 	var err error
 	s.closed.Do(func() {
+		s.batches.Close()
 		if s.store != nil {
 			err = s.store.Close()
 		}

@@ -11,7 +11,8 @@ import (
 
 // A cron entry's job template is the validated enqueue request it fires
 // (an engine.NewJob without ready_at), kept in the store as the JSON
-// below. Every field of engine.NewJob but ReadyAt has its place here: a
+// below. Every field of engine.NewJob but ReadyAt and BatchOpen (which
+// the core decides at each enqueue) has its place here: a
 // field added there must be added here and to the transports' echo, or
 // the entries would drop it (TestCronTemplate_CoversNewJob tells).
 
@@ -28,6 +29,14 @@ type cronTemplate struct {
 	// as its wire name.
 	UniqueKey   string `json:"unique_key,omitempty"`
 	UniqueWhile string `json:"unique_while,omitempty"`
+	// Batch: each fire is a batched enqueue, which may fold.
+	Batch *templateBatch `json:"batch,omitempty"`
+}
+
+type templateBatch struct {
+	Key  string `json:"key"`
+	When string `json:"when"`
+	Fold string `json:"fold"`
 }
 
 type templateBackoff struct {
@@ -63,6 +72,9 @@ func encodeTemplate(j engine.NewJob) ([]byte, error) {
 	}
 	if j.UniqueKey != "" {
 		t.UniqueKey, t.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
+	}
+	if b := j.Batch; b != nil {
+		t.Batch = &templateBatch{Key: b.Key, When: b.When, Fold: b.Fold}
 	}
 	if r := j.Retention; r != nil {
 		t.Retention = &templateRetention{CompletedMs: r.CompletedMs, DeadMs: r.DeadMs}
@@ -105,6 +117,9 @@ func decodeTemplate(data []byte) (engine.NewJob, error) {
 			return engine.NewJob{}, fmt.Errorf("decode cron job template: unique_while %q", t.UniqueWhile)
 		}
 		j.UniqueKey, j.UniqueWhile = t.UniqueKey, w
+	}
+	if b := t.Batch; b != nil {
+		j.Batch = &store.BatchConfig{Key: b.Key, When: b.When, Fold: b.Fold}
 	}
 	if r := t.Retention; r != nil {
 		j.Retention = &store.Retention{CompletedMs: r.CompletedMs, DeadMs: r.DeadMs}

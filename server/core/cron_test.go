@@ -18,7 +18,9 @@ func TestCronTemplate_CoversNewJob(t *testing.T) {
 	kept := map[string]bool{
 		"Type": true, "Queue": true, "Priority": true, "Payload": true, "RetryLimit": true,
 		"Backoff": true, "Retention": true, "Budgets": true, "UniqueKey": true, "UniqueWhile": true,
-		"ReadyAt": true, // refused in templates
+		"Batch":     true,
+		"ReadyAt":   true, // refused in templates
+		"BatchOpen": true, // not a request's: the core decides it at each enqueue
 	}
 	typ := reflect.TypeFor[engine.NewJob]()
 	for i := range typ.NumField() {
@@ -31,6 +33,10 @@ func TestCronTemplate_RoundTrip(t *testing.T) {
 	limit, done, dead := uint32(0), uint64(0), uint64(1<<63)
 	for name, j := range map[string]engine.NewJob{
 		"Minimal": {Type: "t", Queue: "q", Priority: 32768, Payload: []byte("null")},
+		"Batched": {
+			Type: "t", Queue: "q", Payload: []byte(`{"ids":[1]}`),
+			Batch: &store.BatchConfig{Key: "k/<&>", When: `($existing.ids | length) < 10`, Fold: `$existing | .ids += $new.ids`},
+		},
 		"Full": {
 			Type: "t", Queue: "q", Priority: 1, Payload: []byte(`{"a":"<&>","n":18446744073709551615}`),
 			RetryLimit: &limit, Backoff: &store.Backoff{Exponent: 1.5, BaseMs: 2, JitterMs: 3},

@@ -14,20 +14,37 @@ import (
 // are durable, and only then may they be dispatched; if the commit fails
 // they are undone and no worker ever sees them. A request whose unique key
 // another job holds creates nothing: its outcome is that job, marked
-// Duplicate (see showDuplicates).
+// Duplicate (see showDuplicates). A batched request may fold into the
+// pending job of its batch instead: its outcome is that job, marked Folded
+// (batch.go).
 func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]engine.Enqueued, error) {
 	return s.enqueue(ctx, specs)
 }
 
 // enqueue is Enqueue with ops that commit in the jobs' group (a cron
-// fire's schedule, cron_fire.go).
+// fire's schedule, cron_fire.go), even when every request is a duplicate
+// or a fold.
 func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]engine.Enqueued, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	jobs, w, err := s.engine.Enqueue(specs, with...)
+	for _, sp := range specs {
+		if sp.Batch != nil {
+			return s.enqueueBatched(ctx, specs, with)
+		}
+	}
+	jobs, _, err := s.commitEnqueue(ctx, specs, engine.BatchPlan{}, with)
+	return jobs, err
+}
+
+// commitEnqueue creates jobs, applies a batch plan and journals with in one
+// commit, then admits the jobs and puts the folded ones back into
+// dispatch, their new payloads in the cache; it returns the outcome of
+// each spec and the jobs folded into (in plan.Folds order).
+func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan engine.BatchPlan, with []store.Op) ([]engine.Enqueued, []store.Job, error) {
+	jobs, folded, w, err := s.engine.EnqueueBatch(specs, plan, with...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, nil, translate(err)
 	}
 	ids := make([]string, 0, len(jobs))
 	for _, j := range jobs {
@@ -37,12 +54,19 @@ func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...st
 		}
 	}
 	if err := wait(ctx, w); err != nil {
+		s.engine.FinishBatch(plan, ids, false)
 		s.unwindEnqueue(ctx, ids, specs)
-		return nil, err
+		return nil, nil, err
+	}
+	for _, f := range plan.Folds {
+		s.cache.replace(f.ID, f.Payload)
 	}
 	s.engine.Admit(ids)
+	if len(plan.Folds) > 0 {
+		s.engine.FinishBatch(plan, nil, true)
+	}
 	s.showDuplicates(ctx, jobs, ids)
-	return jobs, nil
+	return jobs, folded, nil
 }
 
 // unwindEnqueue undoes an enqueue whose commit failed (see unwind.go).

@@ -27,6 +27,7 @@ func load(ctx context.Context, st Store, r *engine.Restorer) error {
 		Budget: p.budget,
 		Job:    p.job,
 		Unique: p.unique,
+		Batch:  p.batched,
 		Purge:  p.purge,
 		MaxID:  p.maxID,
 	})
@@ -42,8 +43,8 @@ func load(ctx context.Context, st Store, r *engine.Restorer) error {
 // loadPipe hands the live jobs to a goroutine of their own in batches. The
 // engine's Restorer is used by one goroutine at a time: the indexer while
 // jobs flow, this one before the first job and after the indexer has
-// finished (budgets come before the jobs, unique keys and the purge
-// schedule after them).
+// finished (budgets come before the jobs, unique keys, batches and the
+// purge schedule after them).
 type loadPipe struct {
 	r      *engine.Restorer
 	batch  []store.LiveJob
@@ -87,6 +88,16 @@ func (p *loadPipe) unique(u store.UniqueJob) error {
 		return err
 	}
 	p.r.Unique(u)
+	return nil
+}
+
+// batched restores the batch of a live batched job (a batch of issue 13,
+// not one of the pipe's batches of jobs).
+func (p *loadPipe) batched(b store.LiveBatch) error {
+	if err := p.finish(); err != nil {
+		return err
+	}
+	p.r.Batch(b)
 	return nil
 }
 

@@ -33,3 +33,12 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 	}
 	return f.w.Write(p)
 }
+
+// Compact returns the space of deleted jobs to the file system and empties
+// the store's log (store.Store.Compact).
+func (s *Service) Compact(ctx context.Context) error {
+	if err := s.ready(); err != nil {
+		return err
+	}
+	return s.store.Compact(ctx)
+}

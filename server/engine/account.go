@@ -3,6 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
@@ -67,6 +69,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 	}
 	a.pauseEnd = pauseEnd(cfg)
 	e.accounts[cfg.Key] = a
+	e.obs.budgets++
 	return a
 }
 
@@ -127,6 +130,7 @@ func (e *Engine) wifBound(g *group) bound {
 // budget) the heads of the time_based budgets sharing a group with it must
 // be looked at again.
 func (e *Engine) changed(a *account) {
+	e.obs.budgets++
 	if !a.changedMark {
 		a.changedMark = true
 		e.changedAccounts = append(e.changedAccounts, a)
@@ -174,23 +178,50 @@ func (e *Engine) clearHead(a *account) {
 // refreshHeads checks every marked budget's head and chooses one for each
 // budget that has none while its line is not empty. A time_based head that
 // a while_in_flight budget refuses gives its headship up.
+//
+// The marked budgets are taken a round at a time, in key order: first every
+// head that must go goes, then the budgets without one choose. A budget
+// choosing before another's stale head has gone would see that head's
+// reservation and, its head being sticky, keep the choice: the outcome
+// would hang on the order of the marks.
 func (e *Engine) refreshHeads() {
 	for len(e.headChecks) > 0 {
-		a := e.headChecks[len(e.headChecks)-1]
-		e.headChecks = e.headChecks[:len(e.headChecks)-1]
-		a.headMark = false
-		if e.accounts[a.cfg.Key] != a {
-			continue
+		round := e.headRound(e.headChecks)
+		e.headChecks = e.headChecks[:0]
+		for _, a := range round {
+			a.headMark = false
 		}
-		if a.head.ok() && (e.groupPaused(a.headGroup) || a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k())) {
-			e.clearHead(a)
+		for _, a := range round {
+			if a.head.ok() && (e.groupPaused(a.headGroup) || a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k())) {
+				e.clearHead(a)
+			}
 		}
-		if !a.head.ok() {
-			if h, g := e.chooseHead(a); h.ok() {
-				e.setHead(a, h, g)
+		for _, a := range round {
+			if !a.head.ok() {
+				if h, g := e.chooseHead(a); h.ok() {
+					e.setHead(a, h, g)
+				}
 			}
 		}
 	}
+}
+
+// headRound copies the live budgets among marks into the scratch round, in
+// key order.
+func (e *Engine) headRound(marks []*account) []*account {
+	round := e.roundBuf[:0]
+	for _, a := range marks {
+		if e.accounts[a.cfg.Key] == a {
+			round = append(round, a)
+		} else {
+			a.headMark = false
+		}
+	}
+	if len(round) > 1 {
+		slices.SortFunc(round, func(x, y *account) int { return strings.Compare(x.cfg.Key, y.cfg.Key) })
+	}
+	e.roundBuf = round
+	return round
 }
 
 // chooseHead returns the earliest job in the budget's line when it has no

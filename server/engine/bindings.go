@@ -26,6 +26,7 @@ func (e *Engine) Rebind(ids []string, change BindChange, strict bool) (RebindRes
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
+	e.obs.patches++ // a job's bindings show in its window
 	ms := e.nowMs()
 	type plan struct {
 		j    ref

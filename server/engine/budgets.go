@@ -272,6 +272,7 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 		e.dropSubs(a)
 	}
 	delete(e.accounts, key)
+	e.obs.budgets++
 	w := e.journal.Append(store.DeleteBudget(key))
 	return w, nil
 }

@@ -156,6 +156,7 @@ type Engine struct {
 	// failedAt is when a job that has failed failed last (ms): the store's
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
+	batches  batchTables
 	types    names
 
 	// unique is the holder index of unique keys (unique.go).
@@ -198,6 +199,7 @@ type Engine struct {
 	// Work lists of the current operation.
 	changedAccounts []*account
 	headChecks      []*account
+	roundBuf        []*account // refreshHeads' scratch
 	deadlineChecks  []*account
 	dirtyGroups     []*group
 	gainedRoom      []*Taker
@@ -211,6 +213,7 @@ type Engine struct {
 	restoredFamilies map[*account]bool
 
 	counts [numStates]int64
+	obs    observer // the change feed of dashboards (observe.go)
 	// work counts the group and budget entries decisions looked at (for
 	// tests that prove unserved backlogs cost nothing).
 	work      uint64
@@ -250,7 +253,8 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 
 // Restorer loads the store's state into a new engine, piece by piece, as
 // the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then unique keys, then purge deadlines. It journals nothing
+// as ready), then unique keys, then batches, then purge deadlines. It
+// journals nothing
 // but, at Finish, the unique keys that jobs left in flight take again (see
 // unique.go). Jobs given in (priority, id) order load fastest. The engine
 // is locked from Restore to Finish; nothing else may use it meanwhile.
@@ -282,7 +286,7 @@ func (r *Restorer) Job(lj store.LiveJob) error {
 	sj := store.Job{
 		ID: lj.ID, Queue: lj.Queue, Type: lj.Type, Priority: lj.Priority, Status: lj.Status,
 		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
-		Retention: lj.Retention, Budgets: lj.Budgets,
+		Retention: lj.Retention, Budgets: lj.Budgets, FairTag: lj.FairTag,
 	}
 	j, err := e.newJob(&sj, false)
 	if err != nil {
@@ -340,6 +344,7 @@ func (e *Engine) finishOp() {
 	e.fireDue(e.vnow)
 	e.armTimer()
 	e.deliverAlarms()
+	e.obs.poke()
 }
 
 // nextDeadline returns the earliest deadline of the four heaps.

@@ -86,9 +86,12 @@ func (h *promoHeap) push(p promo) {
 	i := len(h.items)
 	h.items = append(h.items, p)
 	h.e.rec(p.idx).aux = int32(i)
+	h.e.obs.sched.add(timedEntry{at: p.at, id: p.id, idx: p.idx})
 	up(h, i)
 }
 func (h *promoHeap) remove(i int32) {
+	p := h.items[i]
+	h.e.obs.sched.remove(timedEntry{at: p.at, id: p.id, idx: p.idx})
 	last := len(h.items) - 1
 	h.swap(int(i), last)
 	h.e.rec(h.items[last].idx).aux = -1

@@ -97,6 +97,9 @@ func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 		e.failedAt[idx] = j.FailedAt
 	}
 	e.setUnique(idx, j.UniqueKey, j.UniqueWhile)
+	if j.Batch != nil {
+		e.setBatch(idx, *j.Batch)
+	}
 	for _, b := range binds {
 		b.a.bind(b.cost, +1)
 	}
@@ -138,6 +141,10 @@ func (e *Engine) admit(j ref, scheduled bool) {
 // dispatch at once.
 func (e *Engine) schedule(j ref) {
 	r := e.rec(j.idx)
+	if r.flags&recHeld != 0 { // until its fold commits (batch.go)
+		e.setState(j.idx, stNew)
+		return
+	}
 	at := r.readyAt * int64(time.Millisecond)
 	if at <= e.vnow {
 		e.setState(j.idx, stNew)
@@ -165,6 +172,7 @@ func (e *Engine) setState(idx int32, s jobState) {
 		q.counts[s]++
 	}
 	r.state = s
+	e.obs.moved(old, s)
 }
 
 // deliver debits every budget and hands the job to the taker.
@@ -186,9 +194,10 @@ func (e *Engine) deliver(j ref, t *Taker) {
 	ms := e.nowMs()
 	r.aux = t.slot
 	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
+	e.obs.flights.add(timedEntry{at: ms, id: j.id, idx: j.idx})
 	e.inFlight++
 	id := j.id.String()
-	e.journal.Append(store.SetStatus(id, store.InFlight, ms))
+	e.journalDispatch(j, id, ms)
 	frame := e.view(id, j.idx)
 	t.out = append(t.out, frame)
 	if e.cfg.OnDispatch != nil {
@@ -211,6 +220,8 @@ func (e *Engine) release(j ref) {
 		b.a.observeFlight(flown)
 		e.changed(b.a)
 	}
+	f := t.inFlight[j.idx]
+	e.obs.flights.remove(timedEntry{at: f.dequeuedAt, id: f.id, idx: j.idx})
 	delete(t.inFlight, j.idx)
 	r.aux = -1
 	e.inFlight--
@@ -242,6 +253,7 @@ func (e *Engine) forget(j ref) {
 	}
 	delete(e.failedAt, j.idx)
 	e.forgetUnique(j)
+	e.dropBatch(j.idx)
 	e.ids.delete(j.id)
 	e.slab.release(j.idx)
 }
@@ -304,5 +316,6 @@ func (e *Engine) view(id string, idx int32) store.Job {
 	if u, ok := e.uniqueOf(idx); ok {
 		j.UniqueKey, j.UniqueWhile = u.key, u.while
 	}
+	j.Batch = e.batchOf(idx)
 	return j
 }

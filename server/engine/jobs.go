@@ -33,14 +33,21 @@ type NewJob struct {
 	// another job holding the key is in that scope (see unique.go).
 	UniqueKey   string
 	UniqueWhile store.UniqueWhile
+	// Batch is the job's batch; BatchOpen makes the job its key's pending
+	// job (the key must have none, or the plan must seal it).
+	Batch     *store.BatchConfig
+	BatchOpen bool
 }
 
-// Enqueued is the outcome of one request of an enqueue: the new job, or,
+// Enqueued is the outcome of one request of an enqueue: the new job; or,
 // when another job holds its unique key, that job (Duplicate), as the
-// engine knows it.
+// engine knows it; or, when the request folded into the pending job of its
+// batch, that job (Folded, set by the core, which decides folds: see
+// EnqueueBatch).
 type Enqueued struct {
 	store.Job
 	Duplicate bool
+	Folded    bool
 }
 
 // Enqueue adds jobs atomically: either every job is accepted or none is. It
@@ -55,16 +62,31 @@ type Enqueued struct {
 // schedule), even when every job is a duplicate; a refused enqueue
 // journals nothing.
 func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, error) {
+	jobs, _, w, err := e.EnqueueBatch(specs, BatchPlan{}, with...)
+	return jobs, w, err
+}
+
+// EnqueueBatch is Enqueue with the folds and seals of a plan (batch.go),
+// applied in the same commit and only if the pending jobs it was made
+// against are unchanged (else ErrBatchMoved, and nothing is journalled). It
+// also returns the pending jobs folded into, as they are now, in
+// plan.Folds order; they wait out of dispatch until FinishBatch. The ops
+// of with commit in the group even when the enqueue only folds.
+func (e *Engine) EnqueueBatch(specs []NewJob, plan BatchPlan, with ...store.Op) ([]Enqueued, []store.Job, Waiter, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
 	ms := e.nowMs()
+	if err := e.checkBatchPlan(specs, plan); err != nil {
+		return nil, nil, nil, err
+	}
 	dups := e.duplicates(specs)
 	created, err := e.checkBindings(withoutDuplicates(specs, dups), ms)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	ops := make([]store.Op, 0, len(created)+len(specs))
+	ops := make([]store.Op, 0, len(created)+len(specs)+len(plan.Folds)+len(plan.Seals)+len(with))
+	ops, folded := e.applyBatchPlan(ops, plan)
 	for _, cfg := range created {
 		e.addAccount(cfg)
 		ops = append(ops, store.PutBudget(cfg))
@@ -78,6 +100,7 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, 
 			ID: e.idgen.Next(), Type: s.Type, Queue: s.Queue, Priority: s.Priority,
 			Status: store.Ready, Payload: s.Payload, ReadyAt: ms,
 			RetryLimit: s.RetryLimit, Backoff: s.Backoff, Retention: s.Retention,
+			Batch: s.Batch, BatchOpen: s.BatchOpen,
 		}
 		if s.UniqueKey != "" {
 			sj.UniqueKey, sj.UniqueWhile = s.UniqueKey, s.UniqueWhile
@@ -86,6 +109,7 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, 
 			sj.ReadyAt = *s.ReadyAt
 			if sj.ReadyAt > ms {
 				sj.Status = store.Scheduled
+				sj.BatchOpen = false // a scheduled job takes no folds
 			}
 		}
 		for _, b := range s.Budgets {
@@ -93,7 +117,10 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, 
 		}
 		j, err := e.newJob(&sj, true)
 		if err != nil { // cannot happen: bindings were checked
-			return nil, nil, err
+			return nil, nil, nil, err
+		}
+		if sj.BatchOpen {
+			e.openBatch(j)
 		}
 		if sj.UniqueKey != "" {
 			e.claim(j, sj.UniqueKey)
@@ -116,7 +143,7 @@ func (e *Engine) Enqueue(specs []NewJob, with ...store.Op) ([]Enqueued, Waiter, 
 		w = e.journal.Append(ops...)
 	}
 	e.finishOp()
-	return out, w, nil
+	return out, folded, w, nil
 }
 
 // withoutDuplicates returns specs with the bindings of duplicates dropped,
@@ -234,6 +261,7 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 			continue
 		}
 		ops = e.complete(ops, j, id, ms)
+		e.obs.finish(j.id, false)
 		e.forget(j)
 	}
 	var w Waiter = done{}
@@ -295,6 +323,7 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	ms := e.nowMs()
 	r := e.rec(j.idx)
 	out := e.view(id, j.idx) // dequeued_at, before the job leaves its taker
+	e.obs.finish(j.id, true)
 	e.detach(j)
 	r.attempts++
 	rec := store.ErrorRecord{
@@ -404,6 +433,7 @@ func (e *Engine) Patch(id string, change func(now int64, j *store.Job) error) (s
 	if err != nil {
 		return store.Job{}, nil, err
 	}
+	e.obs.patches++
 	return e.view(id, j.idx), e.journal.Append(op), nil
 }
 
@@ -429,6 +459,7 @@ func (e *Engine) PatchMany(ids []string, change func(now int64, j *store.Job) er
 	var w Waiter = done{}
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
+		e.obs.patches++
 	}
 	return int64(len(ops)), w
 }
@@ -451,6 +482,7 @@ func (e *Engine) patch(j ref, id string, change func(now int64, j *store.Job) er
 	e.setOverrides(j.idx, overrides{retryLimit: next.RetryLimit, backoff: next.Backoff, retention: next.Retention})
 	if moved {
 		e.schedule(j)
+		e.closeIfScheduled(j)
 	}
 	status := e.view(id, j.idx).Status
 	return store.PatchJob(store.JobPatch{
@@ -492,6 +524,7 @@ func (e *Engine) Reset() Waiter {
 	}
 	e.subBudgets = 0
 	e.purges.items = nil
+	e.obs.budgets++
 	e.unique = newUniqueIndex()
 	w := e.journal.Append(store.DeleteEverything())
 	e.finishOp()

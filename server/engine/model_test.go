@@ -76,6 +76,9 @@ const (
 	refScheduled refState = iota
 	refWaiting
 	refInFlight
+	// refHeld: a fold into the job commits; it is out of dispatch, in no
+	// line, as if not yet enqueued.
+	refHeld
 )
 
 type refJob struct {
@@ -667,6 +670,22 @@ func (m *refModel) close(t *refTaker) {
 		j.state = refWaiting
 	}
 	m.settle()
+}
+
+// hold takes a waiting job out of dispatch while a fold into it commits.
+func (m *refModel) hold(id string) {
+	j := m.jobs[id]
+	m.leave(j)
+	j.state = refHeld
+	m.settle()
+}
+
+// unhold puts a held job back, as it was: waiting in its place.
+func (m *refModel) unhold(id string) {
+	if j := m.jobs[id]; j != nil && j.state == refHeld {
+		j.state = refWaiting
+		m.settle()
+	}
 }
 
 // move re-prioritises a waiting or scheduled job: it leaves and comes back.

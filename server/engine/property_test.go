@@ -39,6 +39,10 @@ type propRun struct {
 	takers map[int]*Taker // by connection number
 	// connsOf numbers the engine's takers as the model numbers its own.
 	connsOf map[*Taker]int
+	// Every ready job is enqueued as the pending job of a batch of its
+	// own; folding holds the plans of folds not yet finished.
+	batchOf map[string]string
+	folding []BatchPlan
 	steps   []string
 	seed    uint64
 }
@@ -58,6 +62,7 @@ func newPropRun(t testing.TB, seed uint64) *propRun {
 	r.e = New(cfg, r.clk, &recJournal{}, jobid.New(r.clk.Now))
 	r.m = newRefModel(epoch.UnixNano(), limit)
 	r.connsOf = map[*Taker]int{}
+	r.batchOf = map[string]string{}
 	return r
 }
 
@@ -227,12 +232,19 @@ func (r *propRun) enqueue() {
 		at := r.clk.Now().UnixMilli() + int64(r.rng.IntN(300))
 		readyAt = &at
 	}
-	jobs, w, err := r.e.Enqueue([]NewJob{{Type: "t", Queue: q, Priority: prio, Payload: []byte("{}"), ReadyAt: readyAt, Budgets: binds}})
+	spec := NewJob{Type: "t", Queue: q, Priority: prio, Payload: []byte("{}"), ReadyAt: readyAt, Budgets: binds}
+	key := fmt.Sprint("k", len(r.batchOf))
+	if readyAt == nil {
+		spec.Batch = &store.BatchConfig{Key: key, When: "true", Fold: "$new"}
+		spec.BatchOpen = true
+	}
+	jobs, w, err := r.e.Enqueue([]NewJob{spec})
 	if err != nil {
 		r.fail("enqueue: %v", err)
 	}
 	_ = w.Wait(context.Background())
 	id := jobs[0].ID
+	r.batchOf[id] = key
 	r.step("enqueue %s q=%s prio=%d binds=%v readyAt=%v", id, q, prio, binds, readyAt)
 	r.e.Admit([]string{id})
 	ready := r.clk.Now().UnixNano()
@@ -326,7 +338,7 @@ func (r *propRun) failJob() {
 }
 
 func (r *propRun) remove() {
-	j := r.pick(refScheduled, refWaiting, refInFlight)
+	j := r.pick(refScheduled, refWaiting, refInFlight, refHeld)
 	if j == nil {
 		return
 	}
@@ -335,8 +347,43 @@ func (r *propRun) remove() {
 	r.m.remove(j.id)
 }
 
+// fold folds into a waiting pending job: it is held until finishFold.
+func (r *propRun) fold() {
+	j := r.pick(refWaiting)
+	if j == nil {
+		return
+	}
+	p, ok := r.e.PendingBatch(r.batchOf[j.id])
+	if !ok {
+		return // dispatched once: its batch is closed
+	}
+	plan := BatchPlan{
+		Seen:  []SeenBatch{{Key: r.batchOf[j.id], ID: p.ID, Gen: p.Gen}},
+		Folds: []BatchFold{{Key: r.batchOf[j.id], ID: p.ID, Payload: []byte("[]")}},
+	}
+	if _, _, _, err := r.e.EnqueueBatch(nil, plan); err != nil {
+		r.fail("fold into %s: %v", j.id, err)
+	}
+	r.step("fold into %s", j.id)
+	r.folding = append(r.folding, plan)
+	r.m.hold(j.id)
+}
+
+// finishFold ends a fold: its job goes back into dispatch.
+func (r *propRun) finishFold() {
+	if len(r.folding) == 0 {
+		return
+	}
+	i := r.rng.IntN(len(r.folding))
+	plan := r.folding[i]
+	r.folding = append(r.folding[:i], r.folding[i+1:]...)
+	r.step("finish fold into %s", plan.Folds[0].ID)
+	r.e.FinishBatch(plan, nil, true)
+	r.m.unhold(plan.Folds[0].ID)
+}
+
 func (r *propRun) move() {
-	j := r.pick(refWaiting, refScheduled)
+	j := r.pick(refWaiting, refScheduled, refHeld)
 	if j == nil {
 		return
 	}
@@ -386,7 +433,7 @@ func (r *propRun) compare() {
 	}
 	for id, mj := range r.m.jobs {
 		j, ok := e.lookup(id)
-		want := map[refState]jobState{refScheduled: stScheduled, refWaiting: stWaiting, refInFlight: stInFlight}[mj.state]
+		want := map[refState]jobState{refScheduled: stScheduled, refWaiting: stWaiting, refInFlight: stInFlight, refHeld: stNew}[mj.state]
 		if !ok || e.rec(j.idx).state != want {
 			r.fail("job %s: engine %v, model %v", id, ok, mj.state)
 		}
@@ -415,7 +462,12 @@ func (r *propRun) compare() {
 			r.fail("budget %s: not in the engine", key)
 		}
 		if a.head.ok() != (mb.head != nil) || (a.head.ok() && a.head.id.String() != mb.head.id) {
-			r.fail("head of %s: engine %v (tag %s), model %v (tag %s)", key, a, r.tags(a.head.id.String()), mb.head, r.tags(mb.head.id))
+			var gs []string
+			for g := range a.served {
+				m := g.set.min()
+				gs = append(gs, fmt.Sprintf("[%s len %d min %s pays %v paused %v wif %v]", g.q.name, g.set.len(), m.id, e.pays(a, g.costOf(a)), e.groupPaused(g), e.wifBound(g).admits(m.k())))
+			}
+			r.fail("head of %s: engine %v (tag %s), model %v (tag %s); groups %v", key, a, r.tags(a.head.id.String()), mb.head, r.tags(mb.head.id), gs)
 		}
 		if got, want := a.waitN, int64(r.m.waitingOn(mb)); got != want {
 			r.fail("waiting on %s: engine %d, model %d", key, got, want)
@@ -466,6 +518,7 @@ func (r *propRun) run(n int) {
 	}{
 		{3, r.putBudget}, {14, r.enqueue}, {3, r.connect}, {2, r.disconnect}, {9, r.ack},
 		{2, r.failJob}, {2, r.remove}, {2, r.move}, {2, r.rebind}, {6, r.advance}, {1, r.pauseBudget},
+		{2, r.fold}, {2, r.finishFold},
 	}
 	total := 0
 	for _, o := range ops {

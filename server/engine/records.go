@@ -39,6 +39,13 @@ const (
 	// recLead: the job's tag is not its ID's time; the id index holds the
 	// difference.
 	recLead
+	// recBatch: the job is batched, its batch in Engine.batches.
+	recBatch
+	// recPending: the job is the pending job of its batch key.
+	recPending
+	// recHeld: a fold into the job is committing; it waits out of
+	// dispatch until then.
+	recHeld
 )
 
 // overrides are a job's own settings, rare enough to keep beside the

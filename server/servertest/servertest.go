@@ -26,8 +26,10 @@ import (
 // Server is a running test server.
 type Server struct {
 	URL string // http://127.0.0.1:<port>
-	Dir string // its data directory
-	Srv *server.Server
+	// AdminURL is its admin port's, on a port of its own (never 8901).
+	AdminURL string
+	Dir      string // its data directory
+	Srv      *server.Server
 
 	stop func()
 }
@@ -102,9 +104,16 @@ func StartIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	done := make(chan error, 1)
+	al, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 2)
 	go func() { done <- srv.Serve(ctx, l) }()
-	s := &Server{URL: "http://" + l.Addr().String(), Dir: dir, Srv: srv}
+	go func() { done <- srv.ServeAdmin(ctx, al) }()
+	scheme := "http://"
+	if opts.HTTP.AdminTLS != nil {
+		scheme = "https://"
+	}
+	s := &Server{URL: "http://" + l.Addr().String(), AdminURL: scheme + al.Addr().String(), Dir: dir, Srv: srv}
 	stopped := false
 	s.stop = func() {
 		if stopped {
@@ -112,11 +121,13 @@ func StartIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
 		}
 		stopped = true
 		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(15 * time.Second):
-			t.Error("server did not stop")
+		for range 2 {
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(15 * time.Second):
+				t.Error("server did not stop")
+			}
 		}
 		require.NoError(t, srv.CloseStore())
 	}

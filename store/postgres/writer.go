@@ -16,6 +16,9 @@ type group struct {
 	mode store.CommitMode
 	// recovered, for the group RecoverInFlight appends: rows it changed.
 	recovered *int64
+	// task, when set, is work that runs alone, between transactions,
+	// instead of ops (compact.go).
+	task func() error
 	// err is written by the writer before doneSeq reaches seq, and read
 	// under db.mu after that.
 	err error
@@ -123,6 +126,11 @@ func (db *DB) run() {
 		if batch == nil {
 			return
 		}
+		if t := batch[0].task; t != nil {
+			batch[0].err = t()
+			db.finish(batch)
+			continue
+		}
 		start := time.Now()
 		db.commit(batch)
 		info := commitInfo(batch, time.Since(start))
@@ -133,8 +141,8 @@ func (db *DB) run() {
 	}
 }
 
-// next blocks until groups are queued and takes the next batch; nil once
-// the DB is closed and nothing is left.
+// next blocks until groups are queued and takes the next batch (a task
+// goes alone); nil once the DB is closed and nothing is left.
 func (db *DB) next() []*group {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -147,9 +155,9 @@ func (db *DB) next() []*group {
 		db.mu.Lock()
 	}
 	n, k := len(db.queue[0].ops), 1
-	for ; k < len(db.queue); k++ {
+	for ; k < len(db.queue) && db.queue[0].task == nil; k++ {
 		size := len(db.queue[k].ops)
-		if n+size > db.opts.BatchSize {
+		if n+size > db.opts.BatchSize || db.queue[k].task != nil {
 			break
 		}
 		n += size

@@ -291,7 +291,7 @@ func (db *DB) checkpoint(now time.Time) error {
 		_, err := db.w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 		return wrapUnavailable(err)
 	}
-	busy, err := db.truncateCheckpoint(ctx)
+	busy, err := db.checkpointTruncate(ctx, m.cfg.TruncateWait)
 	if err != nil {
 		return err
 	}
@@ -305,11 +305,11 @@ func (db *DB) checkpoint(now time.Time) error {
 	return nil
 }
 
-// truncateCheckpoint runs a TRUNCATE checkpoint with a short busy timeout
-// and reports whether a reader kept it from finishing.
-func (db *DB) truncateCheckpoint(ctx context.Context) (busy bool, err error) {
+// checkpointTruncate runs a TRUNCATE checkpoint that waits at most wait
+// for readers and reports whether a reader kept it from finishing.
+func (db *DB) checkpointTruncate(ctx context.Context, d time.Duration) (busy bool, err error) {
 	conn := db.w.conn
-	wait := db.maint.cfg.TruncateWait.Milliseconds()
+	wait := d.Milliseconds()
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(max(wait, 1), 10)); err != nil {
 		return false, wrapUnavailable(err)
 	}

@@ -18,6 +18,8 @@ const (
 	opFinish
 	opPatchJob
 	opSetBudgets
+	opSetPayload
+	opCloseBatch
 	opUniqueHolder
 	opDeleteJob
 	opAddError
@@ -60,6 +62,10 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opPatchJob, id: o.Patch.ID, src: o}, nil
 	case store.SetBudgetsOp:
 		return op{kind: opSetBudgets, id: o.ID, src: o}, nil
+	case store.SetPayloadOp:
+		return op{kind: opSetPayload, id: o.ID, src: o}, nil
+	case store.CloseBatchOp:
+		return op{kind: opCloseBatch, id: o.ID, src: o}, nil
 	case store.UniqueHolderOp:
 		return op{kind: opUniqueHolder, id: o.ID, src: o}, nil
 	case store.DeleteJobOp:
@@ -95,12 +101,14 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //     the insert would have failed the transaction. The insert of a job
 //     with a unique key stays: it takes the key from its previous holder,
 //     which the delete does not give back.
-//   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets)
-//     after an InsertJob or PutJob of the same ID, with nothing between
-//     them that removes the row, is folded into a copy of that op: writing
-//     the row once with the final fields is the same as writing it and
-//     then updating it. The groups' own ops are never changed, so a retry
-//     of each group on its own sees them as appended.
+//   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets,
+//     CloseBatch) after an InsertJob or PutJob of the same ID, with nothing
+//     between them that removes the row, is folded into a copy of that op:
+//     writing the row once with the final fields is the same as writing it
+//     and then updating it. SetPayload is folded the same way into an
+//     InsertJob (a PutJob does not write the payload). The groups' own ops
+//     are never changed, so a retry of each group on its own sees them as
+//     appended.
 //
 // DeleteEverything and RecoverInFlight touch every row, so nothing is
 // coalesced across them. Ops before and after them are still coalesced.
@@ -142,8 +150,16 @@ func coalesce(groups []*group) []op {
 					open[o.id] = append(idx, k)
 				}
 				rows[o.id] = k
-			case opSetStatus, opRetry, opFinish, opPatchJob, opSetBudgets:
+			case opSetStatus, opRetry, opFinish, opPatchJob, opSetBudgets, opCloseBatch:
 				if r, ok := rows[o.id]; ok {
+					out[r].src = fold(out[r].src, o.src)
+					continue
+				}
+				if idx, ok := open[o.id]; ok {
+					open[o.id] = append(idx, k)
+				}
+			case opSetPayload:
+				if r, ok := rows[o.id]; ok && out[r].kind == opInsertJob {
 					out[r].src = fold(out[r].src, o.src)
 					continue
 				}
@@ -208,6 +224,10 @@ func update(j *store.Job, upd store.Op) {
 		j.RetryLimit, j.Backoff, j.Retention = p.RetryLimit, p.Backoff, p.Retention
 	case store.SetBudgetsOp:
 		j.Budgets = u.Budgets
+	case store.CloseBatchOp:
+		j.BatchOpen = false
+	case store.SetPayloadOp:
+		j.Payload = u.Payload
 	default:
 		panic(fmt.Sprintf("fold %T", upd)) // coalesce folds only the cases above
 	}

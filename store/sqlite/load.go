@@ -29,7 +29,8 @@ import (
 //     retention_completed_ms and retention_dead_ms, comma-separated, empty
 //     when NULL.
 const liveColumns = `id || octet_length(queue) || ',' || octet_length(type) || ',' ||
-	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || queue || type ||
+	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || ifnull(fair_tag, '') || ',' ||
+	queue || type ||
 	CASE WHEN retry_limit IS NULL AND backoff_exponent IS NULL AND backoff_base_ms IS NULL
 		AND backoff_jitter_ms IS NULL AND retention_completed_ms IS NULL AND retention_dead_ms IS NULL
 	THEN ifnull(budgets, '') ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
@@ -116,9 +117,9 @@ const getJobsChunk = 1000
 
 // Load reads what the engine needs at start from one read transaction (one
 // snapshot of the WAL): budgets, live jobs in (priority, id) order, unique
-// keys, the purge schedule and the greatest job ID. Each part is one query whose rows
-// go to l as they are read, so the first job arrives before the last is
-// read.
+// keys, batches, the purge schedule and the greatest job ID. Each part is
+// one query whose rows go to l as they are read, so the first job arrives
+// before the last is read.
 func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -132,6 +133,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 		return err
 	}
 	if err := loadUnique(ctx, tx, l.Unique); err != nil {
+		return err
+	}
+	if err := loadBatches(ctx, tx, l.Batch); err != nil {
 		return err
 	}
 	if err := loadPurges(ctx, tx, l.Purge); err != nil {
@@ -241,6 +245,37 @@ func loadUnique(ctx context.Context, tx *sql.Tx, fn func(store.UniqueJob) error)
 	return nil
 }
 
+// liveBatches are the batches of the live batched jobs, by id; the
+// condition "batch_key IS NOT NULL" lets SQLite use jobs_batched.
+const liveBatches = `SELECT id, batch_key, batch_when, batch_fold, batch_open FROM jobs
+	WHERE batch_key IS NOT NULL AND status <= 2 ORDER BY id`
+
+// loadBatches reads the batches of the live batched jobs through
+// jobs_batched, which holds the batched jobs alone.
+func loadBatches(ctx context.Context, tx *sql.Tx, fn func(store.LiveBatch) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.QueryContext(ctx, liveBatches)
+	if err != nil {
+		return fmt.Errorf("load batches: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b store.LiveBatch
+		if err := rows.Scan(&b.ID, &b.Batch.Key, &b.Batch.When, &b.Batch.Fold, &b.Open); err != nil {
+			return fmt.Errorf("load batches: %w", err)
+		}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load batches: %w", err)
+	}
+	return nil
+}
+
 func loadPurges(ctx context.Context, tx *sql.Tx, fn func(id string, at int64) error) error {
 	if fn == nil {
 		return nil
@@ -344,13 +379,16 @@ func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
 		return j, fmt.Errorf("live row %q: too short", text)
 	}
 	j.ID = text[:jobIDLen]
-	var n [4]int64
+	var n [5]int64
 	rest := text[jobIDLen:]
 	for i := range n {
 		var field string
 		var ok bool
 		if field, rest, ok = strings.Cut(rest, ","); !ok {
-			return j, fmt.Errorf("job %s: live row: want 4 numbers", j.ID)
+			return j, fmt.Errorf("job %s: live row: want 5 numbers", j.ID)
+		}
+		if field == "" && i == 4 {
+			continue // no fair tag: most jobs
 		}
 		var err error
 		if n[i], err = strconv.ParseInt(field, 10, 64); err != nil {
@@ -358,6 +396,7 @@ func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
 		}
 	}
 	qlen, tlen, packed := n[0], n[1], n[2]
+	j.FairTag = n[4]
 	if qlen < 0 || tlen < 0 || qlen+tlen > int64(len(rest)) {
 		return j, fmt.Errorf("job %s: live row: names of %d and %d bytes in %d", j.ID, qlen, tlen, len(rest))
 	}

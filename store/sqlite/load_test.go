@@ -92,6 +92,7 @@ func TestDB_LoadQueryPlans(t *testing.T) {
 		{liveByPriority, []any{1}, []string{"SCAN jobs"}},
 		{liveCounts, nil, []string{"SCAN jobs USING COVERING INDEX jobs_queue", "SEARCH jobs USING COVERING INDEX jobs_status (status>?)"}},
 		{livePriorities, []any{6}, []string{"SEARCH jobs USING INDEX jobs_live (priority>?)"}},
+		{liveBatches, nil, []string{"SCAN jobs USING INDEX jobs_batched"}},
 	} {
 		plan := queryPlan(t, b, tc.query, tc.args...)
 		for _, step := range tc.want {

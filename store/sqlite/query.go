@@ -413,21 +413,43 @@ type querier interface {
 
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
-		created_at, updated_at FROM budgets ORDER BY key`)
+		created_at, updated_at, per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst,
+		paused, paused_until FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Budget
 	for rows.Next() {
-		var b store.Budget
-		err := rows.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt)
+		b, err := scanBudget(rows)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, b)
 	}
 	return out, rows.Err()
+}
+
+// scanBudget reads a row of queryBudgets; NULL template columns (a plain
+// budget, or a row older than families) read as no template.
+func scanBudget(s scanner) (store.Budget, error) {
+	var (
+		b                    store.Budget
+		tAlloc, tDur, tBurst *int64
+		tStrategy            *string
+		pausedUntil          *int64
+	)
+	err := s.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+	if err != nil {
+		return store.Budget{}, err
+	}
+	if tAlloc != nil && tStrategy != nil {
+		b.PerKey = &store.BudgetTemplate{Allocation: *tAlloc, Strategy: *tStrategy,
+			DurationMs: deref(tDur), Burst: deref(tBurst)}
+	}
+	b.PausedUntil = deref(pausedUntil)
+	return b, nil
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -444,14 +466,20 @@ func scanJob(s scanner) (store.Job, error) {
 		purge                               *int64
 		boExp                               *float64
 		budgets, uniqueKey                  *string
-		uniqueWhile                         *int64
+		uniqueWhile, fairTag                *int64
+		batchKey, batchWhen, batchFold      *string
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Type, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
-		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile)
+		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile,
+		&batchKey, &batchWhen, &batchFold, &j.BatchOpen, &fairTag)
 	if err != nil {
 		return store.Job{}, err
 	}
+	if batchKey != nil {
+		j.Batch = &store.BatchConfig{Key: *batchKey, When: deref(batchWhen), Fold: deref(batchFold)}
+	}
+	j.FairTag = deref(fairTag)
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if purge != nil {

@@ -12,18 +12,20 @@ import (
 const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
-	dequeued_at, failed_at, completed_at, purge_at, budgets`
+	dequeued_at, failed_at, completed_at, purge_at, budgets,
+	batch_key, batch_when, batch_fold, batch_open`
 
-// insertColumns are the columns of a new job: rowColumns and its unique
-// key, in the order insertArgs uses.
-const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder`
+// insertColumns are the columns of a new job: rowColumns, its unique key
+// and its fair-share tag, in the order insertArgs uses.
+const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder, fair_tag`
 
 // jobColumns are the columns of a whole job, payload included, in the
 // order scanJob reads them, from jobsWithPayload.
 const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
-	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while`
+	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
+	batch_key, batch_when, batch_fold, batch_open, fair_tag`
 
 // jobsWithPayload joins each job to its payload, for jobColumns.
 const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
@@ -47,6 +49,7 @@ type writer struct {
 	retry, finish, patch, rebind    *sql.Stmt
 	deleteJob, deletePayload        *sql.Stmt
 	deleteErrors, probe             *sql.Stmt
+	setPayload, closeBatch          *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
 	cron                            cronStmts
@@ -61,17 +64,20 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.begin, `BEGIN IMMEDIATE`},
 		{&w.commit, `COMMIT`},
 		{&w.insertJob, `INSERT INTO jobs (` + insertColumns + `)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)`},
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
+				?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)`},
 		// Most new jobs have no overrides and no timestamps yet: fewer
-		// values to bind (each bind is a call into SQLite).
-		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`},
+		// values to bind (each bind is a call into SQLite). The fair tag
+		// is here: a family's backlog is made of such jobs.
+		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.insertPayload, `INSERT INTO job_payloads (id, payload) VALUES (?, ?)`},
 		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
 			ready_at = ?6, attempts = ?7, retry_limit = ?8,
 			backoff_exponent = ?9, backoff_base_ms = ?10, backoff_jitter_ms = ?11,
 			retention_completed_ms = ?12, retention_dead_ms = ?13,
-			dequeued_at = ?14, failed_at = ?15, completed_at = ?16, purge_at = ?17, budgets = ?18
+			dequeued_at = ?14, failed_at = ?15, completed_at = ?16, purge_at = ?17, budgets = ?18,
+			batch_key = ?19, batch_when = ?20, batch_fold = ?21, batch_open = ?22
 			WHERE id = ?1`},
 		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
 		{&w.retry, `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`},
@@ -85,12 +91,16 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.deletePayload, `DELETE FROM job_payloads WHERE id = ?`},
 		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
 		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
+		{&w.setPayload, `INSERT OR REPLACE INTO job_payloads (id, payload)
+			SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
+		{&w.closeBatch, `UPDATE jobs SET batch_open = 0 WHERE id = ?`},
 		{&w.addError, `INSERT OR REPLACE INTO job_errors
 			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
 		{&w.putBudget, `INSERT OR REPLACE INTO budgets
-			(key, allocation, strategy, duration_ms, burst, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`},
+			(key, allocation, strategy, duration_ms, burst, created_at, updated_at,
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
 		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
@@ -120,7 +130,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
-		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe,
+		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe, w.setPayload, w.closeBatch,
 		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
 		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
@@ -235,6 +245,16 @@ func (w *writer) apply(o *op) error {
 	case store.SetBudgetsOp:
 		_, err = w.rebind.Exec(s.ID, bindingsArg(s.Budgets))
 		return wrapOp("set budgets of job", o.id, err)
+	case store.SetPayloadOp:
+		if len(s.Payload) == 0 {
+			_, err = w.deletePayload.Exec(s.ID)
+		} else {
+			_, err = w.setPayload.Exec(s.ID, s.Payload)
+		}
+		return wrapOp("set payload of job", o.id, err)
+	case store.CloseBatchOp:
+		_, err = w.closeBatch.Exec(s.ID)
+		return wrapOp("close batch of job", o.id, err)
 	case store.UniqueHolderOp:
 		return wrapOp("set the unique key holder of job", o.id, w.setHolder(s))
 	case store.DeleteJobOp:
@@ -250,9 +270,7 @@ func (w *writer) apply(o *op) error {
 			r.DequeuedAt, r.FailedAt)
 		return wrapOp("add error record of job", o.id, err)
 	case store.PutBudgetOp:
-		b := &s.Budget
-		_, err = w.putBudget.Exec(b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst,
-			b.CreatedAt, b.UpdatedAt)
+		_, err = w.putBudget.Exec(budgetArgs(&s.Budget)...)
 		return wrapOp("put budget", o.id, err)
 	case store.DeleteBudgetOp:
 		_, err = w.delBudget.Exec(s.Key)
@@ -278,7 +296,7 @@ func (w *writer) insert(j *store.Job) error {
 	}
 	if plain(j) {
 		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
-			int64(j.Attempts), bindingsArg(j.Budgets))
+			int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
 	} else {
 		_, err = w.insertJob.Exec(insertArgs(j)...)
 	}
@@ -299,11 +317,12 @@ func (w *writer) setHolder(u store.UniqueHolderOp) error {
 	return err
 }
 
-// plain reports whether j's overrides, timestamps (but ready_at) and
-// unique key are all unset, as the columns' defaults have them.
+// plain reports whether j's overrides, timestamps (but ready_at), unique
+// key and batch are all unset, as the columns' defaults have them.
 func plain(j *store.Job) bool {
 	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
-		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 && j.UniqueKey == ""
+		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 &&
+		j.UniqueKey == "" && j.Batch == nil && !j.BatchOpen
 }
 
 // wrapOp gives an op's error its context ("insert job <id>: …").
@@ -320,10 +339,19 @@ func wrapOp(what, id string, err error) error {
 // rowArgs returns j's values in rowColumns order, NULL for unset options.
 func rowArgs(j *store.Job) []any {
 	retry, boExp, boBase, boJitter, retCompleted, retDead := overrideArgs(j.RetryLimit, j.Backoff, j.Retention)
+	var key, when, fold any
+	if b := j.Batch; b != nil {
+		key, when, fold = b.Key, b.When, b.Fold
+	}
+	open := int64(0)
+	if j.BatchOpen {
+		open = 1
+	}
 	return []any{
 		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
 		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
 		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
+		key, when, fold, open,
 	}
 }
 
@@ -334,7 +362,23 @@ func insertArgs(j *store.Job) []any {
 	if j.UniqueKey != "" {
 		key, while, holder = j.UniqueKey, int64(j.UniqueWhile), int64(1)
 	}
-	return append(rowArgs(j), key, while, holder)
+	return append(rowArgs(j), key, while, holder, nullZero(j.FairTag))
+}
+
+// budgetArgs returns b's values in the order of the putBudget statement:
+// the template's columns are NULL for a plain budget, paused_until for a
+// pause without end.
+func budgetArgs(b *store.Budget) []any {
+	var alloc, strategy, duration, burst any
+	paused := int64(0)
+	if b.Paused {
+		paused = 1
+	}
+	if t := b.PerKey; t != nil {
+		alloc, strategy, duration, burst = t.Allocation, t.Strategy, t.DurationMs, t.Burst
+	}
+	return []any{b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst, b.CreatedAt, b.UpdatedAt,
+		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil)}
 }
 
 // patchArgs returns the arguments of the patch statement.
@@ -365,7 +409,8 @@ func overrideArgs(limit *uint32, bo *store.Backoff, ret *store.Retention) (retry
 	return retry, boExp, boBase, boJitter, retCompleted, retDead
 }
 
-// nullZero maps 0 ("unset") to NULL, for purge_at.
+// nullZero maps 0 ("unset") to NULL, for purge_at, fair_tag and
+// paused_until.
 func nullZero(v int64) any {
 	if v == 0 {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"testing/fstest"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
@@ -321,4 +322,57 @@ func TestRestore_Refuses(t *testing.T) {
 	var mode int
 	require.NoError(t, raw.QueryRow("PRAGMA auto_vacuum").Scan(&mode))
 	require.Equal(t, 2, mode, "the restore converts the database to incremental auto-vacuum")
+}
+
+// A database of schema 6 (before budget families) upgrades with its rows
+// read as they were: no template, no pause, no fair tag.
+func TestOpen_UpgradesToBudgetFamilies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	raw, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	require.NoError(t, err)
+	defer raw.Close()
+	conn, err := raw.Conn(ctx)
+	require.NoError(t, err)
+	upTo6 := fstest.MapFS{}
+	for _, m := range mustMigrations(t)[:6] {
+		upTo6["migrations/"+m.name] = &fstest.MapFile{Data: []byte(m.sql)}
+	}
+	require.NoError(t, migrateFS(ctx, conn, upTo6, quiet().Logger))
+	_, err = conn.ExecContext(ctx, `INSERT INTO budgets VALUES ('b', 2, 'time_based', 1000, 3, 10, 11);
+		INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets)
+		VALUES ('`+id(1)+`', 'q', 't', 5, 1, 20, 0, '[{"key":"b","cost":1}]')`)
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	require.NoError(t, raw.Close())
+
+	db, err := Open(ctx, dir, quiet())
+	require.NoError(t, err)
+	defer db.Close()
+	require.Equal(t, len(mustMigrations(t)), userVersion(t, dir))
+	old := store.Budget{Key: "b", Allocation: 2, Strategy: store.TimeBased, DurationMs: 1000, Burst: 3, CreatedAt: 10, UpdatedAt: 11}
+	budgets, err := db.Budgets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []store.Budget{old}, budgets)
+	j, err := db.GetJob(ctx, id(1), 0)
+	require.NoError(t, err)
+	require.Zero(t, j.FairTag)
+	var live []store.LiveJob
+	require.NoError(t, db.Load(ctx, store.Loader{Job: func(j store.LiveJob) error { live = append(live, j); return nil }}))
+	require.Equal(t, []store.LiveJob{{ID: id(1), Queue: "q", Type: "t", Priority: 5, Status: store.Ready, ReadyAt: 20,
+		Budgets: []store.Binding{{Key: "b", Cost: 1}}}}, live)
+
+	// The old rows take the new fields.
+	old.PerKey, old.Paused, old.PausedUntil = &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight}, true, 99
+	tagged := job(2)
+	tagged.FairTag = 30
+	require.NoError(t, db.Append(store.PutBudget(old), store.InsertJob(tagged)).Wait(ctx))
+	budgets, err = db.Budgets(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []store.Budget{old}, budgets)
+	j, err = db.GetJob(ctx, id(2), 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(30), j.FairTag)
+	require.NoError(t, db.IntegrityCheck(ctx))
 }

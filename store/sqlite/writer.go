@@ -13,6 +13,9 @@ type group struct {
 	seq  uint64 // position in append order; 0 = already finished
 	ops  []op   // released once finished
 	mode store.CommitMode
+	// task, when set, is work for the writer's connection that runs alone,
+	// between transactions, instead of ops (compact.go).
+	task func() error
 	// err is written by the writer before doneSeq reaches seq, and read
 	// under db.mu after that.
 	err error
@@ -128,6 +131,11 @@ func (db *DB) run() {
 			db.finalMaintenance()
 			return
 		}
+		if t := batch[0].task; t != nil {
+			batch[0].err = t()
+			db.finish(batch)
+			continue
+		}
 		start := time.Now()
 		db.commit(batch)
 		info := db.noteCommit(batch, time.Since(start))
@@ -140,7 +148,8 @@ func (db *DB) run() {
 }
 
 // next blocks until groups are queued and takes the next batch: at least
-// one group, then more while their ops fit in BatchSize. It returns nil
+// one group, then more while their ops fit in BatchSize; a task goes
+// alone. It returns nil
 // when the DB is closed and nothing is left.
 func (db *DB) next() []*group {
 	db.mu.Lock()
@@ -154,9 +163,9 @@ func (db *DB) next() []*group {
 		db.mu.Lock()
 	}
 	n, k := len(db.queue[0].ops), 1
-	for ; k < len(db.queue); k++ {
+	for ; k < len(db.queue) && db.queue[0].task == nil; k++ {
 		size := len(db.queue[k].ops)
-		if n+size > db.opts.BatchSize {
+		if n+size > db.opts.BatchSize || db.queue[k].task != nil {
 			break
 		}
 		n += size

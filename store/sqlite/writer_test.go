@@ -205,6 +205,18 @@ func TestCoalesce(t *testing.T) {
 				groups([]store.Op{store.SetStatus(id(1), store.InFlight, 0)})[0]),
 			want: []opKind{opInsertJob, opRecoverInFlight, opSetStatus},
 		},
+		"BatchOpsFoldIntoInsert": {
+			groups: groups([]store.Op{store.InsertJob(job(1))}, []store.Op{store.SetPayload(id(1), []byte("1")), store.CloseBatch(id(1))}),
+			want:   []opKind{opInsertJob},
+		},
+		"SetPayloadNotIntoPutJob": {
+			groups: groups([]store.Op{store.PutJob(job(1)), store.SetPayload(id(1), []byte("1")), store.CloseBatch(id(1))}),
+			want:   []opKind{opPutJob, opSetPayload},
+		},
+		"BatchOpsBetweenInsertAndDelete": {
+			groups: groups([]store.Op{store.InsertJob(job(1)), store.PutJob(job(1)), store.SetPayload(id(1), []byte("1"))}, []store.Op{store.DeleteJob(id(1))}),
+			want:   []opKind{opProbeNew, opNone, opNone},
+		},
 		"OtherIDsUntouched": {
 			groups: groups([]store.Op{store.InsertJob(job(1)), store.InsertJob(job(2)), store.DeleteJob(id(2)), store.SetStatus(id(3), store.Ready, 0)}),
 			want:   []opKind{opInsertJob, opProbeNew, opSetStatus},
@@ -225,6 +237,15 @@ func TestCoalesce(t *testing.T) {
 		want.Status, want.DequeuedAt = store.Ready, 5
 		require.Equal(t, want, out[0].src.(store.InsertJobOp).Job)
 		require.Equal(t, job(1), gs[0].ops[0].src.(store.InsertJobOp).Job)
+
+		open := job(1)
+		open.BatchOpen = true
+		gs = groups([]store.Op{store.InsertJob(open)},
+			[]store.Op{store.SetPayload(id(1), []byte("[1,2]")), store.CloseBatch(id(1))})
+		out = coalesce(gs)
+		want = job(1)
+		want.Payload = []byte("[1,2]")
+		require.Equal(t, want, out[0].src.(store.InsertJobOp).Job, "a fold and a seal written with the insert")
 	})
 }
 

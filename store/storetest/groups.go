@@ -50,6 +50,33 @@ func testGroups(t *testing.T, newB func(testing.TB) *bundle) {
 		require.Equal(t, job(1), b.get(t, id(1)))
 	})
 
+	t.Run("FairTagNeverChanges", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		tagged := func(n int) store.Job {
+			return with(n, func(j *store.Job) { j.FairTag, j.Budgets = int64(500+n), []store.Binding{{Key: "f/a", Cost: 1}} })
+		}
+		updates := func(n int) []store.Op {
+			return []store.Op{store.SetStatus(id(n), store.InFlight, 5), store.Retry(id(n), 1, 6, 7, store.Ready),
+				store.PatchJob(store.JobPatch{ID: id(n), Queue: "q", Priority: 1, Status: store.Ready, ReadyAt: 8}),
+				store.SetBudgets(id(n), []store.Binding{{Key: "f/b", Cost: 2}}),
+				store.PutJob(with(n, func(j *store.Job) { j.FairTag = 0 }))}
+		}
+		// Folded into the insert (one group, and groups appended together),
+		// and applied to a committed row.
+		b.apply(t, append([]store.Op{store.InsertJob(tagged(1))}, updates(1)...)...)
+		b.s.Append(store.InsertJob(tagged(2)))
+		for _, o := range updates(2) {
+			b.s.Append(o)
+		}
+		require.NoError(t, b.s.Barrier(b.ctx))
+		b.apply(t, store.InsertJob(tagged(3)))
+		b.apply(t, updates(3)...)
+		for n := 1; n <= 3; n++ {
+			require.Equal(t, int64(500+n), b.get(t, id(n)).FairTag, "job %d", n)
+		}
+	})
+
 	t.Run("UpdatesAfterAnInsert", func(t *testing.T) {
 		t.Parallel()
 		bs := []store.Binding{{Key: "k", Cost: 2}}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"io"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// testLifecycle checks Backup, Sizes and Close.
+// testLifecycle checks Backup, Compact, Sizes and Close.
 func testLifecycle(t *testing.T, newB func(testing.TB) *bundle) {
 	t.Run("Backup", func(t *testing.T) {
 		t.Parallel()
@@ -51,6 +52,35 @@ func testLifecycle(t *testing.T, newB func(testing.TB) *bundle) {
 		b.apply(t, store.InsertJob(job(1)))
 		data, log := b.s.Sizes()
 		require.Positive(t, data+log)
+	})
+
+	t.Run("Compact", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		// Large payloads, most of them deleted: space to give back.
+		big := bytes.Repeat([]byte("x"), 8<<10)
+		var ops, dels []store.Op
+		for n := range 400 {
+			ops = append(ops, store.InsertJob(with(n, func(j *store.Job) { j.Payload = fmt.Appendf(nil, `"%s%d"`, big, n) })))
+			if n >= 10 {
+				dels = append(dels, store.DeleteJob(id(n)))
+			}
+		}
+		b.apply(t, ops...)
+		require.NoError(t, b.s.Compact(b.ctx))
+		full, _ := b.s.Sizes()
+		b.apply(t, dels...)
+
+		require.NoError(t, b.s.Compact(b.ctx))
+		data, log := b.s.Sizes()
+		require.Less(t, data, full/2, "the space of deleted jobs goes back to the file system")
+		require.Zero(t, log, "the log is empty")
+
+		// Nothing live is lost, and the store goes on.
+		require.Equal(t, ids(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), b.ids(t))
+		require.Equal(t, fmt.Appendf(nil, `"%s%d"`, big, 3), b.get(t, id(3)).Payload)
+		b.apply(t, store.InsertJob(job(1000)))
+		require.Len(t, b.ids(t), 11)
 	})
 
 	t.Run("Close", func(t *testing.T) {

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ type loaded struct {
 	Budgets []store.Budget
 	Jobs    []store.LiveJob
 	Unique  []store.UniqueJob // by ID
+	Batches []store.LiveBatch
 	Purges  []purge
 	MaxID   []string // one call
 	Order   []string // the parts in the order they came, runs collapsed
@@ -38,6 +40,7 @@ func load(t testing.TB, b *bundle) loaded {
 		Budget: func(bg store.Budget) error { part("budgets"); l.Budgets = append(l.Budgets, bg); return nil },
 		Job:    func(j store.LiveJob) error { part("jobs"); l.Jobs = append(l.Jobs, j); return nil },
 		Unique: func(u store.UniqueJob) error { part("unique"); l.Unique = append(l.Unique, u); return nil },
+		Batch:  func(bt store.LiveBatch) error { part("batches"); l.Batches = append(l.Batches, bt); return nil },
 		Purge: func(id string, at int64) error {
 			part("purges")
 			l.Purges = append(l.Purges, purge{id, at})
@@ -54,7 +57,7 @@ func load(t testing.TB, b *bundle) loaded {
 func live(j store.Job) store.LiveJob {
 	return store.LiveJob{ID: j.ID, Queue: j.Queue, Type: j.Type, Priority: j.Priority, Status: j.Status,
 		ReadyAt: j.ReadyAt, Attempts: j.Attempts, RetryLimit: j.RetryLimit, Backoff: j.Backoff,
-		Retention: j.Retention, Budgets: j.Budgets}
+		Retention: j.Retention, Budgets: j.Budgets, FairTag: j.FairTag}
 }
 
 func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
@@ -70,6 +73,8 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		budgets := []store.Budget{
 			{Key: "b", Allocation: 2, Strategy: store.TimeBased, DurationMs: 10, Burst: 3, CreatedAt: 1, UpdatedAt: 2},
 			{Key: "a", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 4},
+			{Key: "c", Allocation: 9, Strategy: store.WhileInFlight, CreatedAt: 5, UpdatedAt: 6, Paused: true, PausedUntil: 7,
+				PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.TimeBased, DurationMs: 100, Burst: 2}},
 		}
 		// 60 jobs over three priorities, inserted out of order; every
 		// status; options and bindings on some; purge_at on terminal ones.
@@ -86,21 +91,31 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 					j.Retention = &store.Retention{DeadMs: ptr(uint64(n))}
 					j.Budgets = []store.Binding{{Key: "b", Cost: 2}, {Key: "a", Cost: 1}}
 				}
+				if n%4 == 1 {
+					j.FairTag, j.Budgets = int64(1000+n), []store.Binding{{Key: "c/x", Cost: 1}}
+				}
 				if !j.Status.Live() {
 					j.PurgeAt = int64(1000 - n/2) // some purge at the same time
+				}
+				if n%4 == 1 {
+					j.Batch = &store.BatchConfig{Key: fmt.Sprint("k", n%3), When: "true", Fold: "$new"}
+					j.BatchOpen = n%8 == 1
 				}
 			})
 			jobs = append(jobs, j)
 			ops = append(ops, store.InsertJob(j))
 		}
-		ops = append(ops, store.PutBudget(budgets[0]), store.PutBudget(budgets[1]))
+		ops = append(ops, store.PutBudget(budgets[0]), store.PutBudget(budgets[1]), store.PutBudget(budgets[2]))
 		b.apply(t, ops...)
 
 		var want loaded
-		want.Budgets = []store.Budget{budgets[1], budgets[0]}
+		want.Budgets = []store.Budget{budgets[1], budgets[0], budgets[2]}
 		for _, j := range jobs {
 			if j.Status.Live() {
 				want.Jobs = append(want.Jobs, live(j))
+				if j.Batch != nil {
+					want.Batches = append(want.Batches, store.LiveBatch{ID: j.ID, Batch: *j.Batch, Open: j.BatchOpen})
+				}
 			} else {
 				want.Purges = append(want.Purges, purge{j.ID, j.PurgeAt})
 			}
@@ -108,9 +123,10 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		slices.SortFunc(want.Jobs, func(a, b store.LiveJob) int {
 			return cmp.Or(cmp.Compare(a.Priority, b.Priority), cmp.Compare(a.ID, b.ID))
 		})
+		slices.SortFunc(want.Batches, func(a, b store.LiveBatch) int { return cmp.Compare(a.ID, b.ID) })
 		slices.SortFunc(want.Purges, func(a, b purge) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) })
 		want.MaxID = ids(59)
-		want.Order = []string{"budgets", "jobs", "purges", "max"}
+		want.Order = []string{"budgets", "jobs", "batches", "purges", "max"}
 		require.Equal(t, want, load(t, b))
 	})
 
@@ -130,13 +146,18 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 			with(4, func(j *store.Job) { j.Status, j.Backoff = store.Scheduled, &store.Backoff{Exponent: 3.4028235e38} }),
 			with(5, func(j *store.Job) { j.RetryLimit, j.Budgets = ptr(uint32(0)), []store.Binding{{Key: "[", Cost: 2}} }),
 			with(6, func(j *store.Job) { j.Budgets = []store.Binding{{Key: "k", Cost: -1}} }),
+			// Fair tags, with and without the other optional parts.
+			with(7, func(j *store.Job) { j.FairTag, j.Budgets = 1_700_000_000_123, []store.Binding{{Key: "f/a", Cost: 1}} }),
+			with(8, func(j *store.Job) { j.FairTag = math.MaxInt64 }),
+			with(9, func(j *store.Job) { j.FairTag, j.RetryLimit, j.Queue = -3, ptr(uint32(1)), "1,2," }),
 		}
 		var ops []store.Op
 		for _, j := range jobs {
 			ops = append(ops, store.InsertJob(j))
 		}
 		b.apply(t, ops...)
-		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]), live(jobs[0])}
+		want := []store.LiveJob{live(jobs[1]), live(jobs[2]), live(jobs[3]), live(jobs[4]), live(jobs[5]),
+			live(jobs[6]), live(jobs[7]), live(jobs[8]), live(jobs[0])}
 		require.Equal(t, want, load(t, b).Jobs)
 	})
 

@@ -21,6 +21,7 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 			Retention:  &store.Retention{CompletedMs: ptr(uint64(0)), DeadMs: ptr(uint64(math.MaxUint64))},
 			DequeuedAt: 2, FailedAt: 3, CompletedAt: 4, PurgeAt: 5,
 			Budgets: []store.Binding{{Key: "b", Cost: 3}, {Key: "a\"x", Cost: math.MaxInt64}, {Key: "é<&>", Cost: 1}},
+			FairTag: math.MaxInt64,
 		}
 		for name, tc := range map[string]struct {
 			in, want store.Job
@@ -36,6 +37,8 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 			"PayloadNil":         {in: with(1, func(j *store.Job) { j.Payload = nil }), want: with(1, func(j *store.Job) { j.Payload = nil })},
 			"PayloadEmptyIsNil":  {in: with(1, func(j *store.Job) { j.Payload = []byte{} }), want: with(1, func(j *store.Job) { j.Payload = nil })},
 			"PayloadLarge":       {in: with(1, func(j *store.Job) { j.Payload = large() }), want: with(1, func(j *store.Job) { j.Payload = large() })},
+			"FairTag":            {in: with(1, func(j *store.Job) { j.FairTag = 1_700_000_000_001 }), want: with(1, func(j *store.Job) { j.FairTag = 1_700_000_000_001 })},
+			"FairTagNegative":    {in: with(1, func(j *store.Job) { j.FairTag = -1 }), want: with(1, func(j *store.Job) { j.FairTag = -1 })},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
@@ -67,17 +70,19 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		in := with(1, func(j *store.Job) {
 			j.RetryLimit, j.Backoff = ptr(uint32(3)), &store.Backoff{Exponent: 2, BaseMs: 1, JitterMs: 1}
 			j.Retention, j.Budgets = &store.Retention{DeadMs: ptr(uint64(5))}, []store.Binding{{Key: "k", Cost: 2}}
+			j.FairTag = 77
 		})
 		b.apply(t, store.InsertJob(in))
-		// Every field is written but the payload, and options are cleared.
+		// Every field is written but the payload and the fair tag, and
+		// options are cleared.
 		put := with(1, func(j *store.Job) {
 			j.Queue, j.Type, j.Priority, j.Status, j.ReadyAt, j.Attempts = "q2", "t2", 7, store.Dead, 9, 4
 			j.DequeuedAt, j.FailedAt, j.CompletedAt, j.PurgeAt = 1, 2, 3, 4
-			j.Payload = []byte(`"ignored"`)
+			j.Payload, j.FairTag = []byte(`"ignored"`), 5
 		})
 		b.apply(t, store.PutJob(put))
 		want := put
-		want.Payload = in.Payload
+		want.Payload, want.FairTag = in.Payload, in.FairTag
 		require.Equal(t, want, b.get(t, id(1)))
 
 		b.apply(t, store.PutJob(with(2, func(*store.Job) {}))) // missing job: no-op
@@ -226,6 +231,31 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		k2.Allocation, k2.Burst, k2.UpdatedAt = 20, 0, 9
 		b.apply(t, store.PutBudget(k2), store.DeleteBudget("k1"), store.DeleteBudget("absent"))
 		require.Equal(t, []store.Budget{k2}, b.budgets(t))
+	})
+
+	t.Run("BudgetFamiliesAndPauses", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		family := store.Budget{Key: "tenants", Allocation: 100, Strategy: store.TimeBased, DurationMs: 60_000, CreatedAt: 1, UpdatedAt: 2,
+			PerKey: &store.BudgetTemplate{Allocation: 5, Strategy: store.WhileInFlight}}
+		paced := store.Budget{Key: "paced", Allocation: 3, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 4,
+			PerKey: &store.BudgetTemplate{Allocation: math.MaxInt32, Strategy: store.TimeBased, DurationMs: math.MaxInt64, Burst: 7}}
+		paused := store.Budget{Key: "p", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 5, UpdatedAt: 6, Paused: true}
+		until := store.Budget{Key: "u", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 7, UpdatedAt: 8, PausedUntil: math.MaxInt64}
+		both := store.Budget{Key: "v", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 9, UpdatedAt: 9, Paused: true, PausedUntil: 1}
+		b.apply(t, store.PutBudget(family), store.PutBudget(paced), store.PutBudget(paused), store.PutBudget(until), store.PutBudget(both))
+		want := []store.Budget{paused, paced, family, until, both} // by key
+		require.Equal(t, want, b.budgets(t))
+		require.Equal(t, want, load(t, b).Budgets)
+
+		// A replacement writes every field: the template and the pause go.
+		family.PerKey, family.UpdatedAt = nil, 10
+		paused.Paused, until.PausedUntil, both.Paused, both.PausedUntil = false, 0, false, 0
+		paced.PerKey = &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight}
+		b.apply(t, store.PutBudget(family), store.PutBudget(paced), store.PutBudget(paused), store.PutBudget(until), store.PutBudget(both))
+		want = []store.Budget{paused, paced, family, until, both}
+		require.Equal(t, want, b.budgets(t))
+		require.Equal(t, want, load(t, b).Budgets)
 	})
 
 	t.Run("DeleteEverything", func(t *testing.T) {

@@ -8,8 +8,8 @@
 // It tests the interface only, as the engine and the API use it: every op
 // and what it leaves behind (alone, and in groups appended without waiting,
 // where a backend may batch and coalesce them), every read and filter, the
-// cron groups,
-// Load, GetJobs, Barrier, the sentinel errors, Backup and Close. Nothing in
+// cron groups, Load, GetJobs, Barrier, the sentinel errors, Backup and
+// Close, and the unique and batched jobs' columns and ops. Nothing in
 // it assumes SQLite; what only one backend does is tested in that
 // backend's package.
 package storetest
@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Lifecycle", testLifecycle},
 		{"Cron", testCron},
 		{"Unique", testUnique},
+		{"Batches", testBatches},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

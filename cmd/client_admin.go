@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/client"
+)
+
+// The commands that talk to the admin port (top, backup, compact) name it
+// with --admin-url, and its TLS with --admin-ca-cert, --admin-client-cert
+// and --admin-client-key: --url stays the API's for every command (API.md
+// §14.3). The variables are Zizq's own names for its admin tools.
+
+// DefaultAdminURL is where `zizq serve` opens its admin port by default.
+const DefaultAdminURL = "http://127.0.0.1:8901"
+
+// AdminOptions are the flags of the admin port.
+type AdminOptions struct {
+	URL                           string
+	CACert, ClientCert, ClientKey string
+}
+
+// addAdminFlags declares the admin flags on c.
+func addAdminFlags(c *cobra.Command, o *AdminOptions) {
+	fs := c.Flags()
+	fs.StringVar(&o.URL, "admin-url", DefaultAdminURL, "URL of the server's admin port")
+	withEnv(fs, "admin-url", "ZIZQ_ADMIN_URL")
+	fs.StringVar(&o.CACert, "admin-ca-cert", "", "PEM file of the CA that signed the admin port's certificate")
+	withEnv(fs, "admin-ca-cert", "ZIZQ_ADMIN_TLS_CA")
+	fs.StringVar(&o.ClientCert, "admin-client-cert", "", "PEM file of the client certificate, for an admin port that requires mutual TLS")
+	withEnv(fs, "admin-client-cert", "ZIZQ_ADMIN_TLS_CLIENT_CERT")
+	fs.StringVar(&o.ClientKey, "admin-client-key", "", "PEM file of the admin client certificate's private key")
+	withEnv(fs, "admin-client-key", "ZIZQ_ADMIN_TLS_CLIENT_KEY")
+}
+
+// adminClient returns a client of the admin port with the given options.
+func adminClient(o *AdminOptions, opts client.Options) (*client.Client, error) {
+	cfg, err := adminTLS(o)
+	if err != nil {
+		return nil, err
+	}
+	opts.TLS = cfg
+	c, err := client.New(o.URL, opts)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--admin-url: %w", err)}
+	}
+	return c, nil
+}
+
+// adminTLS is the TLS of the admin flags, nil when none is given.
+func adminTLS(o *AdminOptions) (*tls.Config, error) {
+	if o.CACert == "" && o.ClientCert == "" && o.ClientKey == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(strings.ToLower(o.URL), "https://") {
+		return nil, usageError{fmt.Errorf("--admin-ca-cert, --admin-client-cert and --admin-client-key need an https:// --admin-url, not %q", o.URL)}
+	}
+	if (o.ClientCert == "") != (o.ClientKey == "") {
+		return nil, usageError{errors.New("--admin-client-cert and --admin-client-key go together: give both or neither")}
+	}
+	cfg, err := client.TLSConfig(o.CACert, o.ClientCert, o.ClientKey)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,33 @@
+package cmd
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+
+	"github.com/zizq/zizq/server"
+)
+
+// listenAdmin opens the admin port, or nothing with --no-admin.
+func (o *ServeOptions) listenAdmin() (net.Listener, error) {
+	if o.NoAdmin {
+		return nil, nil
+	}
+	return listen(o.AdminHost, o.AdminPort)
+}
+
+// adminTLSConfig returns the admin port's TLS from --admin-tls-cert,
+// --admin-tls-key and --admin-tls-client-ca, or nil when none is given;
+// the rules are the API's (tlsConfig).
+func (o *ServeOptions) adminTLSConfig() (*tls.Config, error) {
+	if o.AdminTLSCert == "" && o.AdminTLSKey == "" && o.AdminTLSCCA == "" {
+		return nil, nil
+	}
+	if o.AdminTLSCert == "" || o.AdminTLSKey == "" {
+		if o.AdminTLSCert == "" && o.AdminTLSKey == "" {
+			return nil, usageError{errors.New("--admin-tls-client-ca requires --admin-tls-cert and --admin-tls-key")}
+		}
+		return nil, usageError{errors.New("--admin-tls-cert and --admin-tls-key go together: give both or neither")}
+	}
+	return server.LoadTLS(o.AdminTLSCert, o.AdminTLSKey, o.AdminTLSCCA)
+}

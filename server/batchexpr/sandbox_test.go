@@ -1,0 +1,259 @@
+package batchexpr_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/server/batchexpr"
+)
+
+// newSandbox returns a sandbox of test workers (this test binary) that
+// counts the workers it starts.
+func newSandbox(t *testing.T, tune func(*batchexpr.SandboxOptions)) (*batchexpr.Sandbox, *atomic.Int32) {
+	t.Helper()
+	var starts atomic.Int32
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	o := batchexpr.SandboxOptions{
+		Workers: 2,
+		Limits:  batchexpr.Limits{Timeout: time.Second, MaxPayloadBytes: 1 << 20},
+		Command: func() *exec.Cmd {
+			starts.Add(1)
+			return exec.Command(exe, "-test.run=^$")
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	if tune != nil {
+		tune(&o)
+	}
+	s := batchexpr.NewSandbox(o)
+	t.Cleanup(s.Close)
+	return s, &starts
+}
+
+var (
+	sumArrays = batchexpr.Config{When: "true", Fold: "$existing + $new"}
+	ctx       = context.Background()
+)
+
+func TestSandbox_Run(t *testing.T) {
+	t.Parallel()
+	s, starts := newSandbox(t, nil)
+
+	a, err := s.Run(ctx, batchexpr.Task{Check: &sumArrays, Into: &sumArrays, Existing: []byte("[1]"), New: []byte("[2]")})
+	require.NoError(t, err)
+	require.Equal(t, batchexpr.Answer{Folds: true, Payload: []byte("[1,2]")}, a)
+
+	a, err = s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[2]")})
+	require.NoError(t, err)
+	require.Equal(t, batchexpr.Answer{}, a, "a dry run alone answers nothing more")
+
+	never := batchexpr.Config{When: "false", Fold: "$new"}
+	a, err = s.Run(ctx, batchexpr.Task{Into: &never, Existing: []byte("[1]"), New: []byte("[2]")})
+	require.NoError(t, err)
+	require.False(t, a.Folds)
+
+	bad := batchexpr.Config{When: "true", Fold: "$existing, $new"}
+	_, err = s.Run(ctx, batchexpr.Task{Check: &bad, New: []byte("{}")})
+	require.EqualError(t, err, "batch dry-run: fold: fold expression produced more than one output")
+	_, err = s.Run(ctx, batchexpr.Task{Check: &batchexpr.Config{When: "(", Fold: "$new"}, New: []byte("{}")})
+	var e *batchexpr.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, batchexpr.StageExpression, e.Stage)
+	require.EqualValues(t, 1, starts.Load(), "refusals keep the worker")
+
+	_, err = s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: make([]byte, 1<<20+1)})
+	require.EqualError(t, err, "batch dry-run: payload of 1048577 bytes exceeds the 1048576-byte limit")
+}
+
+// A hostile program costs its worker, never the server: each is refused,
+// its worker replaced, and the next task is served.
+func TestSandbox_HostilePrograms(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		fold, err string
+		// killed: the worker dies of it; either: it may die or time out,
+		// depending on the machine's speed.
+		killed, either bool
+		// limited: it needs the workers' address-space limit (else it would
+		// take the machine's memory, or time out under the race detector).
+		limited bool
+	}{
+		"StringRepeat2GB":     {fold: `"x" * 2147483000`, err: "batch fold failed: evaluation ran out of memory and was stopped", killed: true, limited: true},
+		"SparseArrayReversed": {fold: `null | .[536870000] = 1 | reverse`, err: "batch fold failed: evaluation ran out of memory and was stopped", killed: true, limited: true},
+		"Doubling":            {fold: `reduce range(40) as $i ("x"; . + .)`, err: "batch fold failed: evaluation ran out of memory and was stopped", killed: true, limited: true},
+		"DeepCompare":         {fold: `reduce range(400000) as $i (null; [.]) | . == .`, err: "batch fold failed: evaluation nested too deep (stack overflow) and was stopped", killed: true, limited: true},
+		"InfiniteLoop":        {fold: `def f: f; f`, err: "batch fold failed: fold expression took longer than 1s"},
+		"GrowingArray":        {fold: `[range(1e9)]`, err: "batch fold failed: ", either: true},
+		"HugeOutput":          {fold: `"x" * 100000000`, err: "batch fold failed: fold output exceeds the 1048576-byte payload limit"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if tc.limited && !batchexpr.MemoryLimited() {
+				t.Skip("workers have no address-space limit here")
+			}
+			s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) { o.Workers = 1 })
+			hostile := batchexpr.Config{When: "true", Fold: tc.fold}
+			began := time.Now()
+			_, err := s.Run(ctx, batchexpr.Task{Into: &hostile, Existing: []byte("[1]"), New: []byte("[2]")})
+			var e *batchexpr.Error
+			require.ErrorAs(t, err, &e)
+			require.True(t, strings.HasPrefix(err.Error(), tc.err), "got %q", err)
+			require.Less(t, time.Since(began), 30*time.Second, "bounded by the deadline and the kill")
+
+			a, err := s.Run(ctx, batchexpr.Task{Into: &sumArrays, Existing: []byte("[1]"), New: []byte("[2]")})
+			require.NoError(t, err)
+			require.Equal(t, "[1,2]", string(a.Payload))
+			want := int32(1)
+			if tc.killed {
+				want = 2
+			}
+			if !tc.either {
+				require.Equal(t, want, starts.Load(), "a worker is replaced only when it was killed")
+			}
+		})
+	}
+}
+
+// The server's own memory stays as it was while workers die of hostile
+// programs.
+func TestSandbox_ServerMemoryUntouched(t *testing.T) {
+	if !batchexpr.MemoryLimited() {
+		t.Skip("workers have no address-space limit here")
+	}
+	s, _ := newSandbox(t, func(o *batchexpr.SandboxOptions) { o.Workers = 1 })
+	before := rssBytes(t)
+	hostile := batchexpr.Config{When: "true", Fold: `"x" * 2147483000`}
+	for range 3 {
+		_, err := s.Run(ctx, batchexpr.Task{Into: &hostile, Existing: []byte("1"), New: []byte("2")})
+		require.Error(t, err)
+	}
+	require.Less(t, rssBytes(t)-before, int64(100<<20), "the 2 GB strings were the workers'")
+}
+
+func rssBytes(t *testing.T) int64 {
+	t.Helper()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Skip("no /proc on this platform")
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			require.NoError(t, err)
+			return kb << 10
+		}
+	}
+	t.Skip("no VmRSS")
+	return 0
+}
+
+func TestSandbox_BoundsEvaluationsAtOnce(t *testing.T) {
+	t.Parallel()
+	s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+		o.Limits.Timeout = 200 * time.Millisecond
+	})
+	slow := batchexpr.Config{When: "true", Fold: "def f: f; f"}
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			_, err := s.Run(ctx, batchexpr.Task{Into: &slow, Existing: []byte("1"), New: []byte("2")})
+			require.ErrorContains(t, err, "took longer than 200ms")
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, 2, starts.Load(), "two workers served the six tasks, one at a time each")
+
+	waiting, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err := s.Run(waiting, batchexpr.Task{Into: &sumArrays, Existing: []byte("1"), New: []byte("2")})
+	if err != nil {
+		require.ErrorIs(t, err, context.Canceled, "a cancelled wait for a worker")
+	}
+}
+
+func TestSandbox_WorkerThatDoesNotStart(t *testing.T) {
+	t.Parallel()
+	s, _ := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+		o.Command = func() *exec.Cmd { return exec.Command("true") }
+	})
+	_, err := s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")})
+	require.ErrorContains(t, err, "start batch worker")
+	var e *batchexpr.Error
+	require.NotErrorAs(t, err, &e, "the server's failure, not the client's")
+}
+
+func TestSandbox_CloseEndsWorkers(t *testing.T) {
+	t.Parallel()
+	var cmds []*exec.Cmd
+	var mu sync.Mutex
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	s := batchexpr.NewSandbox(batchexpr.SandboxOptions{
+		Workers: 2,
+		Command: func() *exec.Cmd {
+			c := exec.Command(exe, "-test.run=^$")
+			mu.Lock()
+			cmds = append(cmds, c)
+			mu.Unlock()
+			return c
+		},
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			_, err := s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")})
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	s.Close()
+	require.NotEmpty(t, cmds)
+	for _, c := range cmds {
+		require.NotNil(t, c.ProcessState, "worker %d was waited for", c.Process.Pid)
+	}
+	_, err = s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")})
+	require.Error(t, err)
+}
+
+// BenchmarkSandbox_Run measures one task's round trip through a worker: a
+// dry run and a fold of small arrays (the shape of zizq-node's
+// batchConfig), and the same work in process.
+func BenchmarkSandbox_Run(b *testing.B) {
+	cfg := batchexpr.Config{When: "(($existing | .) + ($new | .)) | length <= 100", Fold: "$existing | . += ($new | .)"}
+	task := batchexpr.Task{Check: &cfg, Into: &cfg, Existing: []byte("[1,2,3,4,5,6,7,8,9,10]"), New: []byte("[11]")}
+	b.Run("Sandbox", func(b *testing.B) {
+		exe, _ := os.Executable()
+		s := batchexpr.NewSandbox(batchexpr.SandboxOptions{Workers: 1, Command: func() *exec.Cmd { return exec.Command(exe, "-test.run=^$") }})
+		defer s.Close()
+		for b.Loop() {
+			if _, err := s.Run(ctx, task); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("InProcess", func(b *testing.B) {
+		lim := batchexpr.Limits{Timeout: time.Second, MaxPayloadBytes: 1 << 20}
+		p, _ := batchexpr.Compile(cfg)
+		for b.Loop() {
+			incoming, _ := batchexpr.Decode(task.New)
+			existing, _ := batchexpr.Decode(task.Existing)
+			if err := p.DryRun(ctx, incoming, lim); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := p.Fold(ctx, existing, incoming, lim); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,254 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/coder/websocket"
+	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/core"
+	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store"
+)
+
+// events answers GET /events: a WebSocket of JSON text frames (API.md
+// §14.2). The core's subscription does the work; this reads client frames
+// into commands and writes its events as frames. A dashboard that reads
+// nothing for EventWriteTimeout is dropped; one that is only slow is
+// resynced by the core (it never slows anything else).
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	// The core refuses before the upgrade, so a start answers a plain 503.
+	sub, err := s.core.Subscribe(context.WithoutCancel(r.Context()), s.cfg.Events)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	defer sub.Close()
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return // Accept has answered
+	}
+	defer conn.CloseNow()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		defer cancel()
+		s.readClientFrames(ctx, conn, sub)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.closing:
+			_ = conn.Close(websocket.StatusGoingAway, "server shutting down")
+			return
+		case ev, ok := <-sub.Events():
+			if !ok {
+				if errors.Is(sub.Err(), core.ErrSubscriberStuck) {
+					s.metrics.eventsDropped.Inc()
+					_ = conn.Close(websocket.StatusPolicyViolation, "too slow")
+				}
+				return
+			}
+			if !s.writeEvent(ctx, conn, ev) {
+				s.metrics.eventsDropped.Inc()
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) writeEvent(ctx context.Context, conn *websocket.Conn, ev core.Event) bool {
+	body, err := json.Marshal(s.adminFrame(ev))
+	if err != nil {
+		s.log.Error("encode event", "err", err)
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.EventWriteTimeout)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, body) == nil
+}
+
+// readClientFrames turns client frames into commands until the connection
+// ends. Frames it cannot read, or of a type it does not know, are ignored,
+// as Zizq ignores them.
+func (s *Server) readClientFrames(ctx context.Context, conn *websocket.Conn, sub *core.Subscription) {
+	conn.SetReadLimit(64 << 10)
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText {
+			continue
+		}
+		var f api.ClientFrame
+		if json.Unmarshal(data, &f) != nil {
+			continue
+		}
+		if c, ok := command(f); ok {
+			sub.Do(c)
+		}
+	}
+}
+
+var listNames = map[string]engine.List{api.ListReady: engine.ListReady, api.ListInFlight: engine.ListInFlight, api.ListScheduled: engine.ListScheduled}
+
+// command reads a client frame; false when it is not one.
+func command(f api.ClientFrame) (core.Command, bool) {
+	switch f.Type {
+	case api.ClientSubscribe:
+		l, ok := listNames[f.List]
+		if !ok || f.Anchor == nil || f.Limit == nil {
+			return core.Command{}, false
+		}
+		a, ok := subscribeAnchor(*f.Anchor)
+		return core.Command{Kind: core.CommandSubscribe, List: l, Anchor: a, Limit: *f.Limit}, ok
+	case api.ClientSetDetailLevel:
+		if f.Detail == nil {
+			return core.Command{}, false
+		}
+		return core.Command{Kind: core.CommandDetail, Detail: *f.Detail}, true
+	case api.ClientDeleteJob:
+		return core.Command{Kind: core.CommandDelete, ID: f.ID}, f.ID != ""
+	case api.ClientFind:
+		return findCommand(f)
+	}
+	return core.Command{}, false
+}
+
+func subscribeAnchor(a api.ClientAnchor) (engine.Anchor, bool) {
+	switch a.Kind {
+	case api.AnchorHead:
+		return engine.Anchor{Kind: engine.AnchorHead}, true
+	case api.AnchorTail:
+		return engine.Anchor{Kind: engine.AnchorTail}, true
+	case api.AnchorOffset:
+		if a.Offset == nil || *a.Offset < 0 {
+			return engine.Anchor{}, false
+		}
+		return engine.Anchor{Kind: engine.AnchorOffset, Offset: *a.Offset}, true
+	case api.AnchorAround:
+		fb := map[string]engine.AnchorKind{"": engine.AnchorNowhere, api.FallbackNowhere: engine.AnchorNowhere, api.FallbackHead: engine.AnchorHead, api.FallbackTail: engine.AnchorTail}
+		k, ok := fb[a.Fallback]
+		return engine.Anchor{Kind: engine.AnchorAround, ID: a.ID, Fallback: k}, ok && a.ID != ""
+	}
+	return engine.Anchor{}, false
+}
+
+func findCommand(f api.ClientFrame) (core.Command, bool) {
+	l, ok := listNames[f.List]
+	if !ok || f.Anchor == nil || f.Limit == nil {
+		return core.Command{}, false
+	}
+	dirs := map[string]engine.Direction{api.DirectionForward: engine.Forward, api.DirectionBackward: engine.Backward, api.DirectionLocate: engine.Locate}
+	dir, ok := dirs[f.Direction]
+	if !ok {
+		return core.Command{}, false
+	}
+	req := engine.FindRequest{List: l, Direction: dir, Limit: *f.Limit}
+	if f.Query != nil {
+		req.Queues, req.Types = f.Query.Queues, f.Query.Types
+	}
+	switch f.Anchor.Kind {
+	case api.FindJobID:
+		req.ID = f.Anchor.ID
+	case api.FindStart:
+		if dir == engine.Backward {
+			req.Direction = engine.Locate // nothing before the start: finds nothing
+		}
+	case api.FindEnd:
+		if dir == engine.Forward {
+			req.Direction = engine.Locate
+		}
+	default:
+		return core.Command{}, false
+	}
+	return core.Command{Kind: core.CommandFind, Find: req}, true
+}
+
+// adminFrame is the wire form of an event.
+func (s *Server) adminFrame(ev core.Event) api.AdminFrame {
+	f := api.AdminFrame{Server: api.ServerStatus{
+		Version:        s.cfg.Version,
+		UptimeMs:       uint64(max(0, s.clock.Now().Sub(s.started).Milliseconds())),
+		Tier:           "pro", // every feature is on
+		TotalReady:     ev.Totals[engine.ListReady],
+		TotalInFlight:  ev.Totals[engine.ListInFlight],
+		TotalScheduled: ev.Totals[engine.ListScheduled],
+	}}
+	switch ev.Kind {
+	case core.EventHeartbeat:
+		f.Event = api.EventHeartbeat
+	case core.EventSnapshot:
+		f.Event = api.EventJobSnapshot
+		f.Ready, f.InFlight, f.Scheduled = jobWindow(ev.Windows[engine.ListReady]), jobWindow(ev.Windows[engine.ListInFlight]), jobWindow(ev.Windows[engine.ListScheduled])
+	case core.EventJobChanged:
+		f.Event, f.ID, f.Status = api.EventJobChanged, ev.ID, changeNames[ev.Status]
+		if ev.Job != nil {
+			j := adminJob(*ev.Job)
+			f.Job = &j
+		}
+	case core.EventFound:
+		f.Event, f.List = api.EventFindResult, listWords[ev.List]
+		f.MatchedPosition = &api.FindMatch{Position: ev.Position, Found: ev.Found}
+		f.Window = jobWindow(ev.Window)
+	case core.EventBudgetSnapshot:
+		f.Event = api.EventBudgetSnapshot
+		f.Budgets = make([]api.Budget, 0, len(ev.Budgets))
+		for _, b := range ev.Budgets {
+			f.Budgets = append(f.Budgets, wireBudgetView(b))
+		}
+	case core.EventBudgetChanged:
+		f.Event = api.EventBudgetChanged
+		b := wireBudgetView(ev.Budgets[0])
+		f.Budget = &b
+	case core.EventBudgetRemoved:
+		f.Event, f.Key = api.EventBudgetRemoved, ev.Key
+	}
+	return f
+}
+
+var (
+	changeNames = map[core.ChangeStatus]string{
+		core.ChangeReady: api.ChangeReady, core.ChangeReadyRemoved: api.ChangeReadyRemoved,
+		core.ChangeInFlight: api.ChangeInFlight, core.ChangeInFlightRemoved: api.ChangeInFlightRemoved,
+		core.ChangeScheduled: api.ChangeScheduled, core.ChangeScheduledRemoved: api.ChangeScheduledRemoved,
+		core.ChangeCompleted: api.ChangeCompleted, core.ChangeDead: api.ChangeDead,
+	}
+	listWords = map[engine.List]string{engine.ListReady: api.ListReady, engine.ListInFlight: api.ListInFlight, engine.ListScheduled: api.ListScheduled}
+)
+
+func jobWindow(w engine.Window) *api.JobWindow {
+	out := &api.JobWindow{Items: make([]api.AdminJob, 0, len(w.Jobs)), FirstPosition: w.First, Total: w.Total, ResolvedAnchor: w.Resolved}
+	for _, j := range w.Jobs {
+		out.Items = append(out.Items, adminJob(j))
+	}
+	return out
+}
+
+// adminJob is a job as the event stream shows it; the payload is there in
+// detail mode only (the core fills it then), and with it the job's own
+// settings.
+func adminJob(j store.Job) api.AdminJob {
+	a := api.AdminJob{
+		ID: j.ID, Queue: j.Queue, JobType: j.Type, Priority: j.Priority, ReadyAt: j.ReadyAt,
+		Attempts: j.Attempts, DequeuedAt: j.DequeuedAt, FailedAt: j.FailedAt,
+	}
+	for _, b := range j.Budgets {
+		a.Budgets = append(a.Budgets, api.Binding{Key: b.Key, Cost: b.Cost})
+	}
+	if j.Payload == nil {
+		return a
+	}
+	a.Payload, a.RetryLimit = j.Payload, j.RetryLimit
+	if b := j.Backoff; b != nil {
+		a.Backoff = &api.AdminBackoff{BaseMs: b.BaseMs, Exponent: b.Exponent, JitterMs: b.JitterMs}
+	}
+	if r := j.Retention; r != nil {
+		a.Retention = &api.AdminRetention{CompletedMs: r.CompletedMs, DeadMs: r.DeadMs}
+	}
+	return a
+}
