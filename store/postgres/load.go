@@ -14,7 +14,8 @@ const liveColumns = `id, queue, type, priority, status, ready_at, attempts, retr
 
 // Load reads what the engine needs at start from one REPEATABLE READ
 // snapshot: budgets, live jobs in (priority, id) order, unique keys, the
-// purge schedule and the greatest job ID. Rows go to l as they arrive.
+// batches of the live batched jobs, the purge schedule and the greatest
+// job ID. Rows go to l as they arrive.
 func (db *DB) Load(ctx context.Context, l store.Loader) error {
 	return readTx(ctx, db.pool, func(tx pgx.Tx) error {
 		if err := loadBudgets(ctx, tx, l.Budget); err != nil {
@@ -24,6 +25,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) error {
 			return err
 		}
 		if err := loadUnique(ctx, tx, l.Unique); err != nil {
+			return err
+		}
+		if err := loadBatches(ctx, tx, l.Batch); err != nil {
 			return err
 		}
 		if err := loadPurges(ctx, tx, l.Purge); err != nil {
@@ -150,6 +154,35 @@ func loadUnique(ctx context.Context, tx pgx.Tx, fn func(store.UniqueJob) error) 
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("load unique keys: %w", wrapConn(err))
+	}
+	return nil
+}
+
+// loadBatches reads the batches of the live batched jobs, by id, through
+// the partial index jobs_batched.
+func loadBatches(ctx context.Context, tx pgx.Tx, fn func(store.LiveBatch) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, batch_key, batch_when, batch_fold, batch_open
+		FROM jobs WHERE batch_key IS NOT NULL AND status <= 2 ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("load batches: %w", wrapConn(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b store.LiveBatch
+		var key, when, fold []byte
+		if err := rows.Scan(&b.ID, &key, &when, &fold, &b.Open); err != nil {
+			return fmt.Errorf("load batches: %w", err)
+		}
+		b.Batch = store.BatchConfig{Key: string(key), When: string(when), Fold: string(fold)}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load batches: %w", wrapConn(err))
 	}
 	return nil
 }

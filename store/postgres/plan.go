@@ -18,6 +18,12 @@ import (
 // dispatches, acks, each of many jobs — take a few statements, not one per
 // job. DeleteEverything and RecoverInFlight touch every row: each has a
 // phase of its own, after everything before it.
+//
+// A batch fold's SetPayload or CloseBatch right after the job's InsertJob
+// (or a SetPayload after a SetPayload) is folded into that op, on a copy:
+// a storm of folds on one key writes its row once per transaction, not
+// once per fold. The groups' own ops are never changed, so a retry of each
+// group alone sees them as appended.
 
 // slot is a kind of op, in the order a phase runs them.
 type slot uint8
@@ -30,6 +36,8 @@ const (
 	slotFinish
 	slotPatch
 	slotBudgets
+	slotPayload
+	slotCloseBatch
 	slotHolder // one op per phase (it is a writer of chainHolders)
 	slotError
 	slotDelete
@@ -74,6 +82,15 @@ type planner struct {
 	chains map[string]*chain
 	floor  int // no op goes before this phase (a global op came)
 	phases []*phase
+	// last is where the latest op on each job went, for folds; emptied
+	// by a global op.
+	last map[string]opRef
+}
+
+// opRef is the place of one op in the plan.
+type opRef struct {
+	pos
+	i int
 }
 
 // Chain names: a job, a unique key, every key's holder, budgets and cron.
@@ -86,7 +103,7 @@ const (
 
 // plan sorts the ops of groups, in order, into phases.
 func plan(groups []*group) []*phase {
-	p := &planner{chains: map[string]*chain{}}
+	p := &planner{chains: map[string]*chain{}, last: map[string]opRef{}}
 	for _, g := range groups {
 		if g.recovered != nil {
 			p.global(&phase{recover: g.recovered})
@@ -102,7 +119,7 @@ func (p *planner) add(o store.Op) {
 	switch o := o.(type) {
 	case store.InsertJobOp:
 		if k := o.Job.UniqueKey; k != "" {
-			p.place(o, slotInsert, []string{chainJob + o.Job.ID, chainKey + k}, []string{chainHolders})
+			p.last[o.Job.ID] = p.place(o, slotInsert, []string{chainJob + o.Job.ID, chainKey + k}, []string{chainHolders})
 			return
 		}
 		p.job(o, slotInsert, o.Job.ID)
@@ -118,8 +135,17 @@ func (p *planner) add(o store.Op) {
 		p.job(o, slotPatch, o.Patch.ID)
 	case store.SetBudgetsOp:
 		p.job(o, slotBudgets, o.ID)
+	case store.SetPayloadOp:
+		if !p.fold(o.ID, o) {
+			p.job(o, slotPayload, o.ID)
+		}
+	case store.CloseBatchOp:
+		if !p.fold(o.ID, o) {
+			p.job(o, slotCloseBatch, o.ID)
+		}
 	case store.UniqueHolderOp:
 		p.place(o, slotHolder, []string{chainJob + o.ID, chainHolders}, nil)
+		delete(p.last, o.ID)
 	case store.AddErrorOp:
 		p.job(o, slotError, o.Record.JobID)
 	case store.DeleteJobOp:
@@ -132,12 +158,42 @@ func (p *planner) add(o store.Op) {
 }
 
 func (p *planner) job(o store.Op, s slot, id string) {
-	p.place(o, s, []string{chainJob + id}, nil)
+	at := p.place(o, s, []string{chainJob + id}, nil)
+	p.last[id] = at
+}
+
+// fold folds upd, a SetPayload or CloseBatch of job id, into the latest op
+// on that job when that op writes what upd changes: an InsertJob, or a
+// SetPayload for a SetPayload. It reports whether it did.
+func (p *planner) fold(id string, upd store.Op) bool {
+	ref, ok := p.last[id]
+	if !ok {
+		return false
+	}
+	ops := p.phases[ref.phase].slots[ref.slot]
+	switch prev := ops[ref.i].(type) {
+	case store.InsertJobOp:
+		switch u := upd.(type) {
+		case store.SetPayloadOp:
+			prev.Job.Payload = u.Payload
+		case store.CloseBatchOp:
+			prev.Job.BatchOpen = false
+		}
+		ops[ref.i] = prev
+		return true
+	case store.SetPayloadOp:
+		if u, ok := upd.(store.SetPayloadOp); ok {
+			prev.Payload = u.Payload
+			ops[ref.i] = prev
+			return true
+		}
+	}
+	return false
 }
 
 // place puts o in slot s of the earliest phase after the chains it writes
-// and the writers of those it reads.
-func (p *planner) place(o store.Op, s slot, writes, reads []string) {
+// and the writers of those it reads, and returns where.
+func (p *planner) place(o store.Op, s slot, writes, reads []string) opRef {
 	at := p.floor
 	for _, name := range writes {
 		if c := p.chains[name]; c != nil {
@@ -155,6 +211,7 @@ func (p *planner) place(o store.Op, s slot, writes, reads []string) {
 	ph := p.phases[at]
 	ph.slots[s] = append(ph.slots[s], o)
 	here := pos{at, s}
+	ref := opRef{here, len(ph.slots[s]) - 1}
 	for _, name := range writes {
 		c := p.chain(name)
 		c.write = here
@@ -168,6 +225,7 @@ func (p *planner) place(o store.Op, s slot, writes, reads []string) {
 			c.read = here
 		}
 	}
+	return ref
 }
 
 func (p *planner) chain(name string) *chain {
@@ -184,4 +242,5 @@ func (p *planner) chain(name string) *chain {
 func (p *planner) global(ph *phase) {
 	p.phases = append(p.phases, ph)
 	p.floor = len(p.phases)
+	clear(p.last)
 }

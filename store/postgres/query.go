@@ -27,7 +27,8 @@ const (
 const jobColumns = `id, queue, type, priority, status, payload, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
-	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while`
+	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
+	batch_key, batch_when, batch_fold, batch_open`
 
 // querier is the pool or a transaction.
 type querier interface {
@@ -383,12 +384,17 @@ func scanJob(s pgx.Row) (store.Job, error) {
 		boExp                               *float64
 		budgets                             *string
 		while                               *int16
+		batchKey, when, fold                []byte
 	)
 	err := s.Scan(&j.ID, &queue, &typ, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
-		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &key, &while)
+		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &key, &while,
+		&batchKey, &when, &fold, &j.BatchOpen)
 	if err != nil {
 		return store.Job{}, err
+	}
+	if batchKey != nil {
+		j.Batch = &store.BatchConfig{Key: string(batchKey), When: string(when), Fold: string(fold)}
 	}
 	j.Queue, j.Type = string(queue), string(typ)
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)

@@ -13,14 +13,14 @@ import (
 const insertSQL = `INSERT INTO jobs (id, queue, type, priority, status, payload, ready_at, attempts,
 		retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 		retention_completed_ms, retention_dead_ms, dequeued_at, failed_at, completed_at, purge_at,
-		budgets, unique_key, unique_while, unique_holder)
+		budgets, batch_key, batch_when, batch_fold, batch_open, unique_key, unique_while, unique_holder)
 	SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::int4[], $5::int2[], $6::bytea[],
 		$7::int8[], $8::int8[], $9::int8[], $10::float8[], $11::int8[], $12::int8[], $13::int8[],
 		$14::int8[], $15::int8[], $16::int8[], $17::int8[], $18::int8[], $19::text[], $20::bytea[],
-		$21::int2[], $22::bool[])`
+		$21::bytea[], $22::bytea[], $23::bool[], $24::bytea[], $25::int2[], $26::bool[])`
 
 // rowCols are a job's columns but its payload and unique key, as PutJob
-// writes them.
+// writes them: its batch included.
 type rowCols struct {
 	ids                    []string
 	queues, types          [][]byte
@@ -34,6 +34,8 @@ type rowCols struct {
 	dequeued, failed, done []int64
 	purge                  []*int64
 	budgets                []*string
+	batchKey, when, fold   [][]byte // nil: not batched
+	batchOpen              []bool
 }
 
 func (c *rowCols) add(j *store.Job) {
@@ -56,6 +58,12 @@ func (c *rowCols) add(j *store.Job) {
 	c.done = append(c.done, j.CompletedAt)
 	c.purge = append(c.purge, nullZero(j.PurgeAt))
 	c.budgets = append(c.budgets, bindingsCol(j.Budgets))
+	var key, when, fold []byte
+	if b := j.Batch; b != nil {
+		key, when, fold = nonNil(b.Key), nonNil(b.When), nonNil(b.Fold)
+	}
+	c.batchKey, c.when, c.fold = append(c.batchKey, key), append(c.when, when), append(c.fold, fold)
+	c.batchOpen = append(c.batchOpen, j.BatchOpen)
 }
 
 func queueInserts(b *pgx.Batch, ops []store.Op) string {
@@ -91,7 +99,7 @@ func queueInserts(b *pgx.Batch, ops []store.Op) string {
 	}
 	b.Queue(insertSQL, c.ids, c.queues, c.types, c.priorities, c.statuses, payloads, c.readyAt, c.attempts,
 		c.retryLimit, c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge,
-		c.budgets, keys, whiles, holders)
+		c.budgets, c.batchKey, c.when, c.fold, c.batchOpen, keys, whiles, holders)
 	return maxID
 }
 
@@ -105,15 +113,17 @@ func queuePuts(b *pgx.Batch, ops []store.Op) {
 			ready_at = u.ready_at, attempts = u.attempts, retry_limit = u.retry_limit,
 			backoff_exponent = u.exp, backoff_base_ms = u.base, backoff_jitter_ms = u.jitter,
 			retention_completed_ms = u.ret_c, retention_dead_ms = u.ret_d, dequeued_at = u.dequeued,
-			failed_at = u.failed, completed_at = u.done, purge_at = u.purge, budgets = u.budgets
+			failed_at = u.failed, completed_at = u.done, purge_at = u.purge, budgets = u.budgets,
+			batch_key = u.batch_key, batch_when = u.batch_when, batch_fold = u.batch_fold, batch_open = u.batch_open
 		FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::int4[], $5::int2[], $6::int8[], $7::int8[],
 			$8::int8[], $9::float8[], $10::int8[], $11::int8[], $12::int8[], $13::int8[], $14::int8[],
-			$15::int8[], $16::int8[], $17::int8[], $18::text[])
+			$15::int8[], $16::int8[], $17::int8[], $18::text[], $19::bytea[], $20::bytea[], $21::bytea[], $22::bool[])
 			AS u(id, queue, type, priority, status, ready_at, attempts, retry_limit, exp, base, jitter,
-				ret_c, ret_d, dequeued, failed, done, purge, budgets)
+				ret_c, ret_d, dequeued, failed, done, purge, budgets, batch_key, batch_when, batch_fold, batch_open)
 		WHERE jobs.id = u.id`,
 		c.ids, c.queues, c.types, c.priorities, c.statuses, c.readyAt, c.attempts, c.retryLimit,
-		c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge, c.budgets)
+		c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge, c.budgets,
+		c.batchKey, c.when, c.fold, c.batchOpen)
 }
 
 func queueStatuses(b *pgx.Batch, ops []store.Op) {
@@ -191,6 +201,31 @@ func queueRebinds(b *pgx.Batch, ops []store.Op) {
 	}
 	b.Queue(`UPDATE jobs SET budgets = u.budgets FROM unnest($1::text[], $2::text[]) AS u(id, budgets)
 		WHERE jobs.id = u.id`, ids, budgets)
+}
+
+// queuePayloads replaces the payloads of a phase's SetPayload ops (a batch
+// fold); an empty one is NULL.
+func queuePayloads(b *pgx.Batch, ops []store.Op) {
+	ids, payloads := make([]string, len(ops)), make([][]byte, len(ops))
+	for i, o := range ops {
+		s := o.(store.SetPayloadOp)
+		ids[i] = s.ID
+		if len(s.Payload) > 0 {
+			payloads[i] = s.Payload
+		}
+	}
+	b.Queue(`UPDATE jobs SET payload = u.payload FROM unnest($1::text[], $2::bytea[]) AS u(id, payload)
+		WHERE jobs.id = u.id`, ids, payloads)
+}
+
+// queueCloseBatches closes the batches of a phase's CloseBatch ops; a row
+// already closed is not written again.
+func queueCloseBatches(b *pgx.Batch, ops []store.Op) {
+	ids := make([]string, len(ops))
+	for i, o := range ops {
+		ids[i] = o.(store.CloseBatchOp).ID
+	}
+	b.Queue(`UPDATE jobs SET batch_open = false WHERE id = ANY($1) AND batch_open`, ids)
 }
 
 // queueHolder makes a job its key's holder (taking the key from the

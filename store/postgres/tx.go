@@ -98,6 +98,10 @@ func queuePhase(b *pgx.Batch, ph *phase) string {
 			queuePatches(b, ops)
 		case slotBudgets:
 			queueRebinds(b, ops)
+		case slotPayload:
+			queuePayloads(b, ops)
+		case slotCloseBatch:
+			queueCloseBatches(b, ops)
 		case slotHolder:
 			for _, o := range ops {
 				queueHolder(b, o.(store.UniqueHolderOp))

@@ -224,7 +224,7 @@ func commitInfo(batch []*group, d time.Duration) store.CommitInfo {
 func checkOp(o store.Op) error {
 	switch o.(type) {
 	case store.InsertJobOp, store.PutJobOp, store.SetStatusOp, store.RetryOp, store.FinishOp,
-		store.PatchJobOp, store.SetBudgetsOp, store.UniqueHolderOp, store.DeleteJobOp,
+		store.PatchJobOp, store.SetBudgetsOp, store.SetPayloadOp, store.CloseBatchOp, store.UniqueHolderOp, store.DeleteJobOp,
 		store.AddErrorOp, store.PutBudgetOp, store.DeleteBudgetOp, store.DeleteEverythingOp,
 		store.PutCronGroupOp, store.DeleteCronGroupOp, store.DeleteCronGroupsOp,
 		store.PutCronEntryOp, store.DeleteCronEntryOp, store.CronFiredOp:
