@@ -10,7 +10,7 @@ import (
 
 // liveColumns are a store.LiveJob's columns, in the order scanLive reads.
 const liveColumns = `id, queue, type, priority, status, ready_at, attempts, retry_limit, backoff_exponent,
-	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets`
+	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets, fair_tag`
 
 // Load reads what the engine needs at start from one REPEATABLE READ
 // snapshot: budgets, live jobs in (priority, id) order, unique keys, the
@@ -98,12 +98,14 @@ func scanLive(rows pgx.Rows, binds bindingsCache, names map[string]string) (stor
 		retry, boBase, boJitter, retC, retD *int64
 		boExp                               *float64
 		budgets                             *string
+		fairTag                             *int64
 	)
 	err := rows.Scan(&j.ID, &queue, &typ, &priority, &status, &j.ReadyAt, &attempts,
-		&retry, &boExp, &boBase, &boJitter, &retC, &retD, &budgets)
+		&retry, &boExp, &boBase, &boJitter, &retC, &retD, &budgets, &fairTag)
 	if err != nil {
 		return j, err
 	}
+	j.FairTag = deref(fairTag)
 	j.Queue, j.Type = intern(names, queue), intern(names, typ)
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)

@@ -28,7 +28,7 @@ const jobColumns = `id, queue, type, priority, status, payload, ready_at, attemp
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
-	batch_key, batch_when, batch_fold, batch_open`
+	batch_key, batch_when, batch_fold, batch_open, fair_tag`
 
 // querier is the pool or a transaction.
 type querier interface {
@@ -357,18 +357,37 @@ func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
 }
 
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
-	rows, err := q.Query(ctx, `SELECT key, allocation, strategy, duration_ms, burst, created_at, updated_at
+	rows, err := q.Query(ctx, `SELECT key, allocation, strategy, duration_ms, burst, created_at, updated_at,
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until
 		FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (store.Budget, error) {
-		var b store.Budget
-		var key []byte
-		err := r.Scan(&key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt)
-		b.Key = string(key)
-		return b, err
-	})
+	return pgx.CollectRows(rows, scanBudget)
+}
+
+// scanBudget reads a row of queryBudgets; NULL template columns (a plain
+// budget, or a row older than families) read as no template.
+func scanBudget(r pgx.CollectableRow) (store.Budget, error) {
+	var (
+		b                    store.Budget
+		key                  []byte
+		tAlloc, tDur, tBurst *int64
+		tStrategy            *string
+		pausedUntil          *int64
+	)
+	err := r.Scan(&key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+	if err != nil {
+		return store.Budget{}, err
+	}
+	b.Key = string(key)
+	if tAlloc != nil && tStrategy != nil {
+		b.PerKey = &store.BudgetTemplate{Allocation: *tAlloc, Strategy: *tStrategy,
+			DurationMs: deref(tDur), Burst: deref(tBurst)}
+	}
+	b.PausedUntil = deref(pausedUntil)
+	return b, nil
 }
 
 // scanJob reads a row of jobColumns.
@@ -385,14 +404,16 @@ func scanJob(s pgx.Row) (store.Job, error) {
 		budgets                             *string
 		while                               *int16
 		batchKey, when, fold                []byte
+		fairTag                             *int64
 	)
 	err := s.Scan(&j.ID, &queue, &typ, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
 		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &key, &while,
-		&batchKey, &when, &fold, &j.BatchOpen)
+		&batchKey, &when, &fold, &j.BatchOpen, &fairTag)
 	if err != nil {
 		return store.Job{}, err
 	}
+	j.FairTag = deref(fairTag)
 	if batchKey != nil {
 		j.Batch = &store.BatchConfig{Key: string(batchKey), When: string(when), Fold: string(fold)}
 	}

@@ -9,15 +9,17 @@ import (
 // array per column and joins them back into rows with unnest.
 
 // insertSQL inserts the jobs of the arrays. Those with a unique key hold
-// it: the keys' previous holders let them go first.
+// it: the keys' previous holders let them go first. The fair tag is
+// written here only: it never changes.
 const insertSQL = `INSERT INTO jobs (id, queue, type, priority, status, payload, ready_at, attempts,
 		retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 		retention_completed_ms, retention_dead_ms, dequeued_at, failed_at, completed_at, purge_at,
-		budgets, batch_key, batch_when, batch_fold, batch_open, unique_key, unique_while, unique_holder)
+		budgets, batch_key, batch_when, batch_fold, batch_open, unique_key, unique_while, unique_holder,
+		fair_tag)
 	SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::int4[], $5::int2[], $6::bytea[],
 		$7::int8[], $8::int8[], $9::int8[], $10::float8[], $11::int8[], $12::int8[], $13::int8[],
 		$14::int8[], $15::int8[], $16::int8[], $17::int8[], $18::int8[], $19::text[], $20::bytea[],
-		$21::bytea[], $22::bytea[], $23::bool[], $24::bytea[], $25::int2[], $26::bool[])`
+		$21::bytea[], $22::bytea[], $23::bool[], $24::bytea[], $25::int2[], $26::bool[], $27::int8[])`
 
 // rowCols are a job's columns but its payload and unique key, as PutJob
 // writes them: its batch included.
@@ -73,6 +75,7 @@ func queueInserts(b *pgx.Batch, ops []store.Op) string {
 		keys     [][]byte
 		whiles   []*int16
 		holders  []*bool
+		tags     []*int64
 		released [][]byte
 		maxID    string
 	)
@@ -86,6 +89,7 @@ func queueInserts(b *pgx.Batch, ops []store.Op) string {
 			payload = j.Payload
 		}
 		payloads = append(payloads, payload)
+		tags = append(tags, nullZero(j.FairTag))
 		if j.UniqueKey == "" {
 			keys, whiles, holders = append(keys, nil), append(whiles, nil), append(holders, nil)
 			continue
@@ -99,7 +103,7 @@ func queueInserts(b *pgx.Batch, ops []store.Op) string {
 	}
 	b.Queue(insertSQL, c.ids, c.queues, c.types, c.priorities, c.statuses, payloads, c.readyAt, c.attempts,
 		c.retryLimit, c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge,
-		c.budgets, c.batchKey, c.when, c.fold, c.batchOpen, keys, whiles, holders)
+		c.budgets, c.batchKey, c.when, c.fold, c.batchOpen, keys, whiles, holders, tags)
 	return maxID
 }
 
@@ -275,18 +279,34 @@ func queueDeletes(b *pgx.Batch, ops []store.Op) {
 func queueMisc(b *pgx.Batch, op store.Op) {
 	switch o := op.(type) {
 	case store.PutBudgetOp:
-		g := &o.Budget
-		b.Queue(`INSERT INTO budgets (key, allocation, strategy, duration_ms, burst, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
-				duration_ms = excluded.duration_ms, burst = excluded.burst,
-				created_at = excluded.created_at, updated_at = excluded.updated_at`,
-			[]byte(g.Key), g.Allocation, g.Strategy, g.DurationMs, g.Burst, g.CreatedAt, g.UpdatedAt)
+		queuePutBudget(b, &o.Budget)
 	case store.DeleteBudgetOp:
 		b.Queue(`DELETE FROM budgets WHERE key = $1`, []byte(o.Key))
 	default:
 		queueCron(b, op)
 	}
+}
+
+// queuePutBudget writes every field of a budget: a replacement without a
+// template or a pause clears them. The template's columns are NULL for a
+// plain budget, paused_until for a pause without end.
+func queuePutBudget(b *pgx.Batch, g *store.Budget) {
+	var alloc, duration, burst *int64
+	var strategy *string
+	if t := g.PerKey; t != nil {
+		alloc, strategy, duration, burst = &t.Allocation, &t.Strategy, &t.DurationMs, &t.Burst
+	}
+	b.Queue(`INSERT INTO budgets (key, allocation, strategy, duration_ms, burst, created_at, updated_at,
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
+			duration_ms = excluded.duration_ms, burst = excluded.burst,
+			created_at = excluded.created_at, updated_at = excluded.updated_at,
+			per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
+			per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
+			paused = excluded.paused, paused_until = excluded.paused_until`,
+		[]byte(g.Key), g.Allocation, g.Strategy, g.DurationMs, g.Burst, g.CreatedAt, g.UpdatedAt,
+		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil))
 }
 
 // overrideCols returns the column values of a job's overrides, nil for
