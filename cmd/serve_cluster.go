@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -36,6 +37,15 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 		_ = l.Close()
 		return err
 	}
+	al, err := o.listenAdmin()
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	adminScheme := "https"
+	if opts.HTTP.AdminTLS == nil {
+		adminScheme = "http"
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
@@ -49,9 +59,12 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	})
 	if err != nil {
 		_ = l.Close()
+		if al != nil {
+			_ = al.Close()
+		}
 		return err
 	}
-	opts.Logger.Info("listening", "addr", l.Addr().String(), "advertise", advertise, "version", version)
+	opts.Logger.Info("starting", "addr", l.Addr().String(), "advertise", advertise, "version", version)
 	go func() {
 		select {
 		case <-node.Ready():
@@ -60,6 +73,12 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 			role := node.Role()
 			announce := func() {
 				fmt.Fprintf(streams.Out, "Listening on %s://%s (cluster %s, leader %s)\n", scheme, l.Addr(), role.Name(), role.LeaderURL)
+				opts.Logger.Info("listening", slog.Group("fields", "api", "primary", "addr", l.Addr().String(), "scheme", scheme))
+				if al != nil {
+					// The leader's while this node leads; 503 on a follower.
+					fmt.Fprintf(streams.Out, "Listening on %s://%s (admin)\n", adminScheme, al.Addr())
+					opts.Logger.Info("listening", slog.Group("fields", "api", "admin", "addr", al.Addr().String(), "scheme", adminScheme))
+				}
 			}
 			if srv := node.Leader(); srv != nil {
 				srv.OnReady(announce)
@@ -69,7 +88,7 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 		case <-ctx.Done():
 		}
 	}()
-	if err := node.Serve(ctx, l); err != nil {
+	if err := node.Serve(ctx, l, al); err != nil {
 		return err
 	}
 	opts.Logger.Info("stopped")

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -319,19 +320,42 @@ func (n *Node) release(ctx context.Context, term int64) {
 	}
 }
 
-// Serve serves the node's HTTP API on l until ctx ends, and runs the
-// election meanwhile.
-func (n *Node) Serve(ctx context.Context, l net.Listener) error {
-	hs := n.bare.httpServer(n)
-	errc := make(chan error, 1)
-	go func() { errc <- n.bare.serveOn(hs, l, n.bare.cfg.TLS) }()
+// Serve serves the node's HTTP API on l, and the admin port on al (nil:
+// none), until ctx ends or either fails, and runs the election meanwhile.
+func (n *Node) Serve(ctx context.Context, l, al net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	go n.Run(ctx)
+	adminErr := make(chan error, 1)
+	if al != nil {
+		go func() {
+			err := n.serveUntil(ctx, n.bare.httpServer(http.HandlerFunc(n.serveAdmin)), al, n.bare.cfg.AdminTLS)
+			cancel()
+			adminErr <- err
+		}()
+	} else {
+		adminErr <- nil
+	}
+	err := n.serveUntil(ctx, n.bare.httpServer(n), l, n.bare.cfg.TLS)
+	cancel()
+	if aerr := <-adminErr; err == nil {
+		err = aerr
+	}
+	return err
+}
+
+// serveUntil serves hs on l until ctx ends or the start fails; after ctx
+// ends it waits for the election loop to step down (take streams and
+// event streams ended) before it shuts hs down.
+func (n *Node) serveUntil(ctx context.Context, hs *http.Server, l net.Listener, tlsCfg *tls.Config) error {
+	errc := make(chan error, 1)
+	go func() { errc <- n.bare.serveOn(hs, l, tlsCfg) }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	<-n.done // stepped down: take streams ended
+	<-n.done
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(shutdownCtx); err != nil {
@@ -341,6 +365,28 @@ func (n *Node) Serve(ctx context.Context, l net.Listener) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
+}
+
+// serveAdmin answers the admin port: the leader's server of the term while
+// this node leads. A follower answers 503 naming the leader: the event
+// stream, backups and compaction are the leader's, and its admin port is
+// not advertised (it listens on loopback by default).
+func (n *Node) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	srv, leaderURL := n.state.srv, n.state.leaderURL
+	n.mu.Unlock()
+	if srv != nil && n.leaseHeld() {
+		srv.AdminHandler().ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	msg := "this server is a follower: use the admin port of the leader"
+	if leaderURL != "" {
+		msg += " (" + leaderURL + ")"
+	} else {
+		msg = "no leader: the cluster is electing one"
+	}
+	n.bare.writeError(w, r, http.StatusServiceUnavailable, msg)
 }
 
 // ServeHTTP answers the node's own endpoints and passes every other

@@ -21,9 +21,10 @@ import (
 
 // clusterNode is a node of a test cluster serving on 127.0.0.1:0.
 type clusterNode struct {
-	node *server.Node
-	url  string
-	stop func()
+	node  *server.Node
+	url   string
+	admin string // the admin port's URL
+	stop  func()
 }
 
 func startNode(t *testing.T, dsn string) *clusterNode {
@@ -31,14 +32,16 @@ func startNode(t *testing.T, dsn string) *clusterNode {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	url := "http://" + l.Addr().String()
+	al, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	node, err := server.NewNode(ctx, servertest.Options(t.TempDir()), server.ClusterOptions{
 		DatabaseURL: dsn, AdvertiseURL: url, Lease: 900 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	done := make(chan error, 1)
-	go func() { done <- node.Serve(ctx, l) }()
-	n := &clusterNode{node: node, url: url}
+	go func() { done <- node.Serve(ctx, l, al) }()
+	n := &clusterNode{node: node, url: url, admin: "http://" + al.Addr().String()}
 	var once bool
 	n.stop = func() {
 		if !once {
@@ -60,6 +63,39 @@ func nodeGet(t *testing.T, url string) (int, []byte) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, body
+}
+
+func nodePost(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Post(url, "", nil)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body
+}
+
+// The admin port of a cluster node is the leader's: backups and
+// compaction there; a follower's answers 503 naming the leader.
+func TestNode_AdminPortIsTheLeaders(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	a := startNode(t, dsn)
+	require.Eventually(t, func() bool { s, _ := nodeGet(t, a.url+"/ready"); return s == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
+	b := startNode(t, dsn)
+	require.True(t, a.node.Role().Leader)
+
+	status, body := nodePost(t, a.admin+"/compact")
+	require.Equal(t, http.StatusNoContent, status, "%s", body)
+	status, body = nodePost(t, a.admin+"/backup")
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	require.Equal(t, []byte{0x1f, 0x8b}, body[:2], "a tar.gz archive")
+
+	for _, path := range []string{"/compact", "/backup"} {
+		status, body = nodePost(t, b.admin+path)
+		require.Equal(t, http.StatusServiceUnavailable, status, "%s", body)
+		require.Contains(t, string(body), "use the admin port of the leader ("+a.url+")")
+	}
 }
 
 // A follower answers its own endpoints, forwards the API to the leader,
