@@ -145,7 +145,7 @@ func (p *planner) add(o store.Op) {
 		}
 	case store.UniqueHolderOp:
 		p.place(o, slotHolder, []string{chainJob + o.ID, chainHolders}, nil)
-		delete(p.last, o.ID)
+		delete(p.last, o.ID) // nothing folds across it into an earlier op
 	case store.AddErrorOp:
 		p.job(o, slotError, o.Record.JobID)
 	case store.DeleteJobOp:
