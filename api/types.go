@@ -279,6 +279,12 @@ const (
 
 // Stats is the body of GET /stats.
 type Stats struct {
+	// Role is "leader" or "follower" (our extension): every SQLite server
+	// leads; in a cluster on PostgreSQL one server does, and Leader is the
+	// URL it is reached at, Term its lease's term.
+	Role     string       `json:"role"`
+	Leader   string       `json:"leader,omitempty"`
+	Term     int64        `json:"term,omitempty"`
 	Version  string       `json:"version"`
 	UptimeMs int64        `json:"uptime_ms"`
 	RSSBytes int64        `json:"rss_bytes"`

@@ -16,6 +16,7 @@ import (
 	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/store/postgres/pgtest"
 )
 
 // kill makes a job dead through a worker: taken, then failed twice (the
@@ -216,6 +217,23 @@ func TestBackupAndRestore(t *testing.T) {
 		require.Equal(t, []api.Binding{{Key: "b", Cost: 2}}, j.Budgets)
 	}
 	require.Contains(t, restored.ok("budget", "get", "b"), "while_in_flight")
+
+	// The same archive restores into an empty PostgreSQL database, once.
+	if pgtest.URL() == "" {
+		return
+	}
+	dsn := pgtest.Schema(t)
+	r = runZizq(t, "", "restore", "--database-url", dsn, file)
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.Equal(t, "Restored "+file+" into the database. Start the servers with: zizq serve --database-url URL\n", r.out)
+	requireFails(t, runZizq(t, "", "restore", "--database-url", dsn, file), cmd.ExitFailure, "target database is not empty")
+	p := startServer(t, "--database-url", dsn)
+	onPG := &cli{t: t, url: p.url}
+	onPG.json(&got, "job", "list", "--all")
+	require.Len(t, got["jobs"], 5)
+	require.Equal(t, ids[0], got["jobs"][0].ID)
+	require.Equal(t, []api.Binding{{Key: "b", Cost: 2}}, got["jobs"][0].Budgets)
+	require.Contains(t, onPG.ok("budget", "get", "b"), "while_in_flight")
 }
 
 // serveDir runs a real server on an existing data directory until the test

@@ -6,12 +6,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/internal/rootlock"
+	"github.com/zizq/zizq/store/postgres"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
 // RestoreOptions are the flags of `restore`.
 type RestoreOptions struct {
-	RootDir string
+	RootDir     string
+	DatabaseURL string
 }
 
 func newRestoreCmd(streams IO) *cobra.Command {
@@ -28,13 +30,24 @@ It refuses a target that holds data already: it never replaces a database.
 The database is checked (SQLite's quick_check, and a schema this zizq can
 open: a newer zizq's backup is refused) before it is put in place. Jobs that
 were in flight when the backup was taken are ready again when the server
-starts; the server migrates an older schema on its first start.`,
-		Example: `  zizq restore --root-dir /var/lib/zizq /var/backups/zizq-2026-01-02.tar.gz`,
-		Args:    cobra.ExactArgs(1),
+starts; the server migrates an older schema on its first start.
+
+With --database-url it loads the same archive into an empty PostgreSQL
+database instead, for a cluster (stop its servers first).`,
+		Example: `  zizq restore --root-dir /var/lib/zizq /var/backups/zizq-2026-01-02.tar.gz
+  zizq restore --database-url postgres://zizq@db/zizq /var/backups/zizq-2026-01-02.tar.gz`,
+		Args: cobra.ExactArgs(1),
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return applyEnv(c)
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			if o.DatabaseURL != "" {
+				if err := postgres.Restore(c.Context(), o.DatabaseURL, args[0]); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(streams.Out, "Restored %s into the database. Start the servers with: zizq serve --database-url URL\n", args[0])
+				return err
+			}
 			// A server starting on the root meanwhile would open a
 			// half-restored database.
 			lock, err := rootlock.Acquire(o.RootDir)
@@ -52,5 +65,7 @@ starts; the server migrates an older schema on its first start.`,
 	}
 	c.Flags().StringVar(&o.RootDir, "root-dir", "./zizq-root", "root directory to restore into (database in <root-dir>/data, which must be empty)")
 	withEnv(c.Flags(), "root-dir", "ZIZQ_ROOT_DIR")
+	c.Flags().StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL database (postgres://...) to restore into, in place of --root-dir; it must be empty")
+	withEnv(c.Flags(), "database-url", "ZIZQ_DATABASE_URL")
 	return c
 }

@@ -63,6 +63,11 @@ type ServeOptions struct {
 	// TLS of the API: certificate and key (PEM), and the CA of the client
 	// certificates that mutual TLS requires.
 	TLSCert, TLSKey, TLSClientCA string
+	// DatabaseURL, when set, runs the server in a cluster on PostgreSQL
+	// (serve_cluster.go) in place of SQLite in RootDir.
+	DatabaseURL  string
+	AdvertiseURL string
+	Lease        time.Duration
 	// Logs on disk (serve_log.go).
 	LogToDisk   bool
 	LogDir      string
@@ -85,7 +90,11 @@ and with TLS of its own, since a backup holds every payload.
 Every flag and ZIZQ_* variable of Zizq's serve is accepted with its meaning,
 so this binary can replace Zizq's in a unit file. With --log-format json,
 each listener logs {"msg":"listening","fields":{"api":"primary"|"admin",
-"addr":...,"scheme":...}} once it serves every request.`,
+"addr":...,"scheme":...}} once it serves every request.
+
+With --database-url the store is PostgreSQL instead, and any number of
+servers may share the database: one, elected by a lease in the database,
+leads and runs the queue; the others forward the API to it.`,
 		Args: cobra.NoArgs,
 		PreRunE: func(c *cobra.Command, _ []string) error {
 			return applyEnv(c)
@@ -101,7 +110,7 @@ each listener logs {"msg":"listening","fields":{"api":"primary"|"admin",
 	var envs []envFlag
 	bind := func(name, env string) { envs = append(envs, envFlag{name, env}) }
 
-	fs.StringVar(&o.RootDir, "root-dir", "./zizq-root", "directory of the server's data (database in <root-dir>/data)")
+	fs.StringVar(&o.RootDir, "root-dir", "./zizq-root", "directory of the server's data (SQLite database in <root-dir>/data; unused with --database-url)")
 	bind("root-dir", "ZIZQ_ROOT_DIR")
 	fs.StringVar(&o.Host, "host", "127.0.0.1", "address to listen on")
 	bind("host", "ZIZQ_HOST")
@@ -143,7 +152,7 @@ each listener logs {"msg":"listening","fields":{"api":"primary"|"admin",
 	bind("default-commit-mode", "ZIZQ_DEFAULT_COMMIT_MODE")
 	fs.StringVar(&o.EnqueueCommitMode, "enqueue-commit-mode", "", "durability of enqueues (default: --default-commit-mode)")
 	bind("enqueue-commit-mode", "ZIZQ_ENQUEUE_COMMIT_MODE")
-	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together")
+	sizeFlag(fs, &o.CacheSize, "cache-size", sqlite.DefaultCacheSize, "SQLite page cache of all the database connections together (SQLite only)")
 	bind("cache-size", "ZIZQ_CACHE_SIZE")
 	fs.IntVar(&o.EnqueueBatchSize, "enqueue-batch-size", sqlite.DefaultBatchSize, "most writes committed in one transaction (group commit)")
 	bind("enqueue-batch-size", "ZIZQ_ENQUEUE_BATCH_SIZE")
@@ -181,6 +190,12 @@ each listener logs {"msg":"listening","fields":{"api":"primary"|"admin",
 	bind("tls-key", "ZIZQ_TLS_KEY")
 	fs.StringVar(&o.TLSClientCA, "tls-client-ca", "", "PEM CA certificates: require clients to present a certificate they signed (mutual TLS)")
 	bind("tls-client-ca", "ZIZQ_TLS_CLIENT_CA")
+	fs.StringVar(&o.DatabaseURL, "database-url", "", "PostgreSQL database (postgres://...) of a cluster of servers, in place of SQLite in --root-dir")
+	bind("database-url", "ZIZQ_DATABASE_URL")
+	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "URL the other servers of the cluster reach this one at (default: from --host and the port)")
+	bind("advertise-url", "ZIZQ_ADVERTISE_URL")
+	durationFlag(fs, &o.Lease, "lease", server.DefaultLease, "how long a cluster leader's lease lasts; it renews every third of it")
+	bind("lease", "ZIZQ_LEASE")
 	for _, e := range envs {
 		withEnv(fs, e.name, e.env)
 	}
@@ -306,6 +321,9 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	log, _ := o.logger(logw)
 	opts.Logger = log
 	ignoreFileSizeSignal()
+	if o.DatabaseURL != "" {
+		return serveCluster(ctx, o, opts, streams)
+	}
 	// One server per root: two would dispatch every job twice. The lock
 	// comes before the port, so a refused server never listened.
 	lock, err := rootlock.Acquire(o.RootDir)

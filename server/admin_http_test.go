@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -66,7 +67,7 @@ func TestAdmin_Routes(t *testing.T) {
 // "compact failed" in plain text, as Zizq's, and the server serves on.
 func TestAdmin_CompactFails(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
+	tb := setup(t, servertest.SQLite) // a simulated full disk
 	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
 	resp, body := postTo(t, tb.h1, tb.admin+"/compact")
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)

@@ -16,6 +16,7 @@ import (
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -500,7 +501,7 @@ func TestBatch_OutputBoundedByMaxBodySize(t *testing.T) {
 // was never stored.
 func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 	t.Parallel()
-	tb := setup(t)
+	tb := setup(t, servertest.SQLite) // a simulated full disk
 	sealer := func(payload string) api.EnqueueRequest {
 		return batched(payload, "k", "$new != [0]", "$existing + $new") // [0] seals
 	}
@@ -527,7 +528,7 @@ func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 	require.Equal(t, a.ID, got.ID)
 	require.Equal(t, `[1,3]`, string(got.Payload))
 	tb.stop()
-	tb = setupIn(t, tb.dir)
+	tb = setupIn(t, tb.dir, servertest.SQLite)
 	require.Equal(t, `[1,3]`, payloadOf(t, tb, a.ID))
 	status, _ = tb.enqueueAs(t, api.JSON, sealer(`[4]`))
 	require.Equal(t, http.StatusCreated, status, "a was dispatched before the restart: its batch is closed")

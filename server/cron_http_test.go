@@ -15,6 +15,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -27,13 +28,14 @@ type cronBundle struct {
 	*testBundle
 	clk    *clock.Fake
 	format api.Format
+	tune   []func(*server.Options) // the clock's first; a restart keeps them
 }
 
 func setupCron(t *testing.T, f api.Format, tune ...func(*server.Options)) *cronBundle {
 	t.Helper()
 	clk := clock.NewFake(cronStart)
 	tune = append([]func(*server.Options){func(o *server.Options) { o.Clock = clk }}, tune...)
-	return &cronBundle{testBundle: setup(t, tune...), clk: clk, format: f}
+	return &cronBundle{testBundle: setup(t, tune...), clk: clk, format: f, tune: tune}
 }
 
 // restart stops the server and starts it again on its data, with the same
@@ -41,7 +43,7 @@ func setupCron(t *testing.T, f api.Format, tune ...func(*server.Options)) *cronB
 func (c *cronBundle) restart(t *testing.T) {
 	t.Helper()
 	c.stop()
-	c.testBundle = setupIn(t, c.dir, func(o *server.Options) { o.Clock = c.clk })
+	c.testBundle = setupIn(t, c.dir, c.tune...)
 }
 
 // call sends body (a JSON text, converted to MessagePack when the bundle
@@ -722,7 +724,7 @@ func nonEmpty(s string) *string {
 // it fires, once.
 func TestCron_StorageFailureRetries(t *testing.T) {
 	t.Parallel()
-	c := setupCron(t, api.JSON)
+	c := setupCron(t, api.JSON, servertest.SQLite) // a simulated full disk
 	c.call(t, "PUT", "/crons/g", `{"entries":[`+fmt.Sprintf(cronEntryBody, "e", "* * * * *")+`]}`, http.StatusOK, nil)
 	first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
 	c.srv.DB().SimulateFault(sqlite.FaultDiskFull)

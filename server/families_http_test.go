@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -18,8 +17,8 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Budget families, pauses and forecasts over HTTP (issue 16). Helpers carry
@@ -599,8 +598,7 @@ func TestFamilies_Why(t *testing.T) {
 func famTags(t *testing.T, dir string) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
+	db := servertest.OpenStore(t, dir)
 	defer func() { require.NoError(t, db.Close()) }()
 	jobs, _, err := db.ListJobs(ctx, store.Filter{}, "", store.Asc, 1000)
 	require.NoError(t, err)

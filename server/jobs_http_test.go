@@ -167,6 +167,8 @@ func TestMisc_Stats(t *testing.T) {
 	var st api.Stats
 	r.json(t, &st)
 	require.Equal(t, "0.7.0", st.Version)
+	require.Equal(t, "leader", st.Role, "a lone server leads")
+	require.Zero(t, st.Term)
 	require.GreaterOrEqual(t, st.UptimeMs, int64(0))
 	require.Equal(t, api.JobCounts{Scheduled: 1, Ready: 1, Parked: 0, InFlight: 1}, st.Jobs)
 	require.Equal(t, []api.QueueStats{
@@ -174,7 +176,7 @@ func TestMisc_Stats(t *testing.T) {
 		{Name: "b", Scheduled: 1},
 	}, st.Queues)
 	require.Empty(t, st.Budgets)
-	for _, k := range []string{"version", "uptime_ms", "rss_bytes", "jobs", "queues", "budgets"} {
+	for _, k := range []string{"role", "version", "uptime_ms", "rss_bytes", "jobs", "queues", "budgets"} {
 		require.Contains(t, fieldsOf(t, r.body), k)
 	}
 }

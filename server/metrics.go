@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Metrics (GET /metrics, Prometheus text format). Two kinds:
@@ -109,6 +108,7 @@ func newMetrics(s *Server) *metrics {
 	m.reg.MustRegister(failures, m.enqueued, m.dispatched, m.acked, m.dispatchWait, m.parked,
 		m.commitGroups, m.commitOps, m.commitSeconds, m.commitFailures, m.eventsDropped, subscribers,
 		&levels{s: s, m: m},
+		roleCollector{s.roleNow},
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -134,7 +134,7 @@ func (m *metrics) onDispatch(j store.Job, at time.Time, waitingSince int64) {
 }
 
 // onCommit is the store's OnCommit hook, on the writer goroutine.
-func (m *metrics) onCommit(c sqlite.CommitInfo) {
+func (m *metrics) onCommit(c store.CommitInfo) {
 	m.commitGroups.Observe(float64(c.Groups))
 	m.commitOps.Observe(float64(c.Ops))
 	m.commitSeconds.Observe(c.Duration.Seconds())

@@ -49,7 +49,11 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dbBytes, walBytes := s.core.Sizes()
+	role := s.roleNow()
 	out := api.Stats{
+		Role:     role.Name(),
+		Leader:   role.LeaderURL,
+		Term:     role.Term,
 		DBBytes:  dbBytes,
 		WALBytes: walBytes,
 		Version:  s.cfg.Version,

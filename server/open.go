@@ -24,6 +24,17 @@ type Options struct {
 	Clock             clock.Clock  // nil: the real clock
 	Logger            *slog.Logger // nil: slog.Default()
 
+	// OpenStore, when set, opens the store in place of SQLite in DataDir
+	// (a cluster's PostgreSQL store); onCommit is the metrics' hook of its
+	// transactions.
+	OpenStore func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
+	// Role, when set, tells the server's place in its cluster, for /stats
+	// and /metrics; nil is a lone server, its own leader.
+	Role func() Role
+	// LeaseHeld, when set, reports whether the server may still hand jobs
+	// out: a leader that may have lost its lease writes no more frames.
+	LeaseHeld func() bool
+
 	// beforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	beforeRestore func(context.Context)
@@ -49,10 +60,17 @@ func (o Options) withDefaults() Options {
 func Start(ctx context.Context, opts Options) *Server {
 	opts = opts.withDefaults()
 	s := newServer(opts.HTTP, opts.Clock, opts.Logger)
+	if opts.Role != nil {
+		s.role = opts.Role
+	}
+	s.leaseHeld = opts.LeaseHeld
 	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
 	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
 	s.core = core.Start(ctx, core.Options{
 		Open: func(ctx context.Context) (core.Store, error) {
+			if opts.OpenStore != nil {
+				return opts.OpenStore(ctx, s.metrics.onCommit)
+			}
 			return sqlite.Open(ctx, opts.DataDir, opts.Store)
 		},
 		Engine:            opts.Engine,
@@ -105,11 +123,11 @@ func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.
 	}
 }
 
-func chainCommit(a, b func(sqlite.CommitInfo)) func(sqlite.CommitInfo) {
+func chainCommit(a, b func(store.CommitInfo)) func(store.CommitInfo) {
 	if a == nil {
 		return b
 	}
-	return func(c sqlite.CommitInfo) {
+	return func(c store.CommitInfo) {
 		a(c)
 		b(c)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -74,6 +75,8 @@ func TestMetrics_Exposition(t *testing.T) {
 	require.Positive(t, metricValue(t, text, "zizq_store_commit_batch_groups_count"))
 	require.Positive(t, metricValue(t, text, "zizq_store_commit_duration_seconds_count"))
 	require.Contains(t, text, "go_goroutines")
+	require.Equal(t, 1.0, metricValue(t, text, "zizq_cluster_leader"), "a lone server leads")
+	require.Equal(t, 0.0, metricValue(t, text, "zizq_cluster_term"))
 
 	// The ack lets the parked job go: its wait is observed.
 	ackJob(t, tb, first.ID)
@@ -290,7 +293,7 @@ func TestBackup_UnderLoadRestoresEverything(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, archive, 0o600))
 	root := filepath.Join(t.TempDir(), "data")
 	require.NoError(t, sqlite.Restore(context.Background(), file, root))
-	restored := setupIn(t, root)
+	restored := setupIn(t, root, servertest.SQLite) // whichever store made it
 
 	var budgets api.BudgetList
 	restored.req(t, "GET", "/budgets", nil).json(t, &budgets)

@@ -3,14 +3,13 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
 )
 
 func TestRestart_KeepsUnackedJobs(t *testing.T) {
@@ -94,8 +93,7 @@ func TestRestart_RecoversInFlightAfterCrash(t *testing.T) {
 	tb.stop()
 
 	// Leave the store as a crash in the middle of delivering both would.
-	db, err := sqlite.Open(context.Background(), tb.dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
+	db := servertest.OpenStore(t, tb.dir)
 	dequeued := time.Now().UnixMilli()
 	require.NoError(t, db.Append(store.SetStatus(a.ID, store.InFlight, dequeued), store.SetStatus(b.ID, store.InFlight, dequeued)).Wait(context.Background()))
 	require.NoError(t, db.Close())

@@ -83,8 +83,12 @@ type Server struct {
 	hooksRan  bool
 	hooksDone chan struct{}
 
-	metrics *metrics     // Prometheus metrics (metrics.go)
-	backups atomic.Int32 // backups in progress (backup.go)
+	metrics *metrics // Prometheus metrics (metrics.go)
+	// role tells the server's place in its cluster; leaseHeld, when set,
+	// whether it may still hand jobs out (cluster.go).
+	role      func() Role
+	leaseHeld func() bool
+	backups   atomic.Int32 // backups in progress (backup.go)
 }
 
 // Handler returns the HTTP handler.
@@ -178,7 +182,7 @@ func newServer(cfg Config, clk clock.Clock, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{cfg: cfg, clock: clk, log: log, started: clk.Now(), closing: make(chan struct{}), hooksDone: make(chan struct{})}
+	s := &Server{cfg: cfg, clock: clk, log: log, started: clk.Now(), closing: make(chan struct{}), hooksDone: make(chan struct{}), role: loneRole}
 	s.metrics = newMetrics(s)
 	s.router = &router{s: s}
 	s.routes()

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -29,7 +30,7 @@ func TestStorage_Unavailable(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			tb := setup(t)
+			tb := setup(t, servertest.SQLite) // simulated faults are SQLite's
 			r := tb.req(t, "PUT", "/budgets/b", `{"allocation":2,"strategy":{"type":"while_in_flight"}}`)
 			require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 			kept := tb.enqueue(t, `{"type":"t","queue":"q","payload":{"n":1},"budgets":[{"key":"b"}]}`)
@@ -83,7 +84,7 @@ func TestStorage_Unavailable(t *testing.T) {
 			// whose delete was refused, and the one whose ack was refused,
 			// back to ready (it runs again: at-least-once).
 			tb.stop()
-			tb = setupIn(t, tb.dir)
+			tb = setupIn(t, tb.dir, servertest.SQLite)
 			require.Equal(t, "ready", jobByID(t, tb, kept.ID).Status)
 			require.Equal(t, []api.Binding{{Key: "b", Cost: 1}}, jobByID(t, tb, kept.ID).Budgets)
 			require.Equal(t, "ready", jobByID(t, tb, held.ID).Status)
@@ -106,7 +107,7 @@ func TestStorage_BulkPatchIsOneCommit(t *testing.T) {
 	var armed atomic.Bool
 	var failedOps atomic.Int64
 	var db atomic.Pointer[sqlite.DB]
-	tb := setup(t, func(o *server.Options) {
+	tb := setup(t, servertest.SQLite, func(o *server.Options) {
 		o.Store.BatchSize = 1
 		o.Store.OnCommit = func(c sqlite.CommitInfo) {
 			if c.Failed && armed.CompareAndSwap(true, false) {

@@ -67,6 +67,9 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 			if len(batch) == 0 {
 				continue
 			}
+			if !s.mayDispatch() {
+				return // the lease may be gone: another leader may hand these out
+			}
 			buf = buf[:0]
 			for _, j := range batch {
 				if buf, err = api.AppendStreamFrame(buf, sf, wireJob(j, true)); err != nil {

@@ -308,6 +308,9 @@ func TestTake_DisconnectRequeues(t *testing.T) {
 
 	ts.close()
 	eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, x.ID) == "ready" }, "job requeued after disconnect")
+	// Nobody waits for the status marks of a dispatch and a requeue: they
+	// commit in the background (a round trip away on PostgreSQL).
+	require.NoError(t, tb.srv.Core().Store().Barrier(context.Background()))
 	back := jobByID(t, tb, x.ID)
 	require.Zero(t, back.Attempts)
 	require.Equal(t, got.DequeuedAt, back.DequeuedAt, "dequeued_at is kept")

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -16,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
 )
 
 // enc is a body encoding of requests and responses.
@@ -505,8 +504,7 @@ func TestUnique_RecoveryAfterCrash(t *testing.T) {
 	// As a crash would leave it: first, second and held in flight; first
 	// and second (same key, below) released theirs, held's key taken by
 	// holder.
-	db, err := sqlite.Open(context.Background(), tb.dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
+	db := servertest.OpenStore(t, tb.dir)
 	ctx := context.Background()
 	now := time.Now().UnixMilli()
 	require.NoError(t, db.Append(
@@ -526,8 +524,7 @@ func TestUnique_RecoveryAfterCrash(t *testing.T) {
 	e.dupOf(t, tb, holder.ID, ujob("x", "crash-held", ""))
 	tb.stop()
 
-	db, err = sqlite.Open(ctx, tb.dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-	require.NoError(t, err)
+	db = servertest.OpenStore(t, tb.dir)
 	defer db.Close()
 	holders := map[string]string{}
 	require.NoError(t, db.Load(ctx, store.Loader{Unique: func(u store.UniqueJob) error {

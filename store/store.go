@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"io"
+	"time"
 )
 
 // Store is zizq's durable record behind one interface: an append-only log
@@ -87,6 +88,16 @@ type Store interface {
 	// Appends made after Close fail with ErrUnavailable; Close is
 	// idempotent.
 	Close() error
+}
+
+// CommitInfo describes one transaction of a store's writer, for the
+// OnCommit hook of the backends' options.
+type CommitInfo struct {
+	Groups   int           // appended groups committed together (group commit)
+	Ops      int           // ops those groups held
+	Inserts  int           // jobs inserted (enqueued) by the groups that committed
+	Duration time.Duration // from BEGIN to the end of COMMIT, retries included
+	Failed   bool          // at least one group failed
 }
 
 // Pending is one appended group of ops.

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/zizq/zizq/store"
 )
 
 // Storage care. SQLite checkpoints the WAL by itself after commits that
@@ -63,13 +65,7 @@ const (
 )
 
 // CommitInfo describes one transaction of the writer, for OnCommit.
-type CommitInfo struct {
-	Groups   int           // appended groups committed together (group commit)
-	Ops      int           // ops those groups held
-	Inserts  int           // jobs inserted (enqueued) by the groups that committed
-	Duration time.Duration // from BEGIN to the end of COMMIT, retries included
-	Failed   bool          // at least one group failed
-}
+type CommitInfo = store.CommitInfo
 
 // maintState is the writer's storage-care bookkeeping; only the writer
 // goroutine (and Open, before it starts) touches it.

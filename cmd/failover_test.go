@@ -1,0 +1,240 @@
+package cmd_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/cmd"
+	"github.com/zizq/zizq/store/postgres/pgtest"
+)
+
+// failoverLease is the servers' --lease: short, so that the test is quick,
+// and long enough for a loaded 2-core machine to renew it in time.
+const failoverLease = "2s"
+
+// clusterStats is GET /stats of a server of a cluster, or the zero value
+// when it does not answer.
+func clusterStats(url string) api.Stats {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", url+"/stats", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return api.Stats{}
+	}
+	defer resp.Body.Close()
+	var st api.Stats
+	_ = json.NewDecoder(resp.Body).Decode(&st)
+	return st
+}
+
+// leaderOf waits until one of ps leads, at a term above after, and
+// returns its index and term.
+func leaderOf(t *testing.T, ps []*proc, after int64, within time.Duration) (int, int64) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for i, p := range ps {
+			if st := clusterStats(p.url); st.Role == "leader" && st.Term > after {
+				if ready, _, err := tryDo("GET", p.url+"/ready", nil); err == nil && ready == http.StatusOK {
+					return i, st.Term
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no server leads at a term above %d within %s", after, within)
+	return 0, 0
+}
+
+// consumeAgain takes and acks jobs of queue through url until ctx ends,
+// opening a new take stream whenever one ends (as the official clients
+// do when the leader changes). A job delivered after its ack was answered
+// 204 is recorded in redelivered.
+func consumeAgain(ctx context.Context, url, queue string, l *ledger, redelivered *sync.Map) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/jobs/take?prefetch=8&queue="+queue, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		frames := api.NewFrameReader(resp.Body, api.NDJSON)
+		for {
+			j, err := frames.Job()
+			if err != nil {
+				break
+			}
+			l.mu.Lock()
+			if l.acked[j.ID] {
+				redelivered.Store(j.ID, true)
+			}
+			l.acking[j.ID] = true
+			l.mu.Unlock()
+			if status, _, err := tryDo("POST", url+"/jobs/"+j.ID+"/success", nil); err == nil && status == http.StatusNoContent {
+				l.add(l.acked, j.ID)
+			}
+		}
+		resp.Body.Close()
+	}
+}
+
+// storedStatuses counts the jobs of the cluster's database by status, as
+// stored, whatever any server holds in memory.
+func storedStatuses(t *testing.T, dsn string) map[int]int {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT status, count(*) FROM jobs GROUP BY status`)
+	require.NoError(t, err)
+	out := map[int]int{}
+	for rows.Next() {
+		var status, n int
+		require.NoError(t, rows.Scan(&status, &n))
+		out[status] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestFailover_LeaderLost runs three servers on one PostgreSQL database,
+// producers and workers through the two followers, and takes the leader
+// away under load: killed (SIGKILL), or stopped (SIGSTOP) and resumed once
+// another leads. Another server leads within 10 s; every enqueue answered
+// 201 is delivered or still there; no job acknowledged with 204 is
+// delivered again; the budget, its bindings and the cron group survive and
+// no while_in_flight token leaks; and the database holds exactly what the
+// new leader holds: the old one wrote nothing after it lost the lease.
+func TestFailover_LeaderLost(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		signal syscall.Signal
+	}{{"KillNine", syscall.SIGKILL}, {"StopThenContinue", syscall.SIGSTOP}} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := pgtest.Schema(t)
+			ps := make([]*proc, 3)
+			for i := range ps {
+				ps[i] = startServer(t, "--database-url", dsn, "--lease", failoverLease)
+			}
+			lead, term := leaderOf(t, ps, 0, 20*time.Second)
+			var followers []*proc
+			for i, p := range ps {
+				if i != lead {
+					followers = append(followers, p)
+				}
+			}
+			entry := map[string]any{"name": "tick", "expression": "* * * * * *", "timezone": "UTC",
+				"job": map[string]any{"type": "tick", "queue": "cron", "payload": 1}}
+			status, data := do(t, "PUT", followers[0].url+"/crons/g", map[string]any{"entries": []any{entry}})
+			require.Equal(t, http.StatusOK, status, "%s", data)
+			status, data = do(t, "PUT", followers[1].url+"/budgets/conc", map[string]any{"allocation": 3, "strategy": map[string]any{"type": "while_in_flight"}})
+			require.Equal(t, http.StatusOK, status, "%s", data)
+
+			l := &ledger{enqueued: map[string]bool{}, acking: map[string]bool{}, acked: map[string]bool{}}
+			var redelivered sync.Map
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for i := range 4 {
+				f := followers[i%2]
+				wg.Add(2)
+				go func() { defer wg.Done(); produce(ctx, f.url, l, true) }()
+				go func() { defer wg.Done(); consumeAgain(ctx, f.url, "plain", l, &redelivered) }()
+			}
+			time.Sleep(1500 * time.Millisecond)
+
+			old := ps[lead]
+			require.NoError(t, old.cmd.Process.Signal(c.signal))
+			lost := time.Now()
+			next, nextTerm := leaderOf(t, followers, term, 10*time.Second)
+			t.Logf("%s: %s leads at term %d %s after the leader was lost", c.name, followers[next].url, nextTerm, time.Since(lost).Round(time.Millisecond))
+			time.Sleep(1500 * time.Millisecond) // load on the new leader
+			if c.signal == syscall.SIGSTOP {
+				require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))
+				require.Eventually(t, func() bool {
+					st := clusterStats(old.url)
+					return st.Role == "follower" && st.Term == nextTerm
+				}, 10*time.Second, 50*time.Millisecond, "the resumed leader steps down and follows")
+				time.Sleep(500 * time.Millisecond) // load through all three
+			}
+			cancel()
+			wg.Wait()
+			require.NotEmpty(t, l.enqueued)
+			require.NotEmpty(t, l.acked)
+
+			leader := followers[next].url
+			status, _ = do(t, "DELETE", leader+"/crons/g", nil)
+			require.Equal(t, http.StatusNoContent, status, "the cron group survived the failover")
+			jobs := allJobs(t, leader)
+			redelivered.Range(func(id, _ any) bool {
+				t.Errorf("job %s was delivered again after its ack was answered 204", id)
+				return true
+			})
+			for id := range l.acked {
+				require.NotContains(t, jobs, id, "an acknowledged job came back")
+			}
+			limited, ticks := 0, 0
+			for id := range l.enqueued {
+				if l.acking[id] {
+					continue // completed, or not: either is correct
+				}
+				j, ok := jobs[id]
+				require.True(t, ok, "enqueue %s answered 201 is lost", id)
+				require.Equal(t, "ready", j.Status)
+				if j.Queue == "limited" {
+					require.Equal(t, []api.Binding{{Key: "conc", Cost: 1}}, j.Budgets)
+					limited++
+				}
+			}
+			for _, j := range jobs {
+				if j.Queue == "cron" && j.ReadyAt > uint64(lost.UnixMilli())+2000 {
+					ticks++
+				}
+			}
+			require.Positive(t, ticks, "the new leader fires the cron")
+			require.Greater(t, limited, 3, "the setup leaves more budgeted jobs than the budget allows at once")
+			status, data = do(t, "GET", followers[1-next].url+"/budgets/conc", nil)
+			require.Equal(t, http.StatusOK, status)
+			require.Contains(t, string(data), `"allocation":3`)
+
+			// Nothing is in flight: the database and the leader agree on
+			// every job, and exactly 3 budgeted jobs run at once.
+			st := clusterStats(leader)
+			require.Zero(t, st.Jobs.InFlight)
+			want := map[int]int{1: int(st.Jobs.Ready + st.Jobs.Parked)}
+			if st.Jobs.Scheduled > 0 {
+				want[0] = int(st.Jobs.Scheduled)
+			}
+			require.Equal(t, want, storedStatuses(t, dsn), "the database holds what the leader holds")
+			require.Equal(t, 3, takeCount(t, followers[1-next].url, "limited", 2*time.Second))
+		})
+	}
+}
+
+func TestServe_ClusterFlags(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"LeaseTooShort", []string{"--lease", "100ms"}, "--lease must be at least 300ms"},
+		{"AdvertiseNotURL", []string{"--advertise-url", "node1:7890"}, `invalid --advertise-url "node1:7890"`},
+		{"AdvertiseScheme", []string{"--advertise-url", "ftp://node1:7890"}, `invalid --advertise-url "ftp://node1:7890"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"serve", "--port", "0", "--database-url", "postgres://nobody@127.0.0.1:1/none"}, c.args...)
+			requireFails(t, runZizq(t, "", args...), cmd.ExitUsage, c.msg)
+		})
+	}
+}

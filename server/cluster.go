@@ -1,0 +1,473 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/postgres"
+)
+
+// A cluster is any number of servers on one PostgreSQL database; one of
+// them, the holder of the database's lease, leads: it runs the engine
+// (and fires crons) as a lone server does, every write it makes fenced by
+// its lease's term. The others follow: they answer /health, /version,
+// /ready, /metrics and /stats themselves and forward every other request,
+// take streams included, to the leader's advertised URL.
+//
+// The node's election loop renews the lease every third of its duration.
+// A leader that cannot renew it steps down a quarter of the duration
+// before it could expire, by its own clock from the moment it sent its last
+// successful renewal (the database's expiry is later than that): it stops
+// handing out jobs at once, ends its take streams and closes its core,
+// whose pending writes fail the fence. A node that takes the lease starts
+// a core of its own, which loads the store exactly as a restart does.
+
+// ClusterOptions configure a server of a cluster.
+type ClusterOptions struct {
+	// DatabaseURL is the PostgreSQL database of the cluster.
+	DatabaseURL string
+	// AdvertiseURL is where the other servers reach this one.
+	AdvertiseURL string
+	// Lease is how long a leader's lease lasts after each renewal; 0
+	// means DefaultLease.
+	Lease time.Duration
+	// Store tunes each term's store (its URL and fence are set per term).
+	Store postgres.Options
+}
+
+// DefaultLease is the default of ClusterOptions.Lease (--lease).
+const DefaultLease = 10 * time.Second
+
+// Node is one server of a cluster.
+type Node struct {
+	opts   Options
+	cl     ClusterOptions
+	log    *slog.Logger
+	id     string
+	bare   *Server // answers the node's own endpoints
+	pool   *pgxpool.Pool
+	lease  *postgres.Lease
+	reg    *prometheus.Registry
+	client *http.Client // probes the leader's /health
+
+	mu    sync.Mutex
+	state nodeState
+
+	ready chan struct{} // closed once the first election round is done
+	done  chan struct{} // closed when the election loop has stopped
+}
+
+// nodeState is what the node knows of the cluster, under Node.mu.
+type nodeState struct {
+	leader    bool
+	term      int64
+	leaderURL string
+	reachable bool      // a follower reached the leader at its last probe
+	deadline  time.Time // a leader steps down at this time unless it renews
+	srv       *Server   // the leader's server of this term
+	changed   chan struct{}
+}
+
+// NewNode connects to the cluster's database and returns a node that is a
+// follower until Run's first election round.
+func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error) {
+	opts = opts.withDefaults()
+	if cl.Lease <= 0 {
+		cl.Lease = DefaultLease
+	}
+	pool, err := postgres.NewPool(ctx, cl.DatabaseURL, 2, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := postgres.Migrate(ctx, pool, opts.Logger); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	n := &Node{
+		opts: opts, cl: cl, log: opts.Logger, pool: pool,
+		id:     hex.EncodeToString(b[:]),
+		bare:   newServer(opts.HTTP, opts.Clock, opts.Logger),
+		reg:    prometheus.NewRegistry(),
+		client: &http.Client{Timeout: time.Second},
+		state:  nodeState{changed: make(chan struct{})},
+		ready:  make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	n.lease = postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.Lease)
+	n.reg.MustRegister(roleCollector{n.Role}, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return n, nil
+}
+
+// Role returns the node's role as it stands.
+func (n *Node) Role() Role {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return Role{Leader: n.state.leader, LeaderURL: n.state.leaderURL, Term: n.state.term}
+}
+
+// Ready is closed once the node knows whether it leads.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Leader returns the server of the term this node leads, or nil.
+func (n *Node) Leader() *Server {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.srv
+}
+
+// Run runs the election until ctx ends, then steps down and lets the lease
+// go, so that another node takes over at once.
+func (n *Node) Run(ctx context.Context) {
+	defer close(n.done)
+	defer n.pool.Close()
+	first := true
+	for {
+		wait := n.round(ctx)
+		if first {
+			close(n.ready)
+			first = false
+		}
+		select {
+		case <-ctx.Done():
+			n.shutdown()
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// round is one turn of the election: renew or take the lease, or learn
+// the leader. It returns how long to wait for the next.
+func (n *Node) round(ctx context.Context) time.Duration {
+	interval := n.cl.Lease / 3
+	n.mu.Lock()
+	term, leader, deadline, srv := n.state.term, n.state.leader, n.state.deadline, n.state.srv
+	n.mu.Unlock()
+	if leader && srv != nil && srv.startFailed() {
+		// A leader that could not load the store would hold the lease and
+		// serve nothing: let it go, and try again like any candidate.
+		n.log.Warn("stepping down: the term's server failed to start", "term", term)
+		n.stepDown()
+		n.release(ctx, term)
+		return interval
+	}
+	if !leader {
+		term = 0
+	}
+	limit := interval
+	if leader {
+		limit = min(interval, time.Until(deadline))
+	}
+	actx, cancel := context.WithTimeout(ctx, max(limit, 10*time.Millisecond))
+	sent := time.Now()
+	st, err := n.lease.Acquire(actx, term)
+	cancel()
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			n.log.Warn("lease", "err", err)
+		}
+		if leader && !time.Now().Before(deadline) {
+			n.log.Warn("stepping down: the lease could not be renewed in time")
+			n.stepDown()
+		}
+		n.setReachable(false)
+		if leader {
+			return max(time.Until(deadline), 10*time.Millisecond)
+		}
+		return interval
+	case st.Held && leader && st.Term == term:
+		n.mu.Lock()
+		n.state.deadline = sent.Add(n.cl.Lease - n.cl.Lease/4)
+		n.mu.Unlock()
+	case st.Held:
+		if leader {
+			n.stepDown() // our term ended meanwhile: start afresh
+		}
+		n.lead(ctx, st.Term, sent)
+	default:
+		if leader {
+			n.log.Warn("stepping down: another server holds the lease", "leader", st.URL, "term", st.Term)
+			n.stepDown()
+		}
+		n.follow(st)
+		// Try again as soon as the leader's lease could have expired.
+		return min(interval, st.Left+10*time.Millisecond)
+	}
+	return interval
+}
+
+// lead starts this node's server of term.
+func (n *Node) lead(ctx context.Context, term int64, sent time.Time) {
+	opts := n.opts
+	opts.Role = n.Role
+	opts.LeaseHeld = n.leaseHeld
+	opts.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+		so := n.cl.Store
+		so.URL = n.cl.DatabaseURL
+		so.Fence = &postgres.Fence{Holder: n.id, Term: term}
+		so.Logger = n.log
+		so.OnCommit = onCommit
+		return postgres.Open(ctx, so)
+	}
+	n.mu.Lock()
+	n.state.leader, n.state.term, n.state.leaderURL = true, term, n.cl.AdvertiseURL
+	n.state.deadline = sent.Add(n.cl.Lease - n.cl.Lease/4)
+	n.state.reachable = true
+	n.state.srv = Start(ctx, opts)
+	n.changedLocked()
+	n.mu.Unlock()
+	n.log.Info("leading the cluster", "term", term, "url", n.cl.AdvertiseURL)
+}
+
+// follow records the leader of st and probes it.
+func (n *Node) follow(st postgres.LeaseState) {
+	n.mu.Lock()
+	if n.state.leaderURL != st.URL || n.state.term != st.Term {
+		n.state.leaderURL, n.state.term = st.URL, st.Term
+		n.changedLocked()
+		n.log.Info("following", "leader", st.URL, "term", st.Term)
+	}
+	n.mu.Unlock()
+	n.setReachable(n.probe(st.URL))
+}
+
+// probe reports whether the leader answers its /health.
+func (n *Node) probe(leaderURL string) bool {
+	resp, err := n.client.Get(leaderURL + "/health")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func (n *Node) setReachable(ok bool) {
+	n.mu.Lock()
+	n.state.reachable = ok
+	n.mu.Unlock()
+}
+
+// changedLocked ends the take streams forwarded so far: the leader
+// changed.
+func (n *Node) changedLocked() {
+	close(n.state.changed)
+	n.state.changed = make(chan struct{})
+}
+
+// leaseHeld reports whether this node leads and its lease surely runs.
+func (n *Node) leaseHeld() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.state.leader && time.Now().Before(n.state.deadline)
+}
+
+// stepDown stops leading: no more jobs go out, take streams end, the core
+// closes (its writes now fail the fence).
+func (n *Node) stepDown() {
+	n.mu.Lock()
+	srv := n.state.srv
+	n.state.leader, n.state.srv, n.state.leaderURL, n.state.reachable = false, nil, "", false
+	n.changedLocked()
+	n.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.Close()
+	if err := srv.CloseStore(); err != nil {
+		n.log.Warn("close the store of the last term", "err", err)
+	}
+}
+
+// shutdown steps down and lets the lease go.
+func (n *Node) shutdown() {
+	n.mu.Lock()
+	term, leader := n.state.term, n.state.leader
+	n.mu.Unlock()
+	n.stepDown()
+	if leader {
+		n.release(context.Background(), term)
+	}
+}
+
+// release lets the lease of term go, so that another node need not wait
+// for it to expire.
+func (n *Node) release(ctx context.Context, term int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := n.lease.Release(ctx, term); err != nil {
+		n.log.Warn("release the lease", "err", err)
+	}
+}
+
+// Serve serves the node's HTTP API on l, and the admin port on al (nil:
+// none), until ctx ends or either fails, and runs the election meanwhile.
+func (n *Node) Serve(ctx context.Context, l, al net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go n.Run(ctx)
+	adminErr := make(chan error, 1)
+	if al != nil {
+		go func() {
+			err := n.serveUntil(ctx, n.bare.httpServer(http.HandlerFunc(n.serveAdmin)), al, n.bare.cfg.AdminTLS)
+			cancel()
+			adminErr <- err
+		}()
+	} else {
+		adminErr <- nil
+	}
+	err := n.serveUntil(ctx, n.bare.httpServer(n), l, n.bare.cfg.TLS)
+	cancel()
+	if aerr := <-adminErr; err == nil {
+		err = aerr
+	}
+	return err
+}
+
+// serveUntil serves hs on l until ctx ends or the start fails; after ctx
+// ends it waits for the election loop to step down (take streams and
+// event streams ended) before it shuts hs down.
+func (n *Node) serveUntil(ctx context.Context, hs *http.Server, l net.Listener, tlsCfg *tls.Config) error {
+	errc := make(chan error, 1)
+	go func() { errc <- n.bare.serveOn(hs, l, tlsCfg) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	<-n.done
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		_ = hs.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// serveAdmin answers the admin port: the leader's server of the term while
+// this node leads. A follower answers 503 naming the leader: the event
+// stream, backups and compaction are the leader's, and its admin port is
+// not advertised (it listens on loopback by default).
+func (n *Node) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	srv, leaderURL := n.state.srv, n.state.leaderURL
+	n.mu.Unlock()
+	if srv != nil && n.leaseHeld() {
+		srv.AdminHandler().ServeHTTP(w, r)
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	msg := "this server is a follower: use the admin port of the leader"
+	if leaderURL != "" {
+		msg += " (" + leaderURL + ")"
+	} else {
+		msg = "no leader: the cluster is electing one"
+	}
+	n.bare.writeError(w, r, http.StatusServiceUnavailable, msg)
+}
+
+// ServeHTTP answers the node's own endpoints and passes every other
+// request to the leader: this node's server of the term, or the leader's
+// URL.
+func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n.mu.Lock()
+	srv, changed, leaderURL, reachable := n.state.srv, n.state.changed, n.state.leaderURL, n.state.reachable
+	n.mu.Unlock()
+	if srv != nil && n.leaseHeld() {
+		srv.Handler().ServeHTTP(w, r)
+		return
+	}
+	b := n.bare
+	switch r.URL.Path {
+	case "/health":
+		b.health(w, r)
+	case "/version":
+		b.version(w, r)
+	case "/ready":
+		if !reachable {
+			w.Header().Set("Retry-After", "1")
+			b.writeError(w, r, http.StatusServiceUnavailable, "no leader reachable")
+			return
+		}
+		b.respond(w, r, http.StatusOK, api.Health{Status: "ready"})
+	case "/metrics":
+		promhttp.HandlerFor(n.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+	case "/stats":
+		n.followerStats(w, r)
+	default:
+		n.forward(w, r, leaderURL, changed)
+	}
+}
+
+// followerStats answers GET /stats on a follower: its role and the
+// leader's address; the jobs are the leader's to count.
+func (n *Node) followerStats(w http.ResponseWriter, r *http.Request) {
+	role := n.Role()
+	n.bare.respond(w, r, http.StatusOK, api.Stats{
+		Role: role.Name(), Leader: role.LeaderURL, Term: role.Term, Version: n.bare.cfg.Version,
+		RSSBytes: residentBytes(), Queues: []api.QueueStats{}, Budgets: []api.Budget{}, Crons: []api.CronStats{},
+	})
+}
+
+// forward passes r to the leader, streaming the answer frame by frame; a
+// take stream ends when the leader changes (its client reconnects).
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, leaderURL string, changed <-chan struct{}) {
+	if leaderURL == "" || leaderURL == n.cl.AdvertiseURL {
+		w.Header().Set("Retry-After", "1")
+		n.bare.writeError(w, r, http.StatusServiceUnavailable, "no leader: the cluster is electing one")
+		return
+	}
+	target, err := url.Parse(leaderURL)
+	if err != nil {
+		n.bare.writeError(w, r, http.StatusServiceUnavailable, "leader url: "+err.Error())
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go func() {
+		select {
+		case <-changed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if ctx.Err() != nil && r.Context().Err() == nil {
+				return // the leader changed mid-answer
+			}
+			w.Header().Set("Retry-After", "1")
+			n.bare.writeError(w, r, http.StatusBadGateway, "leader unreachable: "+err.Error())
+		},
+		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),
+	}
+	proxy.ServeHTTP(w, r.WithContext(ctx))
+}

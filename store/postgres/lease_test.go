@@ -1,0 +1,143 @@
+package postgres
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/postgres/pgtest"
+)
+
+// leasePool connects to a new migrated schema and returns its URL too.
+func leasePool(t *testing.T) (string, func(holder string, ttl time.Duration) *Lease) {
+	t.Helper()
+	url := pgtest.Schema(t)
+	ctx := context.Background()
+	pool, err := NewPool(ctx, url, 2, nil)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	require.NoError(t, Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
+	return url, func(holder string, ttl time.Duration) *Lease {
+		return NewLease(pool, holder, "http://"+holder, ttl)
+	}
+}
+
+// expire ends the current lease at once, as the passing of its time would.
+func expire(t *testing.T, url string) {
+	t.Helper()
+	db := open(t, func(o *Options) { o.URL = url })
+	defer db.Close()
+	_, err := db.pool.Exec(context.Background(), `UPDATE leader SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
+}
+
+func TestLease_Acquire(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	a, b := lease("a", time.Minute), lease("b", time.Minute)
+
+	st, err := a.Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, LeaseState{Holder: "a", URL: "http://a", Term: 1, Held: true}, st)
+
+	st, err = b.Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.InDelta(t, time.Minute, st.Left, float64(10*time.Second), "the lease runs on for about its duration")
+	st.Left = 0
+	require.Equal(t, LeaseState{Holder: "a", URL: "http://a", Term: 1}, st, "a candidate waits for the lease to expire")
+
+	st, err = a.Acquire(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, LeaseState{Holder: "a", URL: "http://a", Term: 1, Held: true}, st, "the holder renews its term")
+
+	expire(t, url)
+	st, err = b.Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, LeaseState{Holder: "b", URL: "http://b", Term: 2, Held: true}, st, "an expired lease goes to the next term")
+
+	st, err = a.Acquire(ctx, 1)
+	require.NoError(t, err)
+	st.Left = 0
+	require.Equal(t, LeaseState{Holder: "b", URL: "http://b", Term: 2}, st, "a deposed holder cannot renew its old term")
+
+	require.NoError(t, b.Release(ctx, 2))
+	st, err = a.Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, LeaseState{Holder: "a", URL: "http://a", Term: 3, Held: true}, st, "a released lease is free at once")
+}
+
+func TestDB_Fence(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1} })
+	defer db.Close()
+
+	kept := store.Job{ID: "0job000000000000000000001", Type: "t", Queue: "q", Status: store.Ready, ReadyAt: 1}
+	require.NoError(t, db.Append(store.InsertJob(kept)).Wait(ctx), "the holder of the lease writes")
+
+	expire(t, url)
+	_, err = lease("b", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+
+	late := store.Job{ID: "0job000000000000000000002", Type: "t", Queue: "q", Status: store.Ready, ReadyAt: 1}
+	err = db.Append(store.InsertJob(late), store.SetStatus(kept.ID, store.InFlight, 5)).Wait(ctx)
+	require.ErrorIs(t, err, ErrFenced, "a deposed leader's writes fail")
+	require.ErrorIs(t, err, store.ErrUnavailable)
+
+	reader := open(t, func(o *Options) { o.URL = url })
+	defer reader.Close()
+	_, err = reader.GetJob(ctx, late.ID, 0)
+	require.ErrorIs(t, err, store.ErrNotFound, "nothing of the fenced transaction is written")
+	got, err := reader.GetJob(ctx, kept.ID, 0)
+	require.NoError(t, err)
+	require.Equal(t, store.Ready, got.Status)
+}
+
+// A takeover waits for the write transactions under way: each holds a
+// share lock on the lease row, the takeover updates the row.
+func TestDB_FenceSerialisesWithTakeover(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url })
+	defer db.Close()
+
+	tx, err := db.pool.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
+	require.NoError(t, err)
+	expired := make(chan struct{})
+	go func() {
+		defer close(expired)
+		expire(t, url)
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		require.NoError(t, db.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE leader%'`).Scan(&waiting))
+		return waiting >= 1
+	}, 10*time.Second, 20*time.Millisecond, "the update of the lease waits for the write under way")
+	select {
+	case <-expired:
+		t.Fatal("the lease changed under a write transaction")
+	default:
+	}
+	require.NoError(t, tx.Commit(ctx))
+	<-expired
+
+	st, err := lease("b", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(2), st.Term)
+}

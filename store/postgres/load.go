@@ -1,0 +1,229 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/zizq/zizq/store"
+)
+
+// liveColumns are a store.LiveJob's columns, in the order scanLive reads.
+const liveColumns = `id, queue, type, priority, status, ready_at, attempts, retry_limit, backoff_exponent,
+	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets, fair_tag`
+
+// Load reads what the engine needs at start from one REPEATABLE READ
+// snapshot: budgets, live jobs in (priority, id) order, unique keys, the
+// batches of the live batched jobs, the purge schedule and the greatest
+// job ID. Rows go to l as they arrive.
+func (db *DB) Load(ctx context.Context, l store.Loader) error {
+	return readTx(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := loadBudgets(ctx, tx, l.Budget); err != nil {
+			return err
+		}
+		if err := loadLive(ctx, tx, l.Job); err != nil {
+			return err
+		}
+		if err := loadUnique(ctx, tx, l.Unique); err != nil {
+			return err
+		}
+		if err := loadBatches(ctx, tx, l.Batch); err != nil {
+			return err
+		}
+		if err := loadPurges(ctx, tx, l.Purge); err != nil {
+			return err
+		}
+		if l.MaxID == nil {
+			return nil
+		}
+		id, err := maxJobID(ctx, tx)
+		if err != nil {
+			return err
+		}
+		l.MaxID(id)
+		return nil
+	})
+}
+
+func loadBudgets(ctx context.Context, tx pgx.Tx, fn func(store.Budget) error) error {
+	if fn == nil {
+		return nil
+	}
+	budgets, err := queryBudgets(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("load budgets: %w", wrapConn(err))
+	}
+	for _, b := range budgets {
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadLive(ctx context.Context, tx pgx.Tx, fn func(store.LiveJob) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT `+liveColumns+` FROM jobs WHERE status <= 2 ORDER BY priority, id`)
+	if err != nil {
+		return fmt.Errorf("load jobs: %w", wrapConn(err))
+	}
+	defer rows.Close()
+	binds := bindingsCache{}
+	names := map[string]string{} // queue and type names, shared by the jobs that have them
+	for rows.Next() {
+		j, err := scanLive(rows, binds, names)
+		if err != nil {
+			return fmt.Errorf("load jobs: %w", err)
+		}
+		if err := fn(j); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load jobs: %w", wrapConn(err))
+	}
+	return nil
+}
+
+// scanLive reads a row of liveColumns.
+func scanLive(rows pgx.Rows, binds bindingsCache, names map[string]string) (store.LiveJob, error) {
+	var (
+		j                                   store.LiveJob
+		queue, typ                          []byte
+		priority                            int32
+		status                              int16
+		attempts                            int64
+		retry, boBase, boJitter, retC, retD *int64
+		boExp                               *float64
+		budgets                             *string
+		fairTag                             *int64
+	)
+	err := rows.Scan(&j.ID, &queue, &typ, &priority, &status, &j.ReadyAt, &attempts,
+		&retry, &boExp, &boBase, &boJitter, &retC, &retD, &budgets, &fairTag)
+	if err != nil {
+		return j, err
+	}
+	j.FairTag = deref(fairTag)
+	j.Queue, j.Type = intern(names, queue), intern(names, typ)
+	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
+	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
+	if budgets != nil {
+		if j.Budgets, err = binds.decode(*budgets); err != nil {
+			return j, fmt.Errorf("job %s: %w", j.ID, err)
+		}
+	}
+	return j, nil
+}
+
+// intern returns the one string of b's bytes: a backlog has few queue and
+// type names and many jobs.
+func intern(names map[string]string, b []byte) string {
+	if s, ok := names[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(names) < 4096 {
+		names[s] = s
+	}
+	return s
+}
+
+// loadUnique reads the unique keys of the jobs that have one, through the
+// partial index jobs_unique.
+func loadUnique(ctx context.Context, tx pgx.Tx, fn func(store.UniqueJob) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, unique_key, unique_while, status, coalesce(unique_holder, false)
+		FROM jobs WHERE unique_key IS NOT NULL AND (status <= 2 OR unique_holder)`)
+	if err != nil {
+		return fmt.Errorf("load unique keys: %w", wrapConn(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var u store.UniqueJob
+		var key []byte
+		var while, status int16
+		if err := rows.Scan(&u.ID, &key, &while, &status, &u.Holds); err != nil {
+			return fmt.Errorf("load unique keys: %w", err)
+		}
+		u.Key, u.While, u.Status = string(key), store.UniqueWhile(while), store.Status(status)
+		if err := fn(u); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load unique keys: %w", wrapConn(err))
+	}
+	return nil
+}
+
+// loadBatches reads the batches of the live batched jobs, by id, through
+// the partial index jobs_batched.
+func loadBatches(ctx context.Context, tx pgx.Tx, fn func(store.LiveBatch) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, batch_key, batch_when, batch_fold, batch_open
+		FROM jobs WHERE batch_key IS NOT NULL AND status <= 2 ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("load batches: %w", wrapConn(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var b store.LiveBatch
+		var key, when, fold []byte
+		if err := rows.Scan(&b.ID, &key, &when, &fold, &b.Open); err != nil {
+			return fmt.Errorf("load batches: %w", err)
+		}
+		b.Batch = store.BatchConfig{Key: string(key), When: string(when), Fold: string(fold)}
+		if err := fn(b); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load batches: %w", wrapConn(err))
+	}
+	return nil
+}
+
+func loadPurges(ctx context.Context, tx pgx.Tx, fn func(id string, at int64) error) error {
+	if fn == nil {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, purge_at FROM jobs
+		WHERE purge_at IS NOT NULL AND status >= 3 ORDER BY purge_at, id`)
+	if err != nil {
+		return fmt.Errorf("load purge schedule: %w", wrapConn(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return fmt.Errorf("load purge schedule: %w", err)
+		}
+		if err := fn(id, at); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load purge schedule: %w", wrapConn(err))
+	}
+	return nil
+}
+
+// maxJobID returns the greatest job ID the store has ever held: the
+// greater of the greatest stored ID and the high-water mark, which
+// outlives deleted and purged jobs.
+func maxJobID(ctx context.Context, q querier) (string, error) {
+	var stored, mark *string
+	err := q.QueryRow(ctx, `SELECT (SELECT max(id) FROM jobs),
+		(SELECT value FROM meta WHERE key = 'id_high_water')`).Scan(&stored, &mark)
+	if err != nil {
+		return "", fmt.Errorf("read greatest job id: %w", wrapConn(err))
+	}
+	return max(deref(stored), deref(mark)), nil
+}
