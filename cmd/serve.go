@@ -345,6 +345,7 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
+	go memlimit.ReleaseWhenIdle(ctx, memlimit.IdleInterval)
 	// The store opens and the engine is rebuilt in the background: /health
 	// answers meanwhile, /ready once it is done.
 	srv := server.Start(ctx, opts)

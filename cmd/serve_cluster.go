@@ -49,6 +49,7 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
+	go memlimit.ReleaseWhenIdle(ctx, memlimit.IdleInterval)
 	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
 		DatabaseURL:  o.DatabaseURL,
 		AdvertiseURL: advertise,

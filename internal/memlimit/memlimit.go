@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"time"
 )
 
 // Headroom is the limit as a multiple of the live heap, once the live heap
@@ -82,4 +83,63 @@ func afterEachCollection(fn func()) (stop func()) {
 		stopped = true
 		mu.Unlock()
 	}
+}
+
+// IdleAllocBytes is what a server may allocate in one IdleInterval and
+// still count as idle.
+const (
+	IdleAllocBytes = 4 << 20
+	IdleInterval   = time.Second
+)
+
+// ReleaseWhenIdle gives the heap's garbage back to the operating system
+// once after each burst of work, at the first interval in which the
+// process allocated less than IdleAllocBytes, until ctx ends. After a
+// burst (a fill of a million jobs) the heap holds up to Headroom times
+// the live data, and the runtime returns the freed pages only slowly: an
+// idle server would sit on that memory for minutes. One collection then
+// costs the idle process a moment of CPU.
+func ReleaseWhenIdle(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	idle := idleRelease{allocated: allocatedBytes, release: debug.FreeOSMemory}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			idle.tick()
+		}
+	}
+}
+
+// idleRelease decides, one interval at a time, when to release.
+type idleRelease struct {
+	allocated func() uint64 // bytes allocated since the start
+	release   func()
+	last      uint64
+	released  bool // nothing was allocated since the last release
+}
+
+func (r *idleRelease) tick() {
+	now := r.allocated()
+	busy := now-r.last >= IdleAllocBytes
+	r.last = now
+	switch {
+	case busy:
+		r.released = false
+	case !r.released:
+		r.release()
+		r.released = true
+		r.last = r.allocated() // the collection's own allocations are not work
+	}
+}
+
+func allocatedBytes() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }

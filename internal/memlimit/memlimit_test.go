@@ -49,3 +49,30 @@ func TestRun_FollowsEachCollectionAndStops(t *testing.T) {
 	}
 	require.Equal(t, int64(1<<50), debug.SetMemoryLimit(-1))
 }
+
+// TestIdleRelease_OncePerBurst: the heap is given back at the first idle
+// interval after work, once, however long the idleness lasts.
+func TestIdleRelease_OncePerBurst(t *testing.T) {
+	t.Parallel()
+	const mb = 1 << 20
+	allocated := uint64(0)
+	releases := 0
+	r := idleRelease{allocated: func() uint64 { return allocated }, release: func() { releases++ }}
+	steps := []struct {
+		alloc uint64 // during the interval
+		want  int    // releases so far after it
+	}{
+		{100 * mb, 0}, // a fill
+		{50 * mb, 0},
+		{1 * mb, 1}, // idle: released
+		{0, 1},      // still idle: not again
+		{3 * mb, 1}, // a trickle under the threshold is idle
+		{40 * mb, 1},
+		{0, 2}, // the next burst ended
+	}
+	for i, s := range steps {
+		allocated += s.alloc
+		r.tick()
+		require.Equal(t, s.want, releases, "after interval %d", i)
+	}
+}
