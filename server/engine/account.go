@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -20,7 +21,14 @@ type account struct {
 	head      item // none when the budget has no head
 	headCost  int64
 	headGroup *group
-	served    map[*group]struct{}
+	// served holds the groups of served queues whose jobs it binds, but
+	// those it collects (a family's: colls, collection.go).
+	served map[*group]struct{}
+	colls  map[collKey]*collection
+	// tbCo counts, for each time_based budget, the served groups it shares
+	// with this one (a while_in_flight budget's change looks at their
+	// heads); nil when there is none.
+	tbCo map[*account]int32
 	// costs counts the unfinished jobs bound to the budget by cost, for the
 	// checks of a change of allocation or burst and of a delete.
 	costs      map[int64]int64
@@ -138,11 +146,72 @@ func (e *Engine) changed(a *account) {
 	e.checkHead(a)
 	e.deadlineDirty(a)
 	if !a.timeBased() {
+		for s := range a.tbCo {
+			e.checkHead(s)
+		}
+	}
+}
+
+// servedGroups yields every group of a served queue whose jobs the budget
+// binds, collected or not.
+func (a *account) servedGroups() iter.Seq[*group] {
+	return func(yield func(*group) bool) {
 		for g := range a.served {
-			for _, s := range g.binds() {
-				if s.a.timeBased() {
-					e.checkHead(s.a)
+			if !yield(g) {
+				return
+			}
+		}
+		for _, c := range a.colls {
+			for g := range c.groups {
+				if !yield(g) {
+					return
 				}
+			}
+		}
+	}
+}
+
+// servedCount is how many groups servedGroups yields.
+func (a *account) servedCount() int {
+	n := len(a.served)
+	for _, c := range a.colls {
+		n += len(c.groups)
+	}
+	return n
+}
+
+// countCoBudgets counts a group that is attached (+1) or detached (-1)
+// in the tbCo of each of its budgets.
+func (e *Engine) countCoBudgets(g *group, delta int32) {
+	for _, x := range g.binds() {
+		for _, y := range g.binds() {
+			if x.a != y.a && y.a.timeBased() {
+				x.a.addCo(y.a, delta)
+			}
+		}
+	}
+}
+
+func (a *account) addCo(tb *account, delta int32) {
+	if a.tbCo == nil {
+		a.tbCo = map[*account]int32{}
+	}
+	if a.tbCo[tb] += delta; a.tbCo[tb] == 0 {
+		delete(a.tbCo, tb)
+	}
+}
+
+// kindChanged recounts a budget in its co-budgets' tbCo after its pool
+// became time_based (or stopped being so).
+func (e *Engine) kindChanged(a *account) {
+	delta := int32(-1)
+	if a.timeBased() {
+		delta = +1
+	}
+	for g := range a.servedGroups() {
+		for _, x := range g.binds() {
+			if x.a != a {
+				x.a.addCo(a, delta)
 			}
 		}
 	}
@@ -228,7 +297,7 @@ func (e *Engine) headRound(marks []*account) []*account {
 // head: with no reservation, a budget refuses a whole group or none of it.
 func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
-	for g := range a.served {
+	for g := range a.servedGroups() {
 		e.work++
 		if e.pays(a, g.costOf(a)) || g.set.len() == 0 || e.groupPaused(g) {
 			continue
@@ -274,7 +343,7 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 			at, found = t, true
 		}
 	}
-	for g := range a.served {
+	for g := range a.servedGroups() {
 		e.work++
 		if g.set.len() == 0 {
 			continue
@@ -302,7 +371,7 @@ func (a *account) String() string {
 	if a.head.ok() {
 		head = a.head.id.String()
 	}
-	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, len(a.served), a.bound)
+	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, a.servedCount(), a.bound)
 }
 
 func kindOf(cfg store.Budget) budget.Kind {

@@ -471,6 +471,9 @@ func (e *Engine) refreshCandidates() {
 		for g := range a.served {
 			e.markGroup(g)
 		}
+		for _, c := range a.colls {
+			e.recomputeColl(c)
+		}
 	}
 	e.changedAccounts = e.changedAccounts[:0]
 	for len(e.dirtyGroups) > 0 {
