@@ -295,22 +295,43 @@ func (e *Engine) headRound(marks []*account) []*account {
 
 // chooseHead returns the earliest job in the budget's line when it has no
 // head: with no reservation, a budget refuses a whole group or none of it.
+// A family's collections give their groups' first members in order, so it
+// looks at the first that may head its line, not at every group.
 func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
-	for g := range a.servedGroups() {
+	for g := range a.served {
 		e.work++
-		if e.pays(a, g.costOf(a)) || g.set.len() == 0 || e.groupPaused(g) {
+		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
 			continue
 		}
-		m := g.set.min()
-		if a.timeBased() && !e.wifBound(g).admits(m.k()) {
-			continue
-		}
-		if !best.ok() || m.k().less(best.k()) {
+		if m := g.set.min(); e.mayHead(a, g, m) && (!best.ok() || m.less(best)) {
 			best, in = m, g
 		}
 	}
+	for _, c := range a.colls {
+		if e.pays(a, c.cost) || e.paused(a) { // paused: so is each of its groups
+			continue
+		}
+		c.firsts.ascend(0, func(m item) bool {
+			e.work++
+			if best.ok() && best.less(m) {
+				return false
+			}
+			if g := e.groupOfItem(m); e.mayHead(a, g, m) {
+				best, in = m, g
+				return false
+			}
+			return true
+		})
+	}
 	return best, in
+}
+
+// mayHead reports whether m, the first member of g, which a refuses, may
+// be a's head: no budget of g is paused and, for a time_based budget, no
+// while_in_flight budget refuses it.
+func (e *Engine) mayHead(a *account, g *group, m item) bool {
+	return !e.groupPaused(g) && (!a.timeBased() || e.wifBound(g).admits(m.k()))
 }
 
 // deadlineOf returns the budget's next deadline, if any: the end of its
