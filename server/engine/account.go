@@ -21,6 +21,7 @@ type account struct {
 	head      item // none when the budget has no head
 	headCost  int64
 	headGroup *group
+	headIn    *collection // the collection whose heads hold its head (collection.go)
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
 	served map[*group]struct{}
@@ -235,11 +236,13 @@ func (e *Engine) setHead(a *account, h item, g *group) {
 	a.head, a.headGroup = h, g
 	a.headCost = g.costOf(a)
 	g.q.heads[a] = struct{}{}
+	e.placeHead(a)
 	e.changed(a)
 }
 
 func (e *Engine) clearHead(a *account) {
 	delete(a.headGroup.q.heads, a)
+	e.unplaceHead(a)
 	a.head, a.headGroup, a.headCost = none, nil, 0
 	e.changed(a)
 }

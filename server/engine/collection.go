@@ -26,6 +26,7 @@ type collection struct {
 	groups map[*group]struct{}
 	parts  jobSet // the partial candidates of its groups
 	firsts jobSet // the first members of its groups
+	heads  bptree[headEntry]
 }
 
 // candEntry is an entry of a queue's heap of candidates: a group outside
@@ -176,4 +177,80 @@ func (e *Engine) familyAdmits(c *collection, m item) bool {
 func (e *Engine) groupOfItem(m item) *group {
 	r := e.rec(m.idx)
 	return e.queueList[r.q].groups[e.sigOf(r)]
+}
+
+// headEntry is a budget's head in its collection's heads.
+type headEntry struct {
+	it item
+	a  *account
+}
+
+func (h headEntry) less(o headEntry) bool {
+	if h.it.k() != o.it.k() {
+		return h.it.less(o.it)
+	}
+	return h.a.cfg.Key < o.a.cfg.Key
+}
+
+// placeHead files a budget's new head where releaseIdleReservations looks
+// for affordable heads: in its queue's loose heads, or, for a budget other
+// than the family whose head is in a collected group, in the collection's
+// heads while every budget but the family pays it (recompute keeps that
+// up to date, as the group's budgets change).
+func (e *Engine) placeHead(a *account) {
+	g := a.headGroup
+	c := g.coll
+	if c == nil || c.a == a {
+		g.q.looseHeads[a] = struct{}{}
+		return
+	}
+	in := e.partBound(g).admits(a.head.k())
+	if in == (a.headIn != nil) {
+		return
+	}
+	if in {
+		c.heads.set(headEntry{it: a.head, a: a})
+		a.headIn = c
+	} else {
+		e.unplaceHead(a)
+	}
+}
+
+// unplaceHead takes a budget's head out of where placeHead filed it.
+func (e *Engine) unplaceHead(a *account) {
+	delete(a.headGroup.q.looseHeads, a)
+	if a.headIn != nil {
+		a.headIn.heads.delete(headEntry{it: a.head, a: a})
+		a.headIn = nil
+	}
+}
+
+// replaceHeads refiles the heads of the other budgets in a collected group
+// after its partial candidate was recomputed.
+func (e *Engine) replaceHeads(g *group) {
+	for _, b := range g.binds() {
+		if b.a != g.coll.a && b.a.headGroup == g {
+			e.placeHead(b.a)
+		}
+	}
+}
+
+// idleHeads appends the heads filed in the queue's collections that every
+// budget pays and that are not best, the queue's earliest affordable job.
+// The family pays a prefix of the one order, so the walk stops at the
+// first head it refuses.
+func (e *Engine) idleHeads(q *queue, best item, out []*account) []*account {
+	for _, c := range q.colls {
+		c.heads.ascend(0, func(h headEntry) bool {
+			e.work++
+			if !e.familyAdmits(c, h.it) {
+				return false
+			}
+			if h.it.idx != best.idx && e.affordBound(h.a.headGroup).admits(h.it.k()) {
+				out = append(out, h.a)
+			}
+			return true
+		})
+	}
+	return out
 }

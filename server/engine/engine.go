@@ -493,12 +493,13 @@ func (e *Engine) releaseIdleReservations() bool {
 	var release []*account
 	for _, q := range e.touchedQueues() {
 		best := q.best()
-		for a := range q.heads {
+		for a := range q.looseHeads {
 			h := a.head
 			if h.idx != best.idx && e.affordBound(a.headGroup).admits(h.k()) {
 				release = append(release, a)
 			}
 		}
+		release = e.idleHeads(q, best, release)
 	}
 	for _, a := range release {
 		e.clearHead(a)

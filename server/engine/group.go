@@ -58,6 +58,9 @@ type queue struct {
 	roomy   takerList // those of them with room, in room order
 	counts  [numStates]int64
 	heads   map[*account]struct{} // budgets whose head is a job of this queue
+	// looseHeads holds those of them that are not filed in a collection
+	// (placeHead).
+	looseHeads map[*account]struct{}
 	colls   []*collection         // the collections of its groups
 	qidx    int                   // index in Engine.hot, -1 when absent
 	touched bool                  // a group was recomputed since the last reservation check
@@ -66,7 +69,7 @@ type queue struct {
 func (e *Engine) queue(name string) *queue {
 	q := e.queues[name]
 	if q == nil {
-		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, qidx: -1}
+		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, looseHeads: map[*account]struct{}{}, qidx: -1}
 		e.queues[name] = q
 		e.queueList = append(e.queueList, q)
 	}
@@ -233,6 +236,9 @@ func (e *Engine) recompute(g *group) {
 		m = none
 	}
 	e.setCandidate(g, m)
+	if g.coll != nil {
+		e.replaceHeads(g)
+	}
 }
 
 // setCandidate records a group's candidate and keeps the queue's and the
