@@ -50,20 +50,20 @@ func sortedBinds(binds []bind) []bind {
 
 // queue holds the waiting jobs of one queue (in groups) and its takers.
 type queue struct {
-	name    string
-	idx     uint32 // index in Engine.queueList
-	groups  map[*signature]*group
-	cands   groupHeap // groups with a candidate, earliest first
-	served  int       // connected takers of this queue alone
-	roomy   takerList // those of them with room, in room order
-	counts  [numStates]int64
-	heads   map[*account]struct{} // budgets whose head is a job of this queue
+	name   string
+	idx    uint32 // index in Engine.queueList
+	groups map[*signature]*group
+	cands  groupHeap // groups and collections with a candidate, earliest first
+	served int       // connected takers of this queue alone
+	roomy  takerList // those of them with room, in room order
+	counts [numStates]int64
+	heads  map[*account]struct{} // budgets whose head is a job of this queue
 	// looseHeads holds those of them that are not filed in a collection
 	// (placeHead).
 	looseHeads map[*account]struct{}
-	colls   []*collection         // the collections of its groups
-	qidx    int                   // index in Engine.hot, -1 when absent
-	touched bool                  // a group was recomputed since the last reservation check
+	colls      []*collection // the collections of its groups
+	qidx       int           // index in Engine.hot, -1 when absent
+	touched    bool          // a group was recomputed since the last reservation check
 }
 
 func (e *Engine) queue(name string) *queue {
