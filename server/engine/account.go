@@ -367,26 +367,43 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 			at, found = t, true
 		}
 	}
-	for g := range a.servedGroups() {
+	for g := range a.served {
 		e.work++
 		if g.set.len() == 0 {
 			continue
 		}
-		c := g.costOf(a)
-		h := a.head
-		switch {
-		case !h.ok():
-			consider(c)
-		default:
-			if g.set.min().k().less(h.k()) || a.headGroup == g {
-				consider(c)
-			}
-			if h.k().less(g.set.max().k()) {
-				consider(c + a.headCost)
-			}
+		first, last := g.set.min(), g.set.max()
+		e.refillNeeds(a, g.costOf(a), first, last, a.headGroup == g, consider)
+	}
+	for _, c := range a.colls {
+		// Over its groups at once: the earliest first member, the latest
+		// last one, and whether the head is in one of them.
+		e.work++
+		if c.firsts.len() == 0 {
+			continue
 		}
+		in := a.headGroup != nil && a.headGroup.coll == c
+		e.refillNeeds(a, c.cost, c.firsts.min(), c.lasts.max(), in, consider)
 	}
 	return at, found
+}
+
+// refillNeeds passes to consider what a's pool needs to pay the jobs,
+// costing cost, from first to last that it refuses: the jobs before the
+// head (or the head itself, when holdsHead) their cost, the jobs after it
+// their cost beyond the head's reservation.
+func (e *Engine) refillNeeds(a *account, cost int64, first, last item, holdsHead bool, consider func(int64)) {
+	h := a.head
+	if !h.ok() {
+		consider(cost)
+		return
+	}
+	if first.k().less(h.k()) || holdsHead {
+		consider(cost)
+	}
+	if h.k().less(last.k()) {
+		consider(cost + a.headCost)
+	}
 }
 
 // String helps debugging and test failure messages.

@@ -16,8 +16,8 @@ package engine
 // is affordable when the family does not. A change of the family costs one
 // look at the collection's minimum, not a pass over its groups.
 //
-// The collection also keeps the first members of its groups, in the one
-// order, for choosing the family's head.
+// The collection also keeps the first and last members of its groups, in
+// the one order, for choosing the family's head and its refill moment.
 type collection struct {
 	candEntry
 	a      *account // the family
@@ -26,6 +26,7 @@ type collection struct {
 	groups map[*group]struct{}
 	parts  jobSet // the partial candidates of its groups
 	firsts jobSet // the first members of its groups
+	lasts  jobSet // the last members of its groups (a time_based family's refillAt)
 	heads  bptree[headEntry]
 }
 
@@ -66,14 +67,14 @@ func (e *Engine) collect(g *group) bool {
 	c := a.colls[k]
 	if c == nil {
 		c = &collection{candEntry: candEntry{cand: none, hidx: -1}, a: a, q: g.q, cost: b.cost,
-			groups: map[*group]struct{}{}, parts: newJobSet(), firsts: newJobSet()}
+			groups: map[*group]struct{}{}, parts: newJobSet(), firsts: newJobSet(), lasts: newJobSet()}
 		a.colls[k] = c
 		g.q.colls = append(g.q.colls, c)
 	}
 	c.groups[g] = struct{}{}
 	g.coll = c
-	g.first = none
-	e.firstChanged(g)
+	g.first, g.last = none, none
+	e.edgesChanged(g)
 	return true
 }
 
@@ -83,7 +84,8 @@ func (e *Engine) uncollect(g *group) {
 	c := g.coll
 	if g.first.ok() {
 		c.firsts.remove(g.first.k())
-		g.first = none
+		c.lasts.remove(g.last.k())
+		g.first, g.last = none, none
 	}
 	delete(c.groups, g)
 	g.coll = nil
@@ -102,22 +104,30 @@ func (e *Engine) uncollect(g *group) {
 	}
 }
 
-// firstChanged keeps a collected group's first member in its collection.
-func (e *Engine) firstChanged(g *group) {
+// edgesChanged keeps a collected group's first and last members in its
+// collection.
+func (e *Engine) edgesChanged(g *group) {
 	if g.coll == nil {
 		return
 	}
-	m := g.set.min()
-	if m == g.first {
-		return
+	if m := g.set.min(); m != g.first {
+		if g.first.ok() {
+			g.coll.firsts.remove(g.first.k())
+		}
+		if m.ok() {
+			g.coll.firsts.insert(m)
+		}
+		g.first = m
 	}
-	if g.first.ok() {
-		g.coll.firsts.remove(g.first.k())
+	if m := g.set.max(); m != g.last {
+		if g.last.ok() {
+			g.coll.lasts.remove(g.last.k())
+		}
+		if m.ok() {
+			g.coll.lasts.insert(m)
+		}
+		g.last = m
 	}
-	if m.ok() {
-		g.coll.firsts.insert(m)
-	}
-	g.first = m
 }
 
 // setPart records a collected group's partial candidate.

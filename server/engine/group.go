@@ -21,6 +21,7 @@ type group struct {
 	set       jobSet
 	coll      *collection // nil: not collected
 	first     item        // collected: its first member as its collection knows it
+	last      item        // collected: its last member, likewise
 	dirty     bool
 }
 
@@ -137,7 +138,7 @@ func (e *Engine) join(j ref) {
 	r.aux = -1
 	g := e.groupOf(r)
 	g.set.insert(itemAt(e.keyOf(j), j.idx))
-	e.firstChanged(g)
+	e.edgesChanged(g)
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
 		b.a.waitN++
@@ -162,7 +163,7 @@ func (e *Engine) leave(j ref) {
 		}
 	}
 	g.set.remove(e.keyOf(j))
-	e.firstChanged(g)
+	e.edgesChanged(g)
 	if g.coll != nil && g.cand.idx == j.idx {
 		// At once: the job may join another group of the collection
 		// before this one is recomputed, and its key is the same there.
