@@ -31,7 +31,10 @@
 // binding signature (see group), and a budget pays a prefix of each group,
 // so every decision reads the first member of a few groups, whatever the
 // length of the lines: jobs of unserved queues are in groups their budgets
-// do not see, and cost nothing.
+// do not see, and cost nothing. A family's groups of one queue and cost
+// form one collection (collection.go), one entry among the queue's
+// candidates, so a change of the family costs O(log groups), whatever the
+// number of its live sub-budgets.
 //
 // # Time
 //
