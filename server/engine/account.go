@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -20,7 +21,15 @@ type account struct {
 	head      item // none when the budget has no head
 	headCost  int64
 	headGroup *group
-	served    map[*group]struct{}
+	headIn    *collection // the collection whose heads hold its head (collection.go)
+	// served holds the groups of served queues whose jobs it binds, but
+	// those it collects (a family's: colls, collection.go).
+	served map[*group]struct{}
+	colls  map[collKey]*collection
+	// tbCo counts, for each time_based budget, the served groups it shares
+	// with this one (a while_in_flight budget's change looks at their
+	// heads); nil when there is none.
+	tbCo map[*account]int32
 	// costs counts the unfinished jobs bound to the budget by cost, for the
 	// checks of a change of allocation or burst and of a delete.
 	costs      map[int64]int64
@@ -138,11 +147,72 @@ func (e *Engine) changed(a *account) {
 	e.checkHead(a)
 	e.deadlineDirty(a)
 	if !a.timeBased() {
+		for s := range a.tbCo {
+			e.checkHead(s)
+		}
+	}
+}
+
+// servedGroups yields every group of a served queue whose jobs the budget
+// binds, collected or not.
+func (a *account) servedGroups() iter.Seq[*group] {
+	return func(yield func(*group) bool) {
 		for g := range a.served {
-			for _, s := range g.binds() {
-				if s.a.timeBased() {
-					e.checkHead(s.a)
+			if !yield(g) {
+				return
+			}
+		}
+		for _, c := range a.colls {
+			for g := range c.groups {
+				if !yield(g) {
+					return
 				}
+			}
+		}
+	}
+}
+
+// servedCount is how many groups servedGroups yields.
+func (a *account) servedCount() int {
+	n := len(a.served)
+	for _, c := range a.colls {
+		n += len(c.groups)
+	}
+	return n
+}
+
+// countCoBudgets counts a group that is attached (+1) or detached (-1)
+// in the tbCo of each of its budgets.
+func (e *Engine) countCoBudgets(g *group, delta int32) {
+	for _, x := range g.binds() {
+		for _, y := range g.binds() {
+			if x.a != y.a && y.a.timeBased() {
+				x.a.addCo(y.a, delta)
+			}
+		}
+	}
+}
+
+func (a *account) addCo(tb *account, delta int32) {
+	if a.tbCo == nil {
+		a.tbCo = map[*account]int32{}
+	}
+	if a.tbCo[tb] += delta; a.tbCo[tb] == 0 {
+		delete(a.tbCo, tb)
+	}
+}
+
+// kindChanged recounts a budget in its co-budgets' tbCo after its pool
+// became time_based (or stopped being so).
+func (e *Engine) kindChanged(a *account) {
+	delta := int32(-1)
+	if a.timeBased() {
+		delta = +1
+	}
+	for g := range a.servedGroups() {
+		for _, x := range g.binds() {
+			if x.a != a {
+				x.a.addCo(a, delta)
 			}
 		}
 	}
@@ -166,11 +236,13 @@ func (e *Engine) setHead(a *account, h item, g *group) {
 	a.head, a.headGroup = h, g
 	a.headCost = g.costOf(a)
 	g.q.heads[a] = struct{}{}
+	e.placeHead(a)
 	e.changed(a)
 }
 
 func (e *Engine) clearHead(a *account) {
 	delete(a.headGroup.q.heads, a)
+	e.unplaceHead(a)
 	a.head, a.headGroup, a.headCost = none, nil, 0
 	e.changed(a)
 }
@@ -226,22 +298,43 @@ func (e *Engine) headRound(marks []*account) []*account {
 
 // chooseHead returns the earliest job in the budget's line when it has no
 // head: with no reservation, a budget refuses a whole group or none of it.
+// A family's collections give their groups' first members in order, so it
+// looks at the first that may head its line, not at every group.
 func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
 	for g := range a.served {
 		e.work++
-		if e.pays(a, g.costOf(a)) || g.set.len() == 0 || e.groupPaused(g) {
+		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
 			continue
 		}
-		m := g.set.min()
-		if a.timeBased() && !e.wifBound(g).admits(m.k()) {
-			continue
-		}
-		if !best.ok() || m.k().less(best.k()) {
+		if m := g.set.min(); e.mayHead(a, g, m) && (!best.ok() || m.less(best)) {
 			best, in = m, g
 		}
 	}
+	for _, c := range a.colls {
+		if e.pays(a, c.cost) || e.paused(a) { // paused: so is each of its groups
+			continue
+		}
+		c.firsts.ascend(0, func(m item) bool {
+			e.work++
+			if best.ok() && best.less(m) {
+				return false
+			}
+			if g := e.groupOfItem(m); e.mayHead(a, g, m) {
+				best, in = m, g
+				return false
+			}
+			return true
+		})
+	}
 	return best, in
+}
+
+// mayHead reports whether m, the first member of g, which a refuses, may
+// be a's head: no budget of g is paused and, for a time_based budget, no
+// while_in_flight budget refuses it.
+func (e *Engine) mayHead(a *account, g *group, m item) bool {
+	return !e.groupPaused(g) && (!a.timeBased() || e.wifBound(g).admits(m.k()))
 }
 
 // deadlineOf returns the budget's next deadline, if any: the end of its
@@ -279,21 +372,38 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 		if g.set.len() == 0 {
 			continue
 		}
-		c := g.costOf(a)
-		h := a.head
-		switch {
-		case !h.ok():
-			consider(c)
-		default:
-			if g.set.min().k().less(h.k()) || a.headGroup == g {
-				consider(c)
-			}
-			if h.k().less(g.set.max().k()) {
-				consider(c + a.headCost)
-			}
+		first, last := g.set.min(), g.set.max()
+		e.refillNeeds(a, g.costOf(a), first, last, a.headGroup == g, consider)
+	}
+	for _, c := range a.colls {
+		// Over its groups at once: the earliest first member, the latest
+		// last one, and whether the head is in one of them.
+		e.work++
+		if c.firsts.len() == 0 {
+			continue
 		}
+		in := a.headGroup != nil && a.headGroup.coll == c
+		e.refillNeeds(a, c.cost, c.firsts.min(), c.lasts.max(), in, consider)
 	}
 	return at, found
+}
+
+// refillNeeds passes to consider what a's pool needs to pay the jobs,
+// costing cost, from first to last that it refuses: the jobs before the
+// head (or the head itself, when holdsHead) their cost, the jobs after it
+// their cost beyond the head's reservation.
+func (e *Engine) refillNeeds(a *account, cost int64, first, last item, holdsHead bool, consider func(int64)) {
+	h := a.head
+	if !h.ok() {
+		consider(cost)
+		return
+	}
+	if first.k().less(h.k()) || holdsHead {
+		consider(cost)
+	}
+	if h.k().less(last.k()) {
+		consider(cost + a.headCost)
+	}
 }
 
 // String helps debugging and test failure messages.
@@ -302,7 +412,7 @@ func (a *account) String() string {
 	if a.head.ok() {
 		head = a.head.id.String()
 	}
-	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, len(a.served), a.bound)
+	return fmt.Sprintf("%s(head=%s groups=%d bound=%d)", a.cfg.Key, head, a.servedCount(), a.bound)
 }
 
 func kindOf(cfg store.Budget) budget.Kind {

@@ -21,10 +21,33 @@ type lesser[T any] interface{ less(T) bool }
 // bmax is the most members of a leaf and children of an inner node.
 const bmax = 64
 
+// leafStep is the granule a leaf's array grows by. Leaves begin small and
+// grow by half (rounded up to leafStep) rather than doubling: a family's
+// many small groups each have a partial last leaf, which would otherwise
+// hold up to twice its members.
+const leafStep = 8
+
+// roomFor returns items with room for more members, growing the array in
+// the steps leafStep describes, never past bmax unless more needs it.
+func roomFor[T any](items []T, more int) []T {
+	need := len(items) + more
+	if need <= cap(items) {
+		return items
+	}
+	c := max(need, cap(items)+cap(items)/2)
+	c = (c + leafStep - 1) / leafStep * leafStep
+	if need <= bmax {
+		c = min(c, bmax)
+	}
+	out := make([]T, len(items), c)
+	copy(out, items)
+	return out
+}
+
 type bnode[T lesser[T]] struct {
 	n      int // members in this subtree
 	leaf   bool
-	items  []T         // leaf: members, ascending (cap bmax)
+	items  []T         // leaf: members, ascending (cap up to bmax)
 	kids   []*bnode[T] // inner: children
 	firsts []T         // inner: the first member of each child
 }
@@ -105,7 +128,7 @@ func lowerBound[T lesser[T]](items []T, x T) int {
 // set inserts x, replacing an equal member; it reports whether x is new.
 func (t *bptree[T]) set(x T) bool {
 	if t.root == nil {
-		t.root = &bnode[T]{leaf: true, items: make([]T, 0, bmax)}
+		t.root = &bnode[T]{leaf: true, items: make([]T, 0, leafStep)}
 	}
 	added, split := t.root.insert(x, true)
 	if split != nil {
@@ -136,7 +159,7 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 			return false, nil
 		}
 		if len(n.items) < bmax {
-			n.items = append(n.items, x)
+			n.items = append(roomFor(n.items, 1), x)
 			copy(n.items[i+1:], n.items[i:])
 			n.items[i] = x
 			n.n++
@@ -144,7 +167,7 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 		}
 		if rightmost && i == len(n.items) {
 			// Appending past a full last leaf: a new leaf, this one stays full.
-			return true, &bnode[T]{leaf: true, n: 1, items: append(make([]T, 0, bmax), x)}
+			return true, &bnode[T]{leaf: true, n: 1, items: append(make([]T, 0, leafStep), x)}
 		}
 		right := n.splitLeaf()
 		if i > len(n.items) {
@@ -301,7 +324,7 @@ func (n *bnode[T]) mergeLow(c int) {
 // absorb appends the members or children of its right neighbour r.
 func (n *bnode[T]) absorb(r *bnode[T]) {
 	if n.leaf {
-		n.items = append(n.items, r.items...)
+		n.items = append(roomFor(n.items, len(r.items)), r.items...)
 	} else {
 		n.kids = append(n.kids, r.kids...)
 		n.firsts = append(n.firsts, r.firsts...)

@@ -108,11 +108,15 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 	if err := e.checkTemplate(a, cfg.PerKey); err != nil {
 		return err
 	}
-	if kindOf(cfg) != a.pool.Kind() {
+	kindChange := kindOf(cfg) != a.pool.Kind()
+	if kindChange {
 		// Its while_in_flight budgets' groups judge time_based heads.
 		e.changed(a)
 	}
 	a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+	if kindChange {
+		e.kindChanged(a)
+	}
 	a.cfg = cfg
 	e.changed(a)
 	if end := pauseEnd(cfg); end != a.pauseEnd {
@@ -199,7 +203,11 @@ func (e *Engine) applyTemplate(a *account) {
 	for _, s := range a.fam.subs {
 		cfg := subConfig(a, s.cfg.Key, s.cfg.CreatedAt)
 		cfg.UpdatedAt = e.nowMs()
+		was := s.pool.Kind()
 		s.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+		if s.pool.Kind() != was {
+			e.kindChanged(s)
+		}
 		s.cfg = cfg
 		e.changed(s)
 		if s.bound == 0 && !e.releaseSub(s) {
@@ -329,7 +337,7 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 		st.SubBudgets = int64(len(a.fam.subs))
 	}
 	var oldest int64 = -1
-	for g := range a.served {
+	for g := range a.servedGroups() {
 		n, front := e.refusedIn(a, g)
 		st.Parked += int64(n)
 		if front.ok() {

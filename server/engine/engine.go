@@ -31,7 +31,10 @@
 // binding signature (see group), and a budget pays a prefix of each group,
 // so every decision reads the first member of a few groups, whatever the
 // length of the lines: jobs of unserved queues are in groups their budgets
-// do not see, and cost nothing.
+// do not see, and cost nothing. A family's groups of one queue and cost
+// form one collection (collection.go), one entry among the queue's
+// candidates, so a change of the family costs O(log groups), whatever the
+// number of its live sub-budgets.
 //
 // # Time
 //
@@ -471,6 +474,9 @@ func (e *Engine) refreshCandidates() {
 		for g := range a.served {
 			e.markGroup(g)
 		}
+		for _, c := range a.colls {
+			e.recomputeColl(c)
+		}
 	}
 	e.changedAccounts = e.changedAccounts[:0]
 	for len(e.dirtyGroups) > 0 {
@@ -490,12 +496,13 @@ func (e *Engine) releaseIdleReservations() bool {
 	var release []*account
 	for _, q := range e.touchedQueues() {
 		best := q.best()
-		for a := range q.heads {
+		for a := range q.looseHeads {
 			h := a.head
 			if h.idx != best.idx && e.affordBound(a.headGroup).admits(h.k()) {
 				release = append(release, a)
 			}
 		}
+		release = e.idleHeads(q, best, release)
 	}
 	for _, a := range release {
 		e.clearHead(a)

@@ -10,13 +10,19 @@ import "sort"
 // so does the group's whole signature. A group's earliest affordable job is
 // therefore its first member or nothing, and no decision ever has to step
 // over a job that cannot go.
+//
+// A group that binds a family is collected (collection.go): its cand is
+// then its partial candidate, the first member when every budget but the
+// family pays it, and it is not itself in q.cands.
 type group struct {
-	q     *queue
-	sig   *signature // nil: the queue's jobs without budgets
-	set   jobSet
-	cand  item // the first member when it is affordable, else none
-	hidx  int  // index in q.cands, -1 when absent
-	dirty bool
+	candEntry // cand: the first member when it is affordable, else none
+	q         *queue
+	sig       *signature // nil: the queue's jobs without budgets
+	set       jobSet
+	coll      *collection // nil: not collected
+	first     item        // collected: its first member as its collection knows it
+	last      item        // collected: its last member, likewise
+	dirty     bool
 }
 
 // binds returns the group's bindings, in canonical order.
@@ -45,22 +51,26 @@ func sortedBinds(binds []bind) []bind {
 
 // queue holds the waiting jobs of one queue (in groups) and its takers.
 type queue struct {
-	name    string
-	idx     uint32 // index in Engine.queueList
-	groups  map[*signature]*group
-	cands   groupHeap // groups with a candidate, earliest first
-	served  int       // connected takers of this queue alone
-	roomy   takerList // those of them with room, in room order
-	counts  [numStates]int64
-	heads   map[*account]struct{} // budgets whose head is a job of this queue
-	qidx    int                   // index in Engine.hot, -1 when absent
-	touched bool                  // a group was recomputed since the last reservation check
+	name   string
+	idx    uint32 // index in Engine.queueList
+	groups map[*signature]*group
+	cands  groupHeap // groups and collections with a candidate, earliest first
+	served int       // connected takers of this queue alone
+	roomy  takerList // those of them with room, in room order
+	counts [numStates]int64
+	heads  map[*account]struct{} // budgets whose head is a job of this queue
+	// looseHeads holds those of them that are not filed in a collection
+	// (placeHead).
+	looseHeads map[*account]struct{}
+	colls      []*collection // the collections of its groups
+	qidx       int           // index in Engine.hot, -1 when absent
+	touched    bool          // a group was recomputed since the last reservation check
 }
 
 func (e *Engine) queue(name string) *queue {
 	q := e.queues[name]
 	if q == nil {
-		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, qidx: -1}
+		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, looseHeads: map[*account]struct{}{}, qidx: -1}
 		e.queues[name] = q
 		e.queueList = append(e.queueList, q)
 	}
@@ -85,7 +95,7 @@ func (e *Engine) groupOf(r *jobRec) *group {
 	if g := q.groups[sig]; g != nil {
 		return g
 	}
-	g := &group{q: q, sig: sig, set: newJobSet(), hidx: -1, cand: none}
+	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, set: newJobSet(), first: none}
 	q.groups[sig] = g
 	if e.served(q) {
 		e.attach(g)
@@ -94,9 +104,14 @@ func (e *Engine) groupOf(r *jobRec) *group {
 }
 
 // attach makes a group of a served queue known to its budgets.
+// A collected group is known to its family through its collection.
 func (e *Engine) attach(g *group) {
+	e.collect(g)
+	e.countCoBudgets(g, +1)
 	for _, b := range g.binds() {
-		b.a.served[g] = struct{}{}
+		if g.coll == nil || b.a != g.coll.a {
+			b.a.served[g] = struct{}{}
+		}
 		e.changed(b.a)
 	}
 	e.markGroup(g)
@@ -109,7 +124,11 @@ func (e *Engine) detachGroup(g *group) {
 		delete(b.a.served, g)
 		e.changed(b.a)
 	}
+	e.countCoBudgets(g, -1)
 	e.setCandidate(g, none)
+	if g.coll != nil {
+		e.uncollect(g)
+	}
 }
 
 // join makes a job waiting: a member of its group.
@@ -119,6 +138,7 @@ func (e *Engine) join(j ref) {
 	r.aux = -1
 	g := e.groupOf(r)
 	g.set.insert(itemAt(e.keyOf(j), j.idx))
+	e.edgesChanged(g)
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
 		b.a.waitN++
@@ -143,6 +163,12 @@ func (e *Engine) leave(j ref) {
 		}
 	}
 	g.set.remove(e.keyOf(j))
+	e.edgesChanged(g)
+	if g.coll != nil && g.cand.idx == j.idx {
+		// At once: the job may join another group of the collection
+		// before this one is recomputed, and its key is the same there.
+		e.setPart(g, none)
+	}
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
 		b.a.waitN--
@@ -184,6 +210,19 @@ func (e *Engine) affordBound(g *group) bound {
 	return b
 }
 
+// partBound is the prefix of the group that every one of its budgets but
+// its collection's family pays now (affordBound, for a group outside
+// collections).
+func (e *Engine) partBound(g *group) bound {
+	b := admitAll
+	for _, s := range g.binds() {
+		if g.coll == nil || s.a != g.coll.a {
+			b = b.tighter(e.payBound(s.a, s.cost, g))
+		}
+	}
+	return b
+}
+
 // recompute sets the group's candidate: its first member when affordable.
 func (e *Engine) recompute(g *group) {
 	g.dirty = false
@@ -194,15 +233,22 @@ func (e *Engine) recompute(g *group) {
 		return
 	}
 	m := g.set.min()
-	if !e.affordBound(g).admits(m.k()) {
+	if !e.partBound(g).admits(m.k()) {
 		m = none
 	}
 	e.setCandidate(g, m)
+	if g.coll != nil {
+		e.replaceHeads(g)
+	}
 }
 
 // setCandidate records a group's candidate and keeps the queue's and the
 // engine's heaps of candidates in order.
 func (e *Engine) setCandidate(g *group, c item) {
+	if g.coll != nil {
+		e.setPart(g, c)
+		return
+	}
 	if !c.ok() && g.hidx < 0 {
 		return
 	}
@@ -211,11 +257,11 @@ func (e *Engine) setCandidate(g *group, c item) {
 	g.cand = c
 	switch {
 	case !c.ok():
-		q.cands.remove(g)
+		q.cands.remove(&g.candEntry)
 	case g.hidx < 0:
-		q.cands.push(g)
+		q.cands.push(&g.candEntry)
 	default:
-		q.cands.fix(g)
+		q.cands.fix(&g.candEntry)
 	}
 	e.touch(q)
 	e.hotChanged(q)

@@ -2,20 +2,21 @@ package engine
 
 import "github.com/zizq/zizq/server/jobid"
 
-// groupHeap orders the groups of a queue that have a candidate by it.
-type groupHeap struct{ items []*group }
+// groupHeap orders the candidate entries of a queue (groups and
+// collections) that have a candidate by it.
+type groupHeap struct{ items []*candEntry }
 
 func (h *groupHeap) less(a, b int) bool { return h.items[a].cand.k().less(h.items[b].cand.k()) }
 func (h *groupHeap) swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
 	h.items[a].hidx, h.items[b].hidx = a, b
 }
-func (h *groupHeap) push(g *group) {
+func (h *groupHeap) push(g *candEntry) {
 	g.hidx = len(h.items)
 	h.items = append(h.items, g)
 	up(h, g.hidx)
 }
-func (h *groupHeap) remove(g *group) {
+func (h *groupHeap) remove(g *candEntry) {
 	i := g.hidx
 	last := len(h.items) - 1
 	h.swap(i, last)
@@ -26,8 +27,8 @@ func (h *groupHeap) remove(g *group) {
 		fix(h, i)
 	}
 }
-func (h *groupHeap) fix(g *group) { fix(h, g.hidx) }
-func (h *groupHeap) len() int     { return len(h.items) }
+func (h *groupHeap) fix(g *candEntry) { fix(h, g.hidx) }
+func (h *groupHeap) len() int         { return len(h.items) }
 
 // queueHeap orders the queues that have an affordable job by their earliest.
 type queueHeap struct{ items []*queue }

@@ -43,7 +43,7 @@ func (e *Engine) groupPaused(g *group) bool {
 // budget sharing a group with it must be looked at again.
 func (e *Engine) pauseChanged(a *account) {
 	e.changed(a)
-	for g := range a.served {
+	for g := range a.servedGroups() {
 		for _, b := range g.binds() {
 			e.checkHead(b.a)
 		}

@@ -126,7 +126,7 @@ func (e *Engine) affordable(j waitingJob) bool {
 // ahead counts the jobs of a's line before j, and what they cost a.
 func (e *Engine) ahead(a *account, j waitingJob) (n, cost int64) {
 	before := bound{kind: boundAt, k: j.k}
-	for g := range a.served {
+	for g := range a.servedGroups() {
 		pb, wb := e.lineBounds(a, g)
 		c := g.costOf(a)
 		if k := wb.tighter(before).count(g.set) - pb.tighter(before).count(g.set); k > 0 {

@@ -1,0 +1,266 @@
+package engine
+
+// Collections keep a family's many groups from costing every decision.
+//
+// A family with thousands of live sub-budgets binds thousands of groups of
+// a queue, and every dispatch or release changes the family's pool. Were
+// each such change to recompute every one of those groups, a decision would
+// cost O(groups). Instead the groups of one queue that bind one family at
+// one cost form a collection, which is ONE entry of the queue's heap of
+// candidates. Each member keeps its partial candidate: its first member
+// when every budget but the family pays it. The family pays a prefix of the
+// one order, the same for every member (they cost it the same), except that
+// its head is never held back by its own reservation; so the collection's
+// earliest partial candidate is the earliest job of the collection that
+// every budget pays, when the family pays it, and no job of the collection
+// is affordable when the family does not. A change of the family costs one
+// look at the collection's minimum, not a pass over its groups.
+//
+// The collection also keeps the first and last members of its groups, in
+// the one order, for choosing the family's head and its refill moment.
+type collection struct {
+	candEntry
+	a      *account // the family
+	q      *queue
+	cost   int64 // what each of its groups' jobs costs the family
+	groups map[*group]struct{}
+	parts  jobSet // the partial candidates of its groups
+	firsts jobSet // the first members of its groups
+	lasts  jobSet // the last members of its groups (a time_based family's refillAt)
+	heads  bptree[headEntry]
+}
+
+// candEntry is an entry of a queue's heap of candidates: a group outside
+// collections, or a collection.
+type candEntry struct {
+	cand item // the earliest affordable job of the entry, else none
+	hidx int  // index in q.cands, -1 when absent
+}
+
+type collKey struct {
+	q    *queue
+	cost int64
+}
+
+// collectorOf returns the family binding by which a group is collected.
+func collectorOf(g *group) (bind, bool) {
+	for _, b := range g.binds() {
+		if b.a.fam != nil {
+			return b, true
+		}
+	}
+	return bind{}, false
+}
+
+// collect puts a group that is being attached into its family's collection
+// of its queue and cost, if it binds a family; it reports whether it did.
+func (e *Engine) collect(g *group) bool {
+	b, ok := collectorOf(g)
+	if !ok {
+		return false
+	}
+	a := b.a
+	if a.colls == nil {
+		a.colls = map[collKey]*collection{}
+	}
+	k := collKey{q: g.q, cost: b.cost}
+	c := a.colls[k]
+	if c == nil {
+		c = &collection{candEntry: candEntry{cand: none, hidx: -1}, a: a, q: g.q, cost: b.cost,
+			groups: map[*group]struct{}{}, parts: newJobSet(), firsts: newJobSet(), lasts: newJobSet()}
+		a.colls[k] = c
+		g.q.colls = append(g.q.colls, c)
+	}
+	c.groups[g] = struct{}{}
+	g.coll = c
+	g.first, g.last = none, none
+	e.edgesChanged(g)
+	return true
+}
+
+// uncollect takes a detached group (no candidate any more) out of its
+// collection, dropping the collection when it is empty.
+func (e *Engine) uncollect(g *group) {
+	c := g.coll
+	if g.first.ok() {
+		c.firsts.remove(g.first.k())
+		c.lasts.remove(g.last.k())
+		g.first, g.last = none, none
+	}
+	delete(c.groups, g)
+	g.coll = nil
+	if len(c.groups) > 0 {
+		return
+	}
+	c.parts.t = nil
+	e.recomputeColl(c) // leaves the queue's heap
+	delete(c.a.colls, collKey{q: c.q, cost: c.cost})
+	q := c.q
+	for i, x := range q.colls {
+		if x == c {
+			q.colls = append(q.colls[:i], q.colls[i+1:]...)
+			break
+		}
+	}
+}
+
+// edgesChanged keeps a collected group's first and last members in its
+// collection.
+func (e *Engine) edgesChanged(g *group) {
+	if g.coll == nil {
+		return
+	}
+	if m := g.set.min(); m != g.first {
+		if g.first.ok() {
+			g.coll.firsts.remove(g.first.k())
+		}
+		if m.ok() {
+			g.coll.firsts.insert(m)
+		}
+		g.first = m
+	}
+	if m := g.set.max(); m != g.last {
+		if g.last.ok() {
+			g.coll.lasts.remove(g.last.k())
+		}
+		if m.ok() {
+			g.coll.lasts.insert(m)
+		}
+		g.last = m
+	}
+}
+
+// setPart records a collected group's partial candidate.
+func (e *Engine) setPart(g *group, c item) {
+	col := g.coll
+	if g.cand != c {
+		if g.cand.ok() {
+			col.parts.remove(g.cand.k())
+		}
+		if c.ok() {
+			col.parts.insert(c)
+		}
+		g.cand = c
+	}
+	e.recomputeColl(col)
+}
+
+// recomputeColl sets a collection's candidate: its earliest partial
+// candidate when the family pays it.
+func (e *Engine) recomputeColl(c *collection) {
+	m := none
+	if c.parts.t != nil {
+		m = c.parts.min()
+	}
+	if m.ok() && !e.familyAdmits(c, m) {
+		m = none
+	}
+	if !m.ok() && c.hidx < 0 {
+		c.cand = none
+		return
+	}
+	q := c.q
+	c.cand = m
+	switch {
+	case !m.ok():
+		q.cands.remove(&c.candEntry)
+	case c.hidx < 0:
+		q.cands.push(&c.candEntry)
+	default:
+		q.cands.fix(&c.candEntry)
+	}
+	e.touch(q)
+	e.hotChanged(q)
+}
+
+// familyAdmits reports whether the collection's family pays m, one of its
+// jobs (payBound, for m's own group).
+func (e *Engine) familyAdmits(c *collection, m item) bool {
+	var g *group // only whether m's group holds the family's head matters
+	if m.idx == c.a.head.idx {
+		g = c.a.headGroup
+	}
+	return e.payBound(c.a, c.cost, g).admits(m.k())
+}
+
+// groupOfItem returns the group of a waiting job.
+func (e *Engine) groupOfItem(m item) *group {
+	r := e.rec(m.idx)
+	return e.queueList[r.q].groups[e.sigOf(r)]
+}
+
+// headEntry is a budget's head in its collection's heads.
+type headEntry struct {
+	it item
+	a  *account
+}
+
+func (h headEntry) less(o headEntry) bool {
+	if h.it.k() != o.it.k() {
+		return h.it.less(o.it)
+	}
+	return h.a.cfg.Key < o.a.cfg.Key
+}
+
+// placeHead files a budget's new head where releaseIdleReservations looks
+// for affordable heads: in its queue's loose heads, or, for a budget other
+// than the family whose head is in a collected group, in the collection's
+// heads while every budget but the family pays it (recompute keeps that
+// up to date, as the group's budgets change).
+func (e *Engine) placeHead(a *account) {
+	g := a.headGroup
+	c := g.coll
+	if c == nil || c.a == a {
+		g.q.looseHeads[a] = struct{}{}
+		return
+	}
+	in := e.partBound(g).admits(a.head.k())
+	if in == (a.headIn != nil) {
+		return
+	}
+	if in {
+		c.heads.set(headEntry{it: a.head, a: a})
+		a.headIn = c
+	} else {
+		e.unplaceHead(a)
+	}
+}
+
+// unplaceHead takes a budget's head out of where placeHead filed it.
+func (e *Engine) unplaceHead(a *account) {
+	delete(a.headGroup.q.looseHeads, a)
+	if a.headIn != nil {
+		a.headIn.heads.delete(headEntry{it: a.head, a: a})
+		a.headIn = nil
+	}
+}
+
+// replaceHeads refiles the heads of the other budgets in a collected group
+// after its partial candidate was recomputed.
+func (e *Engine) replaceHeads(g *group) {
+	for _, b := range g.binds() {
+		if b.a != g.coll.a && b.a.headGroup == g {
+			e.placeHead(b.a)
+		}
+	}
+}
+
+// idleHeads appends the heads filed in the queue's collections that every
+// budget pays and that are not best, the queue's earliest affordable job.
+// The family pays a prefix of the one order, so the walk stops at the
+// first head it refuses.
+func (e *Engine) idleHeads(q *queue, best item, out []*account) []*account {
+	for _, c := range q.colls {
+		c.heads.ascend(0, func(h headEntry) bool {
+			e.work++
+			if !e.familyAdmits(c, h.it) {
+				return false
+			}
+			if h.it.idx != best.idx && e.affordBound(h.a.headGroup).admits(h.it.k()) {
+				out = append(out, h.a)
+			}
+			return true
+		})
+	}
+	return out
+}
