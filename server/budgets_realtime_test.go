@@ -61,6 +61,11 @@ func budNewFleet(t *testing.T, tb *testBundle) *budFleet {
 // worker opens a take stream with the query and serves it with handle.
 func (f *budFleet) worker(query string, handle func(budFrame)) int {
 	ts := f.tb.take(f.t, query)
+	// The stream's own cleanup (registered by take) closes it, which
+	// requeues what it holds: the fleet must count as stopped before that,
+	// or an ack still on its way at the end of a test reports a 404.
+	// Cleanups run last first, so this one runs before the stream's.
+	f.t.Cleanup(func() { f.stopped.Store(true) })
 	n := len(f.streams)
 	f.streams = append(f.streams, ts)
 	f.wg.Add(1)
