@@ -15,6 +15,8 @@ type payloadCache struct {
 	order []orderEntry // insertion order; entries of payloads since taken, evicted or replaced are skipped
 	head  int
 	seq   uint64
+	// compactions counts the entries compact has examined (its cost).
+	compactions int
 }
 
 type cachedPayload struct {
@@ -95,12 +97,17 @@ func (c *payloadCache) dropLocked(id string) {
 	}
 }
 
-// compact drops the order's skipped entries once they outnumber the live
-// ones.
+// compact drops the order's consumed prefix once it is half the order,
+// and its skipped entries once they outnumber the live ones. Both bounds
+// grow with the order, so a full cache that evicts one entry per put pays
+// O(1) a put for this, not a pass over every live entry each 1,024 puts.
 func (c *payloadCache) compact() {
-	if c.head < 1024 && len(c.order)-c.head < 2*len(c.items)+1024 {
+	consumed := c.head >= 1024 && c.head >= len(c.order)/2
+	skipped := len(c.order)-c.head >= 2*len(c.items)+1024
+	if !consumed && !skipped {
 		return
 	}
+	c.compactions += len(c.order) - c.head
 	live := make([]orderEntry, 0, len(c.items))
 	for _, e := range c.order[c.head:] {
 		if c.live(e) {

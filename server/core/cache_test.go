@@ -85,3 +85,18 @@ func TestPayloadCache_ReplacedManyTimes(t *testing.T) {
 	require.False(t, okB, "b was the oldest")
 	require.LessOrEqual(t, c.size, int64(30))
 }
+
+// TestPayloadCache_FullCacheCompactsRarely: a cache at its bound evicts
+// one payload per put; compacting its order must cost O(1) a put, not a
+// pass over every live entry each thousand puts (it was a tenth of the
+// server's CPU while draining a backlog).
+func TestPayloadCache_FullCacheCompactsRarely(t *testing.T) {
+	t.Parallel()
+	const puts = 200_000
+	c := newPayloadCache(50_000 * 10) // about 50,000 payloads of 4 bytes and a 6-byte ID
+	for i := range puts {
+		c.put(fmt.Sprintf("%06d", i), []byte("1234"))
+	}
+	require.Greater(t, len(c.items), 40_000, "the cache is full")
+	require.Less(t, c.compactions, 4*puts, "entries examined by compaction")
+}
