@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 // liveColumns are a store.LiveJob's columns, in the order scanLive reads.
@@ -70,7 +71,7 @@ func loadLive(ctx context.Context, tx pgx.Tx, fn func(store.LiveJob) error) erro
 		return fmt.Errorf("load jobs: %w", wrapConn(err))
 	}
 	defer rows.Close()
-	binds := bindingsCache{}
+	binds := bindtext.Cache{}
 	names := map[string]string{} // queue and type names, shared by the jobs that have them
 	for rows.Next() {
 		j, err := scanLive(rows, binds, names)
@@ -88,7 +89,7 @@ func loadLive(ctx context.Context, tx pgx.Tx, fn func(store.LiveJob) error) erro
 }
 
 // scanLive reads a row of liveColumns.
-func scanLive(rows pgx.Rows, binds bindingsCache, names map[string]string) (store.LiveJob, error) {
+func scanLive(rows pgx.Rows, binds bindtext.Cache, names map[string]string) (store.LiveJob, error) {
 	var (
 		j                                   store.LiveJob
 		queue, typ                          []byte
@@ -110,7 +111,7 @@ func scanLive(rows pgx.Rows, binds bindingsCache, names map[string]string) (stor
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if budgets != nil {
-		if j.Budgets, err = binds.decode(*budgets); err != nil {
+		if j.Budgets, err = binds.Decode(*budgets); err != nil {
 			return j, fmt.Errorf("job %s: %w", j.ID, err)
 		}
 	}

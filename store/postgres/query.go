@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 const (
@@ -430,7 +431,7 @@ func scanJob(s pgx.Row) (store.Job, error) {
 		}
 	}
 	if budgets != nil {
-		if j.Budgets, err = decodeBindings(*budgets); err != nil {
+		if j.Budgets, err = bindtext.Decode(*budgets); err != nil {
 			return store.Job{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"github.com/jackc/pgx/v5"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 // The batched statements of a phase: each takes its ops' values as one
@@ -345,7 +346,7 @@ func bindingsCol(bs []store.Binding) *string {
 	if len(bs) == 0 {
 		return nil
 	}
-	s := encodeBindings(bs)
+	s := bindtext.Encode(bs)
 	return &s
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 // liveColumns are a store.LiveJob in one text column. Every column of a
@@ -196,7 +197,7 @@ func scanLiveRows(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error,
 	defer rows.Close()
 	var (
 		text  string
-		binds = bindingsCache{}
+		binds = bindtext.Cache{}
 	)
 	for rows.Next() {
 		if err := rows.Scan(&text); err != nil {
@@ -345,35 +346,13 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 	return jobs, nil
 }
 
-// bindingsCache holds the bindings decoded from each JSON text met so far:
-// a backlog binds most of its jobs alike, and decoding the same text again
-// would cost more than the rest of the row. The jobs of one text share its
-// slice, which nobody changes.
-type bindingsCache map[string][]store.Binding
-
-const bindingsCacheMax = 4096
-
-func (c bindingsCache) decode(text string) ([]store.Binding, error) {
-	if b, ok := c[text]; ok {
-		return b, nil
-	}
-	b, err := decodeBindings(text)
-	if err != nil {
-		return nil, err
-	}
-	if len(c) < bindingsCacheMax {
-		c[strings.Clone(text)] = b // the key would hold the whole row
-	}
-	return b, nil
-}
-
 // jobIDLen is the length of every job ID (api.JobIDLen; the store imports
 // no wire package).
 const jobIDLen = 25
 
 // parseLive reads the text of liveColumns; id, queue and type share its
 // memory.
-func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
+func parseLive(text string, binds bindtext.Cache) (store.LiveJob, error) {
 	var j store.LiveJob
 	if len(text) < jobIDLen {
 		return j, fmt.Errorf("live row %q: too short", text)
@@ -417,7 +396,7 @@ func parseLive(text string, binds bindingsCache) (store.LiveJob, error) {
 	}
 	if budgets != "" {
 		var err error
-		if j.Budgets, err = binds.decode(budgets); err != nil {
+		if j.Budgets, err = binds.Decode(budgets); err != nil {
 			return j, fmt.Errorf("job %s: %w", j.ID, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 const (
@@ -489,7 +490,7 @@ func scanJob(s scanner) (store.Job, error) {
 		j.UniqueKey, j.UniqueWhile = *uniqueKey, store.UniqueWhile(deref(uniqueWhile))
 	}
 	if budgets != nil {
-		if j.Budgets, err = decodeBindings(*budgets); err != nil {
+		if j.Budgets, err = bindtext.Decode(*budgets); err != nil {
 			return store.Job{}, err
 		}
 	}

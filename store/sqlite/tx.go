@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/bindtext"
 )
 
 // rowColumns are the columns of jobs, in the order rowArgs uses.
@@ -423,5 +424,5 @@ func bindingsArg(bs []store.Binding) any {
 	if len(bs) == 0 {
 		return nil
 	}
-	return encodeBindings(bs)
+	return bindtext.Encode(bs)
 }

@@ -1,4 +1,7 @@
-package sqlite
+// Package bindtext is the one stored text form of a job's budget bindings,
+// [{"key":…,"cost":…},…], which both stores keep (SQL filters on it with
+// json_each or json_array_elements, and a backup copies it as it is).
+package bindtext
 
 import (
 	"fmt"
@@ -11,11 +14,9 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// A job's bindings are stored as JSON, [{"key":…,"cost":…},…], so that SQL
-// can filter on them (json_each, Filter.BudgetKeys). Load reads one for
-// most jobs of a backlog, so decodeBindings reads the form encodeBindings
-// writes by hand, and hands anything else (escaped keys, older rows) to
-// the JSON decoder.
+// A Load reads one text for most jobs of a backlog, so Decode reads the
+// form Encode writes by hand, and hands anything else (escaped keys, older
+// rows) to the JSON decoder.
 
 // binding is the stored JSON form of a Binding.
 type binding struct {
@@ -23,7 +24,8 @@ type binding struct {
 	Cost int64  `json:"cost"`
 }
 
-func encodeBindings(bs []store.Binding) string {
+// Encode returns bindings' stored text.
+func Encode(bs []store.Binding) string {
 	out := make([]binding, len(bs))
 	for i, b := range bs {
 		out[i] = binding(b)
@@ -34,8 +36,9 @@ func encodeBindings(bs []store.Binding) string {
 	return string(buf)
 }
 
-func decodeBindings(s string) ([]store.Binding, error) {
-	if bs, ok := parseBindings(s); ok {
+// Decode reads a stored text.
+func Decode(s string) ([]store.Binding, error) {
+	if bs, ok := parseFast(s); ok {
 		return bs, nil
 	}
 	var in []binding
@@ -52,9 +55,9 @@ func decodeBindings(s string) ([]store.Binding, error) {
 	return out, nil
 }
 
-// parseBindings reads s if it is exactly in encodeBindings' form with no
+// parseBindings reads s if it is exactly in Encode' form with no
 // escape in a key; ok is false otherwise. Keys are substrings of s.
-func parseBindings(s string) (bs []store.Binding, ok bool) {
+func parseFast(s string) (bs []store.Binding, ok bool) {
 	const keyOpen, costOpen = `{"key":"`, `","cost":`
 	rest, found := strings.CutPrefix(s, "[")
 	if !found {
@@ -99,4 +102,27 @@ func plainKey(k string) bool {
 		}
 	}
 	return utf8.ValidString(k)
+}
+
+// Cache holds the bindings decoded from each text met so far, for a
+// store's Load: a backlog binds most of its jobs alike, and decoding the
+// same text again would cost more than the rest of the row. The jobs of
+// one text share its slice, which nobody changes.
+type Cache map[string][]store.Binding
+
+const cacheMax = 4096
+
+// Decode reads text through the cache.
+func (c Cache) Decode(text string) ([]store.Binding, error) {
+	if b, ok := c[text]; ok {
+		return b, nil
+	}
+	b, err := Decode(text)
+	if err != nil {
+		return nil, err
+	}
+	if len(c) < cacheMax {
+		c[strings.Clone(text)] = b // the text may be a slice of a whole row
+	}
+	return b, nil
 }

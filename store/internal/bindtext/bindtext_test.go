@@ -1,4 +1,4 @@
-package sqlite
+package bindtext
 
 import (
 	"testing"
@@ -28,9 +28,9 @@ func TestDecodeBindings(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, fast := parseBindings(tc.in)
+			_, fast := parseFast(tc.in)
 			require.Equal(t, tc.fast, fast)
-			got, err := decodeBindings(tc.in)
+			got, err := Decode(tc.in)
 			if tc.want == nil && name != "Empty" {
 				require.Error(t, err)
 				return
@@ -49,13 +49,13 @@ func FuzzBindings(f *testing.F) {
 	f.Add(`a"b\c`, int64(-1), "é<&>,}{", int64(0), `[{"key":"a","cost":01}]`)
 	f.Fuzz(func(t *testing.T, k1 string, c1 int64, k2 string, c2 int64, raw string) {
 		bs := []store.Binding{{Key: k1, Cost: c1}, {Key: k2, Cost: c2}}
-		got, err := decodeBindings(encodeBindings(bs))
+		got, err := Decode(Encode(bs))
 		require.NoError(t, err, "invalid UTF-8 becomes U+FFFD: encoding never fails")
 		if utf8.ValidString(k1) && utf8.ValidString(k2) {
 			require.Equal(t, bs, got)
 		}
 
-		if fast, ok := parseBindings(raw); ok {
+		if fast, ok := parseFast(raw); ok {
 			var in []binding
 			require.NoError(t, jsonv2.Unmarshal([]byte(raw), &in), "%q", raw)
 			require.Len(t, fast, len(in))
