@@ -64,6 +64,11 @@ type Store interface {
 	// is one round trip per call, for any number of IDs (the engine asks
 	// for the payloads of a batch of dispatched jobs this way).
 	GetJobs(ctx context.Context, ids []string) ([]Job, error)
+	// Payloads returns what a dispatch reads back of the jobs of ids: each
+	// one's payload and failed_at, in any order; IDs of no job are
+	// skipped. It is one round trip per call, like GetJobs, and reads
+	// nothing else of the row.
+	Payloads(ctx context.Context, ids []string) ([]JobPayload, error)
 	// GetError returns one error record, or ErrNotFound.
 	GetError(ctx context.Context, jobID string, attempt uint32) (ErrorRecord, error)
 	// Budgets returns every budget configuration, sorted by key.
@@ -128,6 +133,14 @@ type UniqueJob struct {
 	// Holds reports whether the job is its key's holder: at most one job
 	// per key is (see InsertJob, HoldUniqueKey and ReleaseUniqueKey).
 	Holds bool
+}
+
+// JobPayload is what a dispatch reads back of a job: the engine holds
+// neither its payload nor, for a job restored at start, its last failure.
+type JobPayload struct {
+	ID       string
+	Payload  []byte // nil when empty
+	FailedAt int64
 }
 
 // LiveJob is what the engine needs of a live job: no payload, and none of

@@ -639,7 +639,7 @@ func (c *detailCache) fill(ctx context.Context, s *Service, jobs []*store.Job) {
 	if len(missing) == 0 {
 		return
 	}
-	rows, err := s.store.GetJobs(ctx, missing)
+	rows, err := s.store.Payloads(ctx, missing)
 	if err != nil {
 		s.log.Warn("event stream: read payloads", "err", err)
 		return

@@ -44,11 +44,11 @@ func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) 
 	if len(missing) == 0 {
 		return buf, nil
 	}
-	rows, err := t.s.store.GetJobs(ctx, missing)
+	rows, err := t.s.store.Payloads(ctx, missing)
 	if err != nil {
 		return buf[:start], translate(err)
 	}
-	stored := make(map[string]store.Job, len(rows))
+	stored := make(map[string]store.JobPayload, len(rows))
 	for _, r := range rows {
 		stored[r.ID] = r
 	}

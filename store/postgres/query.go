@@ -81,6 +81,44 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 	return jobs, nil
 }
 
+// Payloads returns the payload and failed_at of the jobs of ids, in any
+// order; IDs of no job are skipped. One query per 1000 IDs.
+func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	out := make([]store.JobPayload, 0, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(idChunk, len(ids))]
+		ids = ids[len(batch):]
+		var err error
+		if out, err = queryPayloads(ctx, db.pool, out, batch); err != nil {
+			return nil, fmt.Errorf("read payloads: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func queryPayloads(ctx context.Context, q querier, out []store.JobPayload, ids []string) ([]store.JobPayload, error) {
+	rows, err := q.Query(ctx, `SELECT id, failed_at, payload FROM jobs WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return out, wrapConn(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p store.JobPayload
+		if err := rows.Scan(&p.ID, &p.FailedAt, &p.Payload); err != nil {
+			return out, err
+		}
+		if len(p.Payload) == 0 {
+			p.Payload = nil
+		}
+		out = append(out, p)
+	}
+	return out, wrapConn(rows.Err())
+}
+
 // ListJobs returns up to limit jobs matching f, by ID in order, after the
 // exclusive cursor from. more reports whether at least one more matching
 // job follows the page.

@@ -212,3 +212,41 @@ func BenchmarkGetJobs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrain drains a backlog of b.N jobs through the store as take
+// streams with batched acks do: each group of 100 is read back (payloads),
+// marked in flight (not waited), then deleted (waited). The backlog is
+// filled before the timer starts.
+func BenchmarkDrain(b *testing.B) {
+	const group = 100
+	t := setup(b)
+	fillInto(b, t, b.N, 1)
+	b.ResetTimer()
+	start := time.Now()
+	var last store.Pending
+	for first := 0; first < b.N; first += group {
+		ids := make([]string, 0, group)
+		marks := make([]store.Op, 0, group)
+		dels := make([]store.Op, 0, group)
+		for i := first; i < min(b.N, first+group); i++ {
+			id := benchJob(int64(i)).ID
+			ids = append(ids, id)
+			marks = append(marks, store.SetStatus(id, store.InFlight, 1))
+			dels = append(dels, store.DeleteJob(id))
+		}
+		if _, err := t.db.Payloads(t.ctx, ids); err != nil {
+			b.Fatal(err)
+		}
+		t.db.Append(marks...)
+		if last != nil {
+			if err := last.Wait(t.ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		last = t.db.Append(dels...)
+	}
+	if err := last.Wait(t.ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+}

@@ -101,6 +101,7 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //     the insert would have failed the transaction. The insert of a job
 //     with a unique key stays: it takes the key from its previous holder,
 //     which the delete does not give back.
+//
 //   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets,
 //     CloseBatch) after an InsertJob or PutJob of the same ID, with nothing
 //     between them that removes the row, is folded into a copy of that op:
@@ -109,6 +110,11 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //     InsertJob (a PutJob does not write the payload). The groups' own ops
 //     are never changed, so a retry of each group on its own sees them as
 //     appended.
+//
+//   - A partial update or error record of a job whose DeleteJob follows
+//     in the same transaction is dropped: the delete removes what it
+//     wrote. This is the common case of a busy server, where a job's
+//     in-flight mark and its acknowledgement meet in one commit.
 //
 // DeleteEverything and RecoverInFlight touch every row, so nothing is
 // coalesced across them. Ops before and after them are still coalesced.
@@ -131,6 +137,9 @@ func coalesce(groups []*group) []op {
 	// open: job ID -> indices in out of its InsertJob and of every later
 	// op on the same ID, while no DeleteJob has closed the insert.
 	open := make(map[string][]int)
+	// doomed: job ID -> indices in out of its partial updates and error
+	// records, which a later DeleteJob of the job drops.
+	doomed := make(map[string][]int)
 
 	for _, g := range groups {
 		for _, o := range g.ops {
@@ -158,6 +167,7 @@ func coalesce(groups []*group) []op {
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}
+				doomed[o.id] = append(doomed[o.id], k)
 			case opSetPayload:
 				if r, ok := rows[o.id]; ok && out[r].kind == opInsertJob {
 					out[r].src = fold(out[r].src, o.src)
@@ -166,12 +176,22 @@ func coalesce(groups []*group) []op {
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}
-			case opAddError, opUniqueHolder:
+				doomed[o.id] = append(doomed[o.id], k)
+			case opAddError:
+				if idx, ok := open[o.id]; ok {
+					open[o.id] = append(idx, k)
+				}
+				doomed[o.id] = append(doomed[o.id], k)
+			case opUniqueHolder:
 				if idx, ok := open[o.id]; ok {
 					open[o.id] = append(idx, k)
 				}
 			case opDeleteJob:
 				delete(rows, o.id)
+				for _, i := range doomed[o.id] {
+					out[i].kind = opNone
+				}
+				delete(doomed, o.id)
 				if idx, ok := open[o.id]; ok {
 					delete(open, o.id)
 					out[idx[0]].kind = opProbeNew
@@ -183,6 +203,7 @@ func coalesce(groups []*group) []op {
 			case opDeleteEverything, opRecoverInFlight:
 				clear(rows)
 				clear(open)
+				clear(doomed)
 			}
 			out = append(out, o)
 		}

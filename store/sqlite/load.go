@@ -346,6 +346,45 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 	return jobs, nil
 }
 
+// Payloads returns the payload and failed_at of the jobs of ids, in any
+// order; IDs of no job are skipped. One query per getJobsChunk IDs, which
+// reads three columns a job (each column read is a call into SQLite).
+func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	out := make([]store.JobPayload, 0, len(ids))
+	for len(ids) > 0 {
+		batch := ids[:min(getJobsChunk, len(ids))]
+		ids = ids[len(batch):]
+		var err error
+		if out, err = db.queryPayloads(ctx, out, batch); err != nil {
+			return nil, fmt.Errorf("read payloads: %w", err)
+		}
+	}
+	return out, nil
+}
+
+func (db *DB) queryPayloads(ctx context.Context, out []store.JobPayload, ids []string) ([]store.JobPayload, error) {
+	arg, _ := json.Marshal(ids) // strings: cannot fail
+	rows, err := db.rdb.QueryContext(ctx, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
+		SELECT jobs.id, jobs.failed_at, p.payload FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id
+		LEFT JOIN job_payloads AS p ON p.id = jobs.id`, string(arg))
+	if err != nil {
+		return out, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var p store.JobPayload
+		if err := rows.Scan(&p.ID, &p.FailedAt, &p.Payload); err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
 // jobIDLen is the length of every job ID (api.JobIDLen; the store imports
 // no wire package).
 const jobIDLen = 25

@@ -57,6 +57,7 @@ type writer struct {
 	// Unique keys: the holder of a key lets it go, a job takes its own.
 	releaseKey, releaseKeyOf *sql.Stmt
 	holdKey, dropHolder      *sql.Stmt
+	runs                     runStmts
 }
 
 // prepare prepares the writer's statements and sets the initial commit mode.
@@ -113,7 +114,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.holdKey, `UPDATE jobs SET unique_holder = 1 WHERE id = ? AND unique_key IS NOT NULL`},
 		{&w.dropHolder, `UPDATE jobs SET unique_holder = NULL WHERE id = ?`},
 	}
-	for _, s := range append(stmts, w.cron.list()...) {
+	for _, s := range append(append(stmts, w.cron.list()...), w.runs.list()...) {
 		st, err := w.conn.PrepareContext(ctx, s.sql)
 		if err != nil {
 			return fmt.Errorf("prepare %q: %w", s.sql, err)
@@ -136,6 +137,11 @@ func (w *writer) close() error {
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
 		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
 		w.releaseKey, w.releaseKeyOf, w.holdKey, w.dropHolder} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+	for _, s := range w.runs.all() {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -188,10 +194,18 @@ func (db *DB) runTx(groups []*group) (err error) {
 			_, _ = w.conn.ExecContext(context.Background(), "ROLLBACK")
 		}
 	}()
-	for i := range ops {
+	for i := 0; i < len(ops); {
+		if n := runLength(ops[i:]); n > 0 {
+			if err := w.applyRun(ops[i : i+n]); err != nil {
+				return err
+			}
+			i += n
+			continue
+		}
 		if err := w.apply(&ops[i]); err != nil {
 			return err
 		}
+		i++
 	}
 	if full {
 		return errDiskFull

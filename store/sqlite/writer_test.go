@@ -197,7 +197,22 @@ func TestCoalesce(t *testing.T) {
 		},
 		"NotAcrossDeleteEverything": {
 			groups: groups([]store.Op{store.InsertJob(job(1)), store.DeleteEverything(), store.SetStatus(id(1), store.Ready, 0), store.DeleteJob(id(1))}),
-			want:   []opKind{opInsertJob, opDeleteEverything, opSetStatus, opDeleteJob},
+			want:   []opKind{opInsertJob, opDeleteEverything, opNone, opDeleteJob},
+		},
+		"UpdatesBeforeDeleteDropped": {
+			groups: groups([]store.Op{store.SetStatus(id(1), store.InFlight, 5), store.SetStatus(id(2), store.InFlight, 5)},
+				[]store.Op{store.AddError(store.ErrorRecord{JobID: id(1)}), store.SetPayload(id(1), nil), store.DeleteJob(id(1))}),
+			want: []opKind{opNone, opSetStatus, opNone, opNone, opDeleteJob},
+		},
+		"UpdateAfterDeleteKept": {
+			groups: groups([]store.Op{store.DeleteJob(id(1)), store.SetStatus(id(1), store.InFlight, 5)}),
+			want:   []opKind{opDeleteJob, opSetStatus},
+		},
+		"UpdateNotDroppedAcrossRecover": {
+			groups: append(groups([]store.Op{store.SetStatus(id(1), store.InFlight, 0)}),
+				&group{ops: []op{recoverInFlight(new(int64))}},
+				groups([]store.Op{store.DeleteJob(id(1))})[0]),
+			want: []opKind{opSetStatus, opRecoverInFlight, opDeleteJob},
 		},
 		"NotAcrossRecover": {
 			groups: append(groups([]store.Op{store.InsertJob(job(1))}),

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -149,6 +150,61 @@ func testReads(t *testing.T, newB func(testing.TB) *bundle) {
 					got = []store.Job{}
 				}
 				require.Equal(t, want, got, "whole jobs, payloads included; missing skipped")
+			})
+		}
+	})
+
+	t.Run("Payloads", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		const total = 2500 // more than one batch of any sensible size
+		var ops []store.Op
+		for n := range total {
+			ops = append(ops, store.InsertJob(with(n, func(j *store.Job) {
+				if n%3 == 0 {
+					j.Payload = nil
+				} else {
+					j.Payload = []byte(fmt.Sprintf(`{"n":%d}`, n))
+				}
+				if n%5 == 0 {
+					j.FailedAt = int64(1_000_000 + n)
+				}
+			})))
+		}
+		b.apply(t, ops...)
+
+		for name, tc := range map[string]struct {
+			ids  []string
+			want []int
+		}{
+			"None":       {nil, nil},
+			"One":        {ids(10), []int{10}},
+			"Empty":      {ids(9), []int{9}},
+			"Missing":    {[]string{id(total + 1), id(5), "nope"}, []int{5}},
+			"Duplicates": {ids(3, 3, 4), []int{3, 4}},
+			"Large":      {ids(upTo(total, 1)...), upTo(total, 1)},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				got, err := b.s.Payloads(b.ctx, tc.ids)
+				require.NoError(t, err)
+				slices.SortFunc(got, func(a, b store.JobPayload) int { return strings.Compare(a.ID, b.ID) })
+				want := []store.JobPayload{}
+				for _, n := range tc.want {
+					var p []byte
+					if n%3 != 0 {
+						p = []byte(fmt.Sprintf(`{"n":%d}`, n))
+					}
+					var failed int64
+					if n%5 == 0 {
+						failed = int64(1_000_000 + n)
+					}
+					want = append(want, store.JobPayload{ID: id(n), Payload: p, FailedAt: failed})
+				}
+				if len(got) == 0 {
+					got = []store.JobPayload{}
+				}
+				require.Equal(t, want, got, "payload (nil when empty) and failed_at; missing skipped")
 			})
 		}
 	})

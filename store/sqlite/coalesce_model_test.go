@@ -1,0 +1,149 @@
+package sqlite
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zizq/zizq/store"
+)
+
+// TestCommitGroups_MatchOneOpATransaction is the oracle test of group
+// commit: random ops on a few jobs, each its own group, committed in one
+// transaction (coalesced, runs applied by one statement each) must leave
+// the store exactly as committing them one transaction each does, where
+// neither coalescing nor runs can apply. Each group's error must match too.
+func TestCommitGroups_MatchOneOpATransaction(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(60) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		// One seed in ten inserts jobs that exist: the batch fails and
+		// each group is retried alone.
+		ops := randomOps(rng, 80, 8, seed%10 == 0)
+
+		// The jobs and an error record each exist before: an op on a row
+		// written in the same transaction is folded into that write,
+		// never part of a run.
+		var before []store.Op
+		for k := 1; k <= 8; k++ {
+			before = append(before, store.InsertJob(job(k)),
+				store.AddError(store.ErrorRecord{JobID: id(k), Attempt: 9, Message: "before"}))
+		}
+
+		oracle := setup(t)
+		oracle.apply(t, before...)
+		want := make([]string, len(ops))
+		for i, o := range ops {
+			want[i] = errText(oracle.db.Append(o).Wait(oracle.ctx))
+		}
+
+		gate := make(chan struct{})
+		grouped := reopenGated(t, before, gate)
+		ps := make([]store.Pending, len(ops))
+		for i, o := range ops {
+			ps[i] = grouped.db.Append(o)
+		}
+		close(gate)
+		got := make([]string, len(ops))
+		for i, p := range ps {
+			got[i] = errText(p.Wait(grouped.ctx))
+		}
+		require.Equal(t, want, got, "seed %d: each group's outcome", seed)
+		if seed%10 != 0 {
+			require.EqualValues(t, 1, grouped.db.txs.Load(), "seed %d: one transaction", seed)
+		}
+		require.Equal(t, contents(t, oracle), contents(t, grouped), "seed %d: the stored rows", seed)
+	}
+}
+
+// reopenGated returns a store holding before, committed, whose writer
+// starts when gate is closed.
+func reopenGated(t *testing.T, before []store.Op, gate chan struct{}) *testBundle {
+	b := setup(t)
+	b.apply(t, before...)
+	require.NoError(t, b.db.Close())
+	o := quiet()
+	o.startGate = gate
+	db, err := Open(b.ctx, b.dir, o)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, db.Close()) })
+	return &testBundle{db: db, dir: b.dir, ctx: b.ctx}
+}
+
+// randomOps returns n ops on jobs 1..ids, biased to long runs of marks and
+// deletes as take streams and batched acks append them. Unless dupes, a
+// job is inserted only when it does not exist, so that no op fails.
+func randomOps(rng *rand.Rand, n, ids int, dupes bool) []store.Op {
+	var ops []store.Op
+	exists := map[string]bool{}
+	for k := 1; k <= ids; k++ {
+		exists[id(k)] = true
+	}
+	for len(ops) < n {
+		k := 1 + rng.IntN(ids)
+		j := job(k)
+		j.Payload = []byte{byte(rng.IntN(3))}
+		switch rng.IntN(11) {
+		case 0, 1, 9:
+			if exists[j.ID] && !dupes {
+				continue
+			}
+			exists[j.ID] = true
+			ops = append(ops, store.InsertJob(j))
+		case 2:
+			ops = append(ops, store.PutJob(j))
+		case 3:
+			ops = append(ops, store.SetPayload(j.ID, j.Payload))
+		case 4:
+			ops = append(ops, store.AddError(store.ErrorRecord{JobID: j.ID, Attempt: uint32(rng.IntN(2)), Message: "x"}))
+		case 5:
+			ops = append(ops, store.Retry(j.ID, 2, 3, 4, store.Ready))
+		case 6, 7, 10: // a run of marks, all alike or not
+			alike, ms := rng.IntN(2) == 0, int64(rng.IntN(3))
+			for range 1 + rng.IntN(6) {
+				if !alike {
+					ms = int64(rng.IntN(3))
+				}
+				ops = append(ops, store.SetStatus(id(1+rng.IntN(ids)), store.Status(1+rng.IntN(2)), ms))
+			}
+		default: // a run of deletes
+			for range 1 + rng.IntN(6) {
+				k := id(1 + rng.IntN(ids))
+				delete(exists, k)
+				ops = append(ops, store.DeleteJob(k))
+			}
+		}
+	}
+	return ops
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// stored is what a store holds: every job, and the error records of jobs
+// 1..8 whether they exist or not (a deleted job must leave none).
+type stored struct {
+	Jobs   []store.Job
+	Errors [][]store.ErrorRecord
+}
+
+func contents(t *testing.T, b *testBundle) stored {
+	t.Helper()
+	var out stored
+	for _, id := range b.ids(t) {
+		j, err := b.db.GetJob(b.ctx, id, 0)
+		require.NoError(t, err)
+		out.Jobs = append(out.Jobs, j)
+	}
+	for k := 1; k <= 8; k++ {
+		errs, _, err := b.db.ListErrors(b.ctx, id(k), 0, store.Asc, 100)
+		require.NoError(t, err)
+		out.Errors = append(out.Errors, errs)
+	}
+	return out
+}
