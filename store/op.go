@@ -21,11 +21,13 @@ type InsertJobOp struct{ Job Job }
 // PutJob.
 type PutJobOp struct{ Job Job }
 
-// SetStatusOp changes a job's status; see SetStatus.
+// SetStatusOp changes a job's status; see SetStatus and DispatchMark.
 type SetStatusOp struct {
 	ID         string
 	Status     Status
 	DequeuedAt int64 // 0 = unchanged
+	// Lazy says the store may hold the change back (see DispatchMark).
+	Lazy bool
 }
 
 // RetryOp records a failure that the job retries after; see Retry.
@@ -144,6 +146,18 @@ func PutJob(j Job) Op { return PutJobOp{Job: j} }
 // 0). It does nothing if the job does not exist.
 func SetStatus(id string, s Status, dequeuedAt int64) Op {
 	return SetStatusOp{ID: id, Status: s, DequeuedAt: dequeuedAt}
+}
+
+// DispatchMark records a job's dispatch: status in_flight and dequeued_at.
+// Unlike SetStatus, a store may write it lazily, a moment later than ops
+// appended after it, and not at all if the job is deleted meanwhile: an
+// acknowledged job then costs one write, not two. Nothing is lost by a mark
+// that a crash drops, since a restart returns in-flight jobs to ready. A
+// lazy mark is still seen by every read after Barrier, by every later op on
+// the same job, and by Backup; the Pending of its group says only that the
+// store has it in hand.
+func DispatchMark(id string, dequeuedAt int64) Op {
+	return SetStatusOp{ID: id, Status: InFlight, DequeuedAt: dequeuedAt, Lazy: true}
 }
 
 // Retry records a failure after which the job runs again: its attempts

@@ -282,7 +282,7 @@ func (e *Engine) batchOf(idx int32) *store.BatchConfig {
 // job, in the same group.
 func (e *Engine) journalDispatch(j ref, id string, ms int64) {
 	if e.rec(j.idx).flags&recPending == 0 {
-		e.journal.Append(store.SetStatus(id, store.InFlight, ms))
+		e.journal.Append(store.DispatchMark(id, ms))
 		return
 	}
 	e.closePending(j.idx)

@@ -329,6 +329,10 @@ func (db *DB) checkpointTruncate(ctx context.Context, d time.Duration) (busy boo
 // it falls due. next calls it with db.mu released.
 func (db *DB) idle() {
 	due, ok := db.maintenanceDue()
+	if marks, held := db.nextDue(); held && (!ok || marks.Before(due)) {
+		db.idleForMarks(marks)
+		return
+	}
 	if !ok {
 		<-db.wake
 		return
@@ -350,6 +354,27 @@ func (db *DB) idle() {
 	case <-m.timer.C:
 		db.maintain(db.now())
 	}
+}
+
+// idleForMarks waits for work or until the held dispatch marks fall due,
+// then writes them.
+func (db *DB) idleForMarks(due time.Time) {
+	d := due.Sub(db.now())
+	if d > 0 {
+		h := &db.held
+		if h.timer == nil {
+			h.timer = time.NewTimer(d)
+		} else {
+			h.timer.Reset(d)
+		}
+		select {
+		case <-db.wake:
+			h.timer.Stop()
+			return
+		case <-h.timer.C:
+		}
+	}
+	db.flushMarks()
 }
 
 // now is the time on the storage care's clock.

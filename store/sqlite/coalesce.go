@@ -30,6 +30,9 @@ const (
 	// opCron is any op on cron groups and entries: it touches no job, so
 	// nothing is coalesced with it.
 	opCron
+	// opFlushMarks writes every held dispatch mark first (lazy.go); it
+	// does nothing itself.
+	opFlushMarks
 	// opProbeNew stands for an InsertJob that coalescing removed together
 	// with a later DeleteJob: it fails, as the insert would have, if the
 	// job already exists.

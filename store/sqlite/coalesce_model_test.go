@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -11,11 +12,24 @@ import (
 
 // TestCommitGroups_MatchOneOpATransaction is the oracle test of group
 // commit: random ops on a few jobs, each its own group, committed in one
-// transaction (coalesced, runs applied by one statement each) must leave
-// the store exactly as committing them one transaction each does, where
-// neither coalescing nor runs can apply. Each group's error must match too.
+// transaction (coalesced, runs applied by one statement each, dispatch
+// marks held) must leave the store, after a Barrier, exactly as committing
+// them one transaction each with no mark held does, where neither
+// coalescing nor runs can apply. Each group's error must match too.
 func TestCommitGroups_MatchOneOpATransaction(t *testing.T) {
 	t.Parallel()
+	// 1000: every op in one transaction; 3 and 7: marks held across
+	// transactions, written by a later op on their job or dropped by its
+	// delete.
+	for _, batch := range []int{1000, 7, 3} {
+		t.Run(fmt.Sprint("batch=", batch), func(t *testing.T) {
+			t.Parallel()
+			testCommitGroups(t, batch)
+		})
+	}
+}
+
+func testCommitGroups(t *testing.T, batch int) {
 	for seed := range uint64(60) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		// One seed in ten inserts jobs that exist: the batch fails and
@@ -31,7 +45,7 @@ func TestCommitGroups_MatchOneOpATransaction(t *testing.T) {
 				store.AddError(store.ErrorRecord{JobID: id(k), Attempt: 9, Message: "before"}))
 		}
 
-		oracle := setup(t)
+		oracle := setup(t, func(o *Options) { o.MarkDelay = -1 })
 		oracle.apply(t, before...)
 		want := make([]string, len(ops))
 		for i, o := range ops {
@@ -39,7 +53,7 @@ func TestCommitGroups_MatchOneOpATransaction(t *testing.T) {
 		}
 
 		gate := make(chan struct{})
-		grouped := reopenGated(t, before, gate)
+		grouped := reopenGated(t, before, gate, batch)
 		ps := make([]store.Pending, len(ops))
 		for i, o := range ops {
 			ps[i] = grouped.db.Append(o)
@@ -50,21 +64,22 @@ func TestCommitGroups_MatchOneOpATransaction(t *testing.T) {
 			got[i] = errText(p.Wait(grouped.ctx))
 		}
 		require.Equal(t, want, got, "seed %d: each group's outcome", seed)
-		if seed%10 != 0 {
+		if seed%10 != 0 && batch >= len(ops) {
 			require.EqualValues(t, 1, grouped.db.txs.Load(), "seed %d: one transaction", seed)
 		}
+		require.NoError(t, grouped.db.Barrier(grouped.ctx), "held dispatch marks written")
 		require.Equal(t, contents(t, oracle), contents(t, grouped), "seed %d: the stored rows", seed)
 	}
 }
 
 // reopenGated returns a store holding before, committed, whose writer
-// starts when gate is closed.
-func reopenGated(t *testing.T, before []store.Op, gate chan struct{}) *testBundle {
+// starts when gate is closed and commits up to batch ops a transaction.
+func reopenGated(t *testing.T, before []store.Op, gate chan struct{}, batch int) *testBundle {
 	b := setup(t)
 	b.apply(t, before...)
 	require.NoError(t, b.db.Close())
 	o := quiet()
-	o.startGate = gate
+	o.startGate, o.BatchSize = gate, batch
 	db, err := Open(b.ctx, b.dir, o)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, db.Close()) })
@@ -105,7 +120,12 @@ func randomOps(rng *rand.Rand, n, ids int, dupes bool) []store.Op {
 				if !alike {
 					ms = int64(rng.IntN(3))
 				}
-				ops = append(ops, store.SetStatus(id(1+rng.IntN(ids)), store.Status(1+rng.IntN(2)), ms))
+				k := id(1 + rng.IntN(ids))
+				if rng.IntN(2) == 0 {
+					ops = append(ops, store.DispatchMark(k, ms))
+				} else {
+					ops = append(ops, store.SetStatus(k, store.Status(1+rng.IntN(2)), ms))
+				}
 			}
 		default: // a run of deletes
 			for range 1 + rng.IntN(6) {

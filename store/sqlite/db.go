@@ -52,6 +52,9 @@ type Options struct {
 	// them, even when weaker: set both alike when there is no override. A
 	// transaction commits in the strongest mode of the groups it holds.
 	EnqueueMode store.CommitMode
+	// MarkDelay is the longest a dispatch mark (store.DispatchMark) is
+	// held back (lazy.go). 0 means DefaultMarkDelay; negative, none is.
+	MarkDelay time.Duration
 	// BatchSize bounds the ops of one transaction (group commit); a single
 	// larger group still commits in one transaction. 0 means 1000.
 	BatchSize int
@@ -112,12 +115,16 @@ type DB struct {
 	dir    string       // the data directory
 	path   string       // absolute path of the database file
 	maint  maintState   // storage care; the writer goroutine's own (checkpoint.go)
+	held   heldMarks    // dispatch marks held back; the writer goroutine's own (lazy.go)
 	faults faults       // a simulated storage failure (SimulateFault)
 }
 
 // Open opens (creating if needed) the database dir/zizq.db, migrates its
 // schema and starts the writer.
 func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
+	if opts.MarkDelay == 0 {
+		opts.MarkDelay = DefaultMarkDelay
+	}
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}

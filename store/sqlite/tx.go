@@ -183,7 +183,8 @@ func (db *DB) runTx(groups []*group) (err error) {
 	if err != nil {
 		return err
 	}
-	ops := coalesce(groups)
+	now := db.now()
+	ops, written, held := db.txOps(groups, now)
 	if _, err := w.begin.Exec(); err != nil {
 		return wrapWrite("begin", err)
 	}
@@ -213,6 +214,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 	if _, err := w.commit.Exec(); err != nil {
 		return wrapWrite("commit", err)
 	}
+	db.keep(written, held, now)
 	return nil
 }
 
@@ -220,7 +222,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 func (w *writer) apply(o *op) error {
 	var err error
 	switch o.kind {
-	case opNone:
+	case opNone, opFlushMarks:
 		return nil
 	case opProbeNew:
 		var exists bool

@@ -80,15 +80,18 @@ func (db *DB) enqueue(p *group) *group {
 }
 
 // Barrier returns once every group appended before the call has committed
-// or failed (failures are reported to each group's Pending, not here).
+// or failed (failures are reported to each group's Pending, not here), and
+// every dispatch mark appended before it is written: a flush joins the
+// queue unless nothing is queued or held.
 func (db *DB) Barrier(ctx context.Context) error {
 	db.mu.Lock()
 	seq, done := db.lastSeq, db.doneSeq
 	db.mu.Unlock()
-	if seq == done {
+	if seq == done && db.held.count.Load() == 0 {
 		return nil
 	}
-	return db.waitSeq(ctx, seq)
+	flush := db.enqueue(&group{db: db, ops: []op{{kind: opFlushMarks}}, mode: db.opts.DefaultMode})
+	return db.waitSeq(ctx, flush.seq)
 }
 
 // waitSeq waits until the group seq has finished. Groups finish in append
@@ -128,10 +131,12 @@ func (db *DB) run() {
 	for {
 		batch := db.next()
 		if batch == nil {
+			db.flushMarks()
 			db.finalMaintenance()
 			return
 		}
 		if t := batch[0].task; t != nil {
+			db.flushMarks() // a backup holds them, a compaction need not wait for them
 			batch[0].err = t()
 			db.finish(batch)
 			continue
