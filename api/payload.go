@@ -37,6 +37,9 @@ func CanonicalJSON(data []byte) ([]byte, error) {
 	if isCanonical(data) {
 		return append([]byte(nil), data...), nil
 	}
+	if out, ok := reorderCanonical(data); ok {
+		return out, nil
+	}
 	return canonicalize(data)
 }
 

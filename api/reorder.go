@@ -1,0 +1,202 @@
+package api
+
+import (
+	"bytes"
+	"slices"
+)
+
+// Most payloads that are not canonical only have their keys out of order
+// or some whitespace: a client serialises an object in its field order
+// ({"user_id":1,"email":"…"}). reorderCanonical canonicalises those
+// without decoding them into Go values: it checks each token with the
+// fast path's own rules (plain strings, short integers), drops the
+// whitespace and sorts each object's members by key. Anything else
+// (escapes, non-integers, duplicate keys, deep nesting) answers false and
+// takes the general path.
+
+// copiedMember is one object member written to the output: out[start:end],
+// whose key is out[start+1 : start+1+keyLen].
+type copiedMember struct {
+	start, end, keyLen int
+}
+
+// reorderCanonical returns what CanonicalJSON returns for data, if data
+// is within the rules above.
+func reorderCanonical(data []byte) ([]byte, bool) {
+	r := reorderer{b: data, out: make([]byte, 0, len(data))}
+	i, ok := r.value(r.skip(0), 0)
+	if !ok || r.skip(i) != len(data) {
+		return nil, false
+	}
+	return r.out, true
+}
+
+type reorderer struct {
+	b       []byte
+	out     []byte
+	members []copiedMember // scratch, a stack shared by nested objects
+	scratch []byte
+}
+
+// skip returns the index of the first non-whitespace byte from i.
+func (r *reorderer) skip(i int) int {
+	for i < len(r.b) {
+		switch r.b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// value copies the value at i (no whitespace before it) and returns the
+// index after it.
+func (r *reorderer) value(i, depth int) (int, bool) {
+	if i >= len(r.b) || depth > maxCanonicalDepth {
+		return 0, false
+	}
+	var end int
+	var ok bool
+	switch c := r.b[i]; {
+	case c == '{':
+		return r.object(i+1, depth+1)
+	case c == '[':
+		return r.array(i+1, depth+1)
+	case c == '"':
+		end, ok = canonicalString(r.b, i+1)
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, ok = canonicalInteger(r.b, i)
+	default:
+		end, ok = canonicalValue(r.b, i, depth) // true, false, null
+	}
+	if !ok {
+		return 0, false
+	}
+	r.out = append(r.out, r.b[i:end]...)
+	return end, true
+}
+
+func (r *reorderer) array(i, depth int) (int, bool) {
+	r.out = append(r.out, '[')
+	i = r.skip(i)
+	if i < len(r.b) && r.b[i] == ']' {
+		r.out = append(r.out, ']')
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = r.value(i, depth); !ok {
+			return 0, false
+		}
+		i = r.skip(i)
+		if i >= len(r.b) {
+			return 0, false
+		}
+		switch r.b[i] {
+		case ',':
+			r.out = append(r.out, ',')
+			i = r.skip(i + 1)
+		case ']':
+			r.out = append(r.out, ']')
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+func (r *reorderer) object(i, depth int) (int, bool) {
+	r.out = append(r.out, '{')
+	base := len(r.members)
+	defer func() { r.members = r.members[:base] }()
+	i = r.skip(i)
+	if i < len(r.b) && r.b[i] == '}' {
+		r.out = append(r.out, '}')
+		return i + 1, true
+	}
+	for {
+		var ok bool
+		if i, ok = r.member(i, depth); !ok {
+			return 0, false
+		}
+		i = r.skip(i)
+		if i >= len(r.b) {
+			return 0, false
+		}
+		switch r.b[i] {
+		case ',':
+			r.out = append(r.out, ',')
+			i = r.skip(i + 1)
+		case '}':
+			if !r.sortMembers(base) {
+				return 0, false
+			}
+			r.out = append(r.out, '}')
+			return i + 1, true
+		default:
+			return 0, false
+		}
+	}
+}
+
+// member copies "key":value at i and records it.
+func (r *reorderer) member(i, depth int) (int, bool) {
+	if i >= len(r.b) || r.b[i] != '"' {
+		return 0, false
+	}
+	end, ok := canonicalString(r.b, i+1)
+	if !ok {
+		return 0, false
+	}
+	start, keyLen := len(r.out), end-i-2
+	r.out = append(r.out, r.b[i:end]...)
+	r.out = append(r.out, ':')
+	i = r.skip(end)
+	if i >= len(r.b) || r.b[i] != ':' {
+		return 0, false
+	}
+	if i, ok = r.value(r.skip(i+1), depth); !ok {
+		return 0, false
+	}
+	r.members = append(r.members, copiedMember{start: start, end: len(r.out), keyLen: keyLen})
+	return i, true
+}
+
+// sortMembers puts the object's members (from base on the stack, commas
+// between them in out) in key order; false on a duplicate key, which
+// decoding would collapse to its last value.
+func (r *reorderer) sortMembers(base int) bool {
+	ms := r.members[base:]
+	key := func(m copiedMember) []byte { return r.out[m.start+1 : m.start+1+m.keyLen] }
+	sorted := true
+	for k := 1; k < len(ms); k++ {
+		switch c := bytes.Compare(key(ms[k-1]), key(ms[k])); {
+		case c == 0:
+			return false
+		case c > 0:
+			sorted = false
+		}
+	}
+	if sorted {
+		return true
+	}
+	order := slices.Clone(ms)
+	slices.SortFunc(order, func(a, b copiedMember) int { return bytes.Compare(key(a), key(b)) })
+	for k := 1; k < len(order); k++ {
+		if bytes.Equal(key(order[k-1]), key(order[k])) {
+			return false
+		}
+	}
+	from := ms[0].start
+	r.scratch = append(r.scratch[:0], r.out[from:]...)
+	r.out = r.out[:from]
+	for k, m := range order {
+		if k > 0 {
+			r.out = append(r.out, ',')
+		}
+		r.out = append(r.out, r.scratch[m.start-from:m.end-from]...)
+	}
+	return true
+}
