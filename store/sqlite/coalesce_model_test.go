@@ -34,7 +34,7 @@ func testCommitGroups(t *testing.T, batch int) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		// One seed in ten inserts jobs that exist: the batch fails and
 		// each group is retried alone.
-		ops := randomOps(rng, 80, 8, seed%10 == 0)
+		ops := randomGroups(rng, 80, 8, seed%10 == 0)
 
 		// The jobs and an error record each exist before: an op on a row
 		// written in the same transaction is folded into that write,
@@ -45,18 +45,18 @@ func testCommitGroups(t *testing.T, batch int) {
 				store.AddError(store.ErrorRecord{JobID: id(k), Attempt: 9, Message: "before"}))
 		}
 
-		oracle := setup(t, func(o *Options) { o.MarkDelay = -1 })
+		oracle := setup(t, func(o *Options) { o.plainWrites = true })
 		oracle.apply(t, before...)
 		want := make([]string, len(ops))
 		for i, o := range ops {
-			want[i] = errText(oracle.db.Append(o).Wait(oracle.ctx))
+			want[i] = errText(oracle.db.Append(o...).Wait(oracle.ctx))
 		}
 
 		gate := make(chan struct{})
 		grouped := reopenGated(t, before, gate, batch)
 		ps := make([]store.Pending, len(ops))
 		for i, o := range ops {
-			ps[i] = grouped.db.Append(o)
+			ps[i] = grouped.db.Append(o...)
 		}
 		close(gate)
 		got := make([]string, len(ops))
@@ -86,20 +86,44 @@ func reopenGated(t *testing.T, before []store.Op, gate chan struct{}, batch int)
 	return &testBundle{db: db, dir: b.dir, ctx: b.ctx}
 }
 
-// randomOps returns n ops on jobs 1..ids, biased to long runs of marks and
-// deletes as take streams and batched acks append them. Unless dupes, a
-// job is inserted only when it does not exist, so that no op fails.
-func randomOps(rng *rand.Rand, n, ids int, dupes bool) []store.Op {
+// randomGroups returns n groups, most of one op on jobs 1..ids, biased to
+// long runs of marks and deletes as take streams and batched acks append
+// them, some a bulk enqueue of new jobs. Unless dupes, a job is inserted
+// only when it does not exist, so that no op fails.
+func randomGroups(rng *rand.Rand, n, ids int, dupes bool) [][]store.Op {
 	var ops []store.Op
+	var groups [][]store.Op
+	flush := func() {
+		for _, o := range ops {
+			groups = append(groups, []store.Op{o})
+		}
+		ops = ops[:0]
+	}
+	next := 100 // bulk jobs' numbers
 	exists := map[string]bool{}
 	for k := 1; k <= ids; k++ {
 		exists[id(k)] = true
 	}
-	for len(ops) < n {
+	for len(groups)+len(ops) < n {
 		k := 1 + rng.IntN(ids)
 		j := job(k)
 		j.Payload = []byte{byte(rng.IntN(3))}
-		switch rng.IntN(11) {
+		switch rng.IntN(12) {
+		case 11: // a bulk enqueue, in multi-row statements and one by one
+			flush()
+			var bulk []store.Op
+			for range insertChunk + rng.IntN(2*insertChunk) {
+				next++
+				b := job(next)
+				if rng.IntN(3) == 0 {
+					b.Payload = nil
+				}
+				bulk = append(bulk, store.InsertJob(b))
+			}
+			if dupes && rng.IntN(2) == 0 {
+				bulk[rng.IntN(len(bulk))] = store.InsertJob(j)
+			}
+			groups = append(groups, bulk)
 		case 0, 1, 9:
 			if exists[j.ID] && !dupes {
 				continue
@@ -135,7 +159,8 @@ func randomOps(rng *rand.Rand, n, ids int, dupes bool) []store.Op {
 			}
 		}
 	}
-	return ops
+	flush()
+	return groups
 }
 
 func errText(err error) string {

@@ -71,6 +71,9 @@ type Options struct {
 	// Maintenance tunes WAL checkpoints and vacuuming (checkpoint.go).
 	Maintenance Maintenance
 
+	// plainWrites, in tests, applies each op by itself: no coalescing, no
+	// runs, no held marks (the oracle of the commit-group tests).
+	plainWrites bool
 	// startGate, when set, holds the writer back until it is closed, so
 	// tests can queue several groups for one batch.
 	startGate chan struct{}

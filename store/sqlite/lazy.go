@@ -54,6 +54,12 @@ type heldEntry struct {
 // written lists the held marks the transaction writes or drops. Nothing
 // changes until keep is called with them after the commit.
 func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string, held []store.SetStatusOp) {
+	if db.opts.plainWrites {
+		for _, g := range groups {
+			ops = append(ops, g.ops...)
+		}
+		return ops, nil, nil
+	}
 	h := &db.held
 	lead, written := db.dueMarks(groups, now)
 	all := make([]*group, 0, len(groups)+1)

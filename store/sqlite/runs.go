@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"strings"
 
 	"github.com/zizq/zizq/store"
 )
@@ -16,10 +17,17 @@ import (
 // minRun is the shortest run worth one statement over a JSON array.
 const minRun = 4
 
+// insertChunk is how many rows one multi-row INSERT of a run of new jobs
+// writes (9 values a job row, 2 a payload row: far below SQLite's limit
+// of 32,766 bound values).
+const insertChunk = 32
+
 // runStmts are the writer's statements for runs.
 type runStmts struct {
 	deleteJobs, deletePayloads, deleteErrors *sql.Stmt
 	setStatuses                              *sql.Stmt
+	// insertJobs and insertPayloads write insertChunk plain new jobs.
+	insertJobs, insertPayloads *sql.Stmt
 }
 
 func (r *runStmts) list() []stmtSQL {
@@ -30,17 +38,29 @@ func (r *runStmts) list() []stmtSQL {
 		{&r.deleteErrors, `DELETE FROM job_errors WHERE job_id IN ` + ids},
 		{&r.setStatuses, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3)
 			WHERE id IN ` + ids},
+		{&r.insertJobs, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
+			VALUES ` + placeholders(insertChunk, 9)},
+		{&r.insertPayloads, `INSERT INTO job_payloads (id, payload) VALUES ` + placeholders(insertChunk, 2)},
 	}
 }
 
+// placeholders returns "(?, ?), (?, ?)…": rows of n values.
+func placeholders(rows, n int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", n), ", ") + ")"
+	return strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
+}
+
 func (r *runStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{r.deleteJobs, r.deletePayloads, r.deleteErrors, r.setStatuses}
+	return []*sql.Stmt{r.deleteJobs, r.deletePayloads, r.deleteErrors, r.setStatuses, r.insertJobs, r.insertPayloads}
 }
 
 // runLength returns how many ops from the start of ops form a run that
 // applyRun takes (ops coalesced away included), or 0.
 func runLength(ops []op) int {
 	kind := ops[0].kind
+	if kind == opInsertJob {
+		return insertRunLength(ops)
+	}
 	if kind != opDeleteJob && kind != opSetStatus {
 		return 0
 	}
@@ -66,8 +86,96 @@ func sameMark(a, b op) bool {
 	return x.Status == y.Status && x.DequeuedAt == y.DequeuedAt
 }
 
+// insertRunLength returns the length of the run of plain new jobs
+// (plainInsert) at the start of ops, if it fills at least one chunk.
+func insertRunLength(ops []op) int {
+	n := 0
+	for n < len(ops) && plainInsert(&ops[n]) {
+		n++
+	}
+	if n < insertChunk {
+		return 0
+	}
+	return n
+}
+
+// plainInsert reports whether o inserts a job of the columns insertPlain
+// writes, so that it can share a multi-row INSERT.
+func plainInsert(o *op) bool {
+	if o.kind != opInsertJob {
+		return false
+	}
+	ins := o.src.(store.InsertJobOp)
+	return plain(&ins.Job)
+}
+
+// insertRun writes a run of plain new jobs insertChunk rows a statement,
+// the rest one by one. A chunk that fails is written again one row at a
+// time (SQLite undid the failed statement alone), so that the error names
+// its job.
+func (w *writer) insertRun(ops []op) error {
+	var args, payloads []any
+	for len(ops) >= insertChunk {
+		chunk := ops[:insertChunk]
+		ops = ops[insertChunk:]
+		args, payloads = args[:0], payloads[:0]
+		for i := range chunk {
+			ins := chunk[i].src.(store.InsertJobOp)
+			j := &ins.Job
+			args = append(args, j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
+				int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
+		}
+		if _, err := w.runs.insertJobs.Exec(args...); err != nil {
+			if err := w.applyEach(chunk); err != nil {
+				return err
+			}
+			continue
+		}
+		for i := range chunk {
+			if ins := chunk[i].src.(store.InsertJobOp); len(ins.Job.Payload) > 0 {
+				payloads = append(payloads, ins.Job.ID, ins.Job.Payload)
+			}
+		}
+		if err := w.insertPayloads(payloads); err != nil {
+			return err
+		}
+	}
+	return w.applyEach(ops)
+}
+
+// insertPayloads writes the (id, payload) pairs of new jobs.
+func (w *writer) insertPayloads(pairs []any) error {
+	for len(pairs) > 0 {
+		var err error
+		if len(pairs) == 2*insertChunk {
+			_, err = w.runs.insertPayloads.Exec(pairs...)
+			pairs = nil
+		} else {
+			_, err = w.insertPayload.Exec(pairs[0], pairs[1])
+			pairs = pairs[2:]
+		}
+		if err != nil {
+			return wrapWrite("insert job payloads", err)
+		}
+	}
+	return nil
+}
+
+// applyEach applies ops one by one.
+func (w *writer) applyEach(ops []op) error {
+	for i := range ops {
+		if err := w.apply(&ops[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // applyRun applies a run found by runLength.
 func (w *writer) applyRun(ops []op) error {
+	if ops[0].kind == opInsertJob {
+		return w.insertRun(ops)
+	}
 	buf := make([]byte, 0, 40*len(ops))
 	buf = append(buf, '[')
 	kind := opNone

@@ -196,7 +196,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 		}
 	}()
 	for i := 0; i < len(ops); {
-		if n := runLength(ops[i:]); n > 0 {
+		if n := runLength(ops[i:]); n > 0 && !db.opts.plainWrites {
 			if err := w.applyRun(ops[i : i+n]); err != nil {
 				return err
 			}
