@@ -48,6 +48,24 @@ func Heartbeat(f StreamFormat) []byte {
 	return []byte("\n")
 }
 
+// appendFrameJSON appends a frame's JSON: a job by appendJobJSON when it
+// can, anything else by the general encoder.
+func appendFrameJSON(dst []byte, v any) ([]byte, error) {
+	var j *Job
+	switch v := v.(type) {
+	case *Job:
+		j = v
+	case Job:
+		j = &v
+	}
+	if j != nil {
+		if out, ok := appendJobJSON(dst, j); ok {
+			return out, nil
+		}
+	}
+	return appendJSON(dst, v)
+}
+
 // AppendStreamFrame appends one take stream frame holding v to dst. On error
 // dst is returned unchanged.
 func AppendStreamFrame(dst []byte, f StreamFormat, v any) ([]byte, error) {
@@ -55,11 +73,11 @@ func AppendStreamFrame(dst []byte, f StreamFormat, v any) ([]byte, error) {
 	var err error
 	switch f {
 	case NDJSON:
-		dst, err = appendJSON(dst, v)
+		dst, err = appendFrameJSON(dst, v)
 		dst = append(dst, '\n')
 	case SSE:
 		dst = append(dst, "data: "...)
-		dst, err = appendJSON(dst, v)
+		dst, err = appendFrameJSON(dst, v)
 		dst = append(dst, "\n\n"...)
 	case MsgPackStream:
 		dst = append(dst, 0, 0, 0, 0)
