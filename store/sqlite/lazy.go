@@ -70,21 +70,30 @@ func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string,
 	if db.opts.MarkDelay < 0 {
 		return ops, written, nil
 	}
-	last := make(map[string]int)
-	for i := range ops {
-		if ops[i].kind != opNone {
-			last[ops[i].id] = i
-		}
-	}
+	// lazy: job ID -> index of its last lazy mark, while no op on the job
+	// follows it.
+	var lazy map[string]int
 	for i := range ops {
 		o := &ops[i]
-		if o.kind != opSetStatus || last[o.id] != i {
+		if o.kind == opNone {
 			continue
 		}
-		if m := o.src.(store.SetStatusOp); m.Lazy && len(h.byID)+len(held) < maxHeldMarks {
-			held = append(held, m)
-			o.kind = opNone
+		if _, ok := lazy[o.id]; ok {
+			delete(lazy, o.id)
 		}
+		if o.kind == opSetStatus && o.src.(store.SetStatusOp).Lazy {
+			if lazy == nil {
+				lazy = make(map[string]int)
+			}
+			lazy[o.id] = i
+		}
+	}
+	for _, i := range lazy {
+		if len(h.byID)+len(held) >= maxHeldMarks {
+			break
+		}
+		held = append(held, ops[i].src.(store.SetStatusOp))
+		ops[i].kind = opNone
 	}
 	return ops, written, held
 }
