@@ -97,9 +97,18 @@ func (t *bptree[T]) get(x T) (T, bool) {
 	return zero, false
 }
 
-// child returns the index of the child whose range holds x.
+// child returns the index of the child whose range holds x. The ends are
+// looked at first: most lookups are at the front (dispatch) or the back
+// (new jobs), and a cold node then costs one line, not a search's worth.
 func (n *bnode[T]) child(x T) int {
-	lo, hi := 1, len(n.firsts)
+	last := len(n.firsts) - 1
+	switch {
+	case last == 0 || x.less(n.firsts[1]):
+		return 0
+	case !x.less(n.firsts[last]):
+		return last
+	}
+	lo, hi := 2, last
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if x.less(n.firsts[mid]) {
@@ -111,9 +120,17 @@ func (n *bnode[T]) child(x T) int {
 	return lo - 1
 }
 
-// lowerBound returns the index of the first item not less than x.
+// lowerBound returns the index of the first item not less than x, looking
+// at the ends first (child says why).
 func lowerBound[T lesser[T]](items []T, x T) int {
-	lo, hi := 0, len(items)
+	last := len(items) - 1
+	switch {
+	case last < 0 || !items[0].less(x):
+		return 0
+	case items[last].less(x):
+		return last + 1
+	}
+	lo, hi := 1, last
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if items[mid].less(x) {
