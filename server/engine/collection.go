@@ -110,24 +110,62 @@ func (e *Engine) edgesChanged(g *group) {
 	if g.coll == nil {
 		return
 	}
-	if m := g.set.min(); m != g.first {
-		if g.first.ok() {
-			g.coll.firsts.remove(g.first.k())
-		}
-		if m.ok() {
-			g.coll.firsts.insert(m)
-		}
-		g.first = m
+	e.setFirst(g, g.set.min())
+	e.setLast(g, g.set.max())
+}
+
+// joinedEdges is edgesChanged after it joined the group: only an end it
+// passes moves, so the group's set is not walked.
+func (e *Engine) joinedEdges(g *group, it item) {
+	if g.coll == nil {
+		return
 	}
-	if m := g.set.max(); m != g.last {
-		if g.last.ok() {
-			g.coll.lasts.remove(g.last.k())
-		}
-		if m.ok() {
-			g.coll.lasts.insert(m)
-		}
-		g.last = m
+	if !g.first.ok() || it.less(g.first) {
+		e.setFirst(g, it)
 	}
+	if !g.last.ok() || g.last.less(it) {
+		e.setLast(g, it)
+	}
+}
+
+// leftEdges is edgesChanged after the member of key k left the group: an
+// end moves only when it was that member.
+func (e *Engine) leftEdges(g *group, k key) {
+	if g.coll == nil {
+		return
+	}
+	if g.first.ok() && g.first.k() == k {
+		e.setFirst(g, g.set.min())
+	}
+	if g.last.ok() && g.last.k() == k {
+		e.setLast(g, g.set.max())
+	}
+}
+
+func (e *Engine) setFirst(g *group, m item) {
+	if m == g.first {
+		return
+	}
+	if g.first.ok() {
+		g.coll.firsts.remove(g.first.k())
+	}
+	if m.ok() {
+		g.coll.firsts.insert(m)
+	}
+	g.first = m
+}
+
+func (e *Engine) setLast(g *group, m item) {
+	if m == g.last {
+		return
+	}
+	if g.last.ok() {
+		g.coll.lasts.remove(g.last.k())
+	}
+	if m.ok() {
+		g.coll.lasts.insert(m)
+	}
+	g.last = m
 }
 
 // setPart records a collected group's partial candidate.

@@ -172,10 +172,10 @@ func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
 
 // dispatchedTag moves the virtual time of the families a job charges on to
 // its tag.
-func (e *Engine) dispatchedTag(j ref, binds []bind) {
+func (e *Engine) dispatchedTag(tag int64, binds []bind) {
 	for _, b := range binds {
 		if b.a.fam != nil { // bound through a sub-key or to the family itself
-			b.a.fam.vtime = max(b.a.fam.vtime, e.tagOf(j))
+			b.a.fam.vtime = max(b.a.fam.vtime, tag)
 		}
 	}
 }

@@ -137,8 +137,9 @@ func (e *Engine) join(j ref) {
 	r := e.rec(j.idx)
 	r.aux = -1
 	g := e.groupOf(r)
-	g.set.insert(itemAt(e.keyOf(j), j.idx))
-	e.edgesChanged(g)
+	it := itemAt(e.keyOf(j), j.idx)
+	g.set.insert(it)
+	e.joinedEdges(g, it)
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
 		b.a.waitN++
@@ -154,7 +155,10 @@ func (e *Engine) join(j ref) {
 
 // leave takes a waiting job out of its group; it is no budget's head any
 // more (ENGINE.md: a head that leaves gives up its headship).
-func (e *Engine) leave(j ref) {
+func (e *Engine) leave(j ref) { e.leaveAt(j, e.keyOf(j)) }
+
+// leaveAt is leave for a job whose key k the caller has at hand.
+func (e *Engine) leaveAt(j ref, k key) {
 	r := e.rec(j.idx)
 	g := e.queueList[r.q].groups[e.sigOf(r)]
 	for _, b := range g.binds() {
@@ -162,8 +166,8 @@ func (e *Engine) leave(j ref) {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(e.keyOf(j))
-	e.edgesChanged(g)
+	g.set.remove(k)
+	e.leftEdges(g, k)
 	if g.coll != nil && g.cand.idx == j.idx {
 		// At once: the job may join another group of the collection
 		// before this one is recomputed, and its key is the same there.
