@@ -53,6 +53,11 @@ type account struct {
 	parent *account
 	finish int64
 
+	// gone marks a budget no longer in Engine.accounts (dropAccount): the
+	// work lists may still hold it, and a flag is cheaper to ask than the
+	// map by key.
+	gone bool
+
 	changedMark bool // its groups' candidates need recomputing
 	headMark    bool // its head needs checking or choosing
 	dlMark      bool // its refill deadline needs recomputing
@@ -77,9 +82,18 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
 	}
 	a.pauseEnd = pauseEnd(cfg)
+	if old := e.accounts[cfg.Key]; old != nil {
+		old.gone = true
+	}
 	e.accounts[cfg.Key] = a
 	e.obs.budgets++
 	return a
+}
+
+// dropAccount takes a budget out of the engine's accounts.
+func (e *Engine) dropAccount(a *account) {
+	delete(e.accounts, a.cfg.Key)
+	a.gone = true
 }
 
 func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
@@ -283,7 +297,7 @@ func (e *Engine) refreshHeads() {
 func (e *Engine) headRound(marks []*account) []*account {
 	round := e.roundBuf[:0]
 	for _, a := range marks {
-		if e.accounts[a.cfg.Key] == a {
+		if !a.gone {
 			round = append(round, a)
 		} else {
 			a.headMark = false

@@ -526,7 +526,7 @@ func (e *Engine) touchedQueues() []*queue {
 func (e *Engine) refreshDeadlines() {
 	for _, a := range e.deadlineChecks {
 		a.dlMark = false
-		if e.accounts[a.cfg.Key] != a {
+		if a.gone {
 			continue
 		}
 		at, ok := e.deadlineOf(a)

@@ -98,14 +98,14 @@ func (e *Engine) newSub(fam *account, key string) *account {
 // time_based one that is not full yet is looked at again when it will be
 // (refreshDeadlines).
 func (e *Engine) releaseSub(a *account) bool {
-	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || e.accounts[a.cfg.Key] != a {
+	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || a.gone {
 		return false
 	}
 	if a.dl != nil {
 		e.refills.remove(a.dl)
 		a.dl = nil
 	}
-	delete(e.accounts, a.cfg.Key)
+	e.dropAccount(a)
 	delete(a.parent.fam.subs, a.cfg.Key)
 	e.subBudgets--
 	return true
