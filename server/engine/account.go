@@ -24,7 +24,7 @@ type account struct {
 	headIn    *collection // the collection whose heads hold its head (collection.go)
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
-	served map[*group]struct{}
+	served ptrSet[*group]
 	colls  map[collKey]*collection
 	// tbCo counts, for each time_based budget, the served groups it shares
 	// with this one (a while_in_flight budget's change looks at their
@@ -72,11 +72,10 @@ func newPool(cfg store.Budget, ns int64) budget.Pool {
 
 func (e *Engine) addAccount(cfg store.Budget) *account {
 	a := &account{
-		cfg:    cfg,
-		pool:   newPool(cfg, e.vnow),
-		head:   none,
-		served: map[*group]struct{}{},
-		costs:  map[int64]int64{},
+		cfg:   cfg,
+		pool:  newPool(cfg, e.vnow),
+		head:  none,
+		costs: map[int64]int64{},
 	}
 	if cfg.PerKey != nil {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
@@ -171,7 +170,7 @@ func (e *Engine) changed(a *account) {
 // binds, collected or not.
 func (a *account) servedGroups() iter.Seq[*group] {
 	return func(yield func(*group) bool) {
-		for g := range a.served {
+		for _, g := range a.served.list {
 			if !yield(g) {
 				return
 			}
@@ -188,7 +187,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 
 // servedCount is how many groups servedGroups yields.
 func (a *account) servedCount() int {
-	n := len(a.served)
+	n := a.served.len()
 	for _, c := range a.colls {
 		n += len(c.groups)
 	}
@@ -316,7 +315,7 @@ func (e *Engine) headRound(marks []*account) []*account {
 // looks at the first that may head its line, not at every group.
 func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
-	for g := range a.served {
+	for _, g := range a.served.list {
 		e.work++
 		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
 			continue
@@ -381,7 +380,7 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 			at, found = t, true
 		}
 	}
-	for g := range a.served {
+	for _, g := range a.served.list {
 		e.work++
 		if g.set.len() == 0 {
 			continue

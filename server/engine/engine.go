@@ -471,7 +471,7 @@ func (e *Engine) settle() {
 func (e *Engine) refreshCandidates() {
 	for _, a := range e.changedAccounts {
 		a.changedMark = false
-		for g := range a.served {
+		for _, g := range a.served.list {
 			e.markGroup(g)
 		}
 		for _, c := range a.colls {

@@ -110,7 +110,7 @@ func (e *Engine) attach(g *group) {
 	e.countCoBudgets(g, +1)
 	for _, b := range g.binds() {
 		if g.coll == nil || b.a != g.coll.a {
-			b.a.served[g] = struct{}{}
+			b.a.served.add(g)
 		}
 		e.changed(b.a)
 	}
@@ -121,7 +121,7 @@ func (e *Engine) attach(g *group) {
 // last taker, or it is empty): its jobs are in no line and reserve nothing.
 func (e *Engine) detachGroup(g *group) {
 	for _, b := range g.binds() {
-		delete(b.a.served, g)
+		b.a.served.remove(g)
 		e.changed(b.a)
 	}
 	e.countCoBudgets(g, -1)
