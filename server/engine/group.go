@@ -17,11 +17,12 @@ import "sort"
 type group struct {
 	candEntry // cand: the first member when it is affordable, else none
 	q         *queue
-	sig       *signature // nil: the queue's jobs without budgets
-	set       jobSet
-	coll      *collection // nil: not collected
-	first     item        // collected: its first member as its collection knows it
-	last      item        // collected: its last member, likewise
+	sig       *signature   // nil: the queue's jobs without budgets
+	set       jobSet       // its members: tree, which is kept here
+	tree      bptree[item] // in the group, not beside it: one cache miss less a visit
+	coll      *collection  // nil: not collected
+	first     item         // collected: its first member as its collection knows it
+	last      item         // collected: its last member, likewise
 	dirty     bool
 }
 
@@ -95,7 +96,8 @@ func (e *Engine) groupOf(r *jobRec) *group {
 	if g := q.groups[sig]; g != nil {
 		return g
 	}
-	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, set: newJobSet(), first: none}
+	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, first: none}
+	g.set = jobSet{&g.tree}
 	q.groups[sig] = g
 	if e.served(q) {
 		e.attach(g)
