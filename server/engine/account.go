@@ -22,6 +22,9 @@ type account struct {
 	headCost  int64
 	headGroup *group
 	headIn    *collection // the collection whose heads hold its head (collection.go)
+	// headAt and looseAt are its places in its head's queue's heads and
+	// looseHeads (acctSet).
+	headAt, looseAt int32
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
 	served ptrSet[*group]
@@ -88,6 +91,9 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 	e.obs.budgets++
 	return a
 }
+
+func headPos(a *account) *int32  { return &a.headAt }
+func loosePos(a *account) *int32 { return &a.looseAt }
 
 // dropAccount takes a budget out of the engine's accounts.
 func (e *Engine) dropAccount(a *account) {
@@ -248,13 +254,13 @@ func (e *Engine) deadlineDirty(a *account) {
 func (e *Engine) setHead(a *account, h item, g *group) {
 	a.head, a.headGroup = h, g
 	a.headCost = g.costOf(a)
-	g.q.heads[a] = struct{}{}
+	g.q.heads.add(a)
 	e.placeHead(a)
 	e.changed(a)
 }
 
 func (e *Engine) clearHead(a *account) {
-	delete(a.headGroup.q.heads, a)
+	a.headGroup.q.heads.remove(a)
 	e.unplaceHead(a)
 	a.head, a.headGroup, a.headCost = none, nil, 0
 	e.changed(a)

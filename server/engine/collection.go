@@ -249,7 +249,7 @@ func (e *Engine) placeHead(a *account) {
 	g := a.headGroup
 	c := g.coll
 	if c == nil || c.a == a {
-		g.q.looseHeads[a] = struct{}{}
+		g.q.looseHeads.add(a)
 		return
 	}
 	in := e.partBound(g).admits(a.head.k())
@@ -266,7 +266,7 @@ func (e *Engine) placeHead(a *account) {
 
 // unplaceHead takes a budget's head out of where placeHead filed it.
 func (e *Engine) unplaceHead(a *account) {
-	delete(a.headGroup.q.looseHeads, a)
+	a.headGroup.q.looseHeads.remove(a)
 	if a.headIn != nil {
 		a.headIn.heads.delete(headEntry{it: a.head, a: a})
 		a.headIn = nil

@@ -496,7 +496,7 @@ func (e *Engine) releaseIdleReservations() bool {
 	var release []*account
 	for _, q := range e.touchedQueues() {
 		best := q.best()
-		for a := range q.looseHeads {
+		for _, a := range q.looseHeads.list {
 			h := a.head
 			if h.idx != best.idx && e.affordBound(a.headGroup).admits(h.k()) {
 				release = append(release, a)

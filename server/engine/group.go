@@ -1,6 +1,9 @@
 package engine
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // A group holds the waiting jobs of one queue that share one binding
 // signature: the same budgets at the same costs. Every budget pays a prefix
@@ -59,10 +62,10 @@ type queue struct {
 	served int       // connected takers of this queue alone
 	roomy  takerList // those of them with room, in room order
 	counts [numStates]int64
-	heads  map[*account]struct{} // budgets whose head is a job of this queue
+	heads  acctSet // budgets whose head is a job of this queue
 	// looseHeads holds those of them that are not filed in a collection
 	// (placeHead).
-	looseHeads map[*account]struct{}
+	looseHeads acctSet
 	colls      []*collection // the collections of its groups
 	qidx       int           // index in Engine.hot, -1 when absent
 	touched    bool          // a group was recomputed since the last reservation check
@@ -71,7 +74,8 @@ type queue struct {
 func (e *Engine) queue(name string) *queue {
 	q := e.queues[name]
 	if q == nil {
-		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, looseHeads: map[*account]struct{}{}, qidx: -1}
+		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, qidx: -1,
+			heads: acctSet{pos: headPos}, looseHeads: acctSet{pos: loosePos}}
 		e.queues[name] = q
 		e.queueList = append(e.queueList, q)
 	}
@@ -298,7 +302,7 @@ func (e *Engine) hotChanged(q *queue) {
 // their headship when it loses its last taker.
 func (e *Engine) serveChanged(q *queue, served bool) {
 	if !served {
-		for a := range q.heads {
+		for _, a := range slices.Clone(q.heads.list) {
 			e.clearHead(a)
 		}
 	}

@@ -73,3 +73,37 @@ func (s *ptrSet[T]) remove(x T) {
 		s.at = nil
 	}
 }
+
+// acctSet is a set of budgets each of which keeps its own place in it, in
+// the field pos selects (index+1; 0: not a member), so adding and removing
+// hash nothing: a queue's heads change on every dispatch of a family job.
+type acctSet struct {
+	list []*account
+	pos  func(*account) *int32
+}
+
+func (s *acctSet) has(a *account) bool { return *s.pos(a) != 0 }
+
+func (s *acctSet) add(a *account) {
+	p := s.pos(a)
+	if *p != 0 {
+		return
+	}
+	s.list = append(s.list, a)
+	*p = int32(len(s.list))
+}
+
+// remove deletes a, moving the last member to its place.
+func (s *acctSet) remove(a *account) {
+	p := s.pos(a)
+	if *p == 0 {
+		return
+	}
+	i, last := int(*p-1), len(s.list)-1
+	moved := s.list[last]
+	s.list[i] = moved
+	*s.pos(moved) = int32(i + 1)
+	s.list[last] = nil
+	s.list = s.list[:last]
+	*p = 0
+}
