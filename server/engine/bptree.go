@@ -182,9 +182,12 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 			n.n++
 			return true, nil
 		}
-		if rightmost && i == len(n.items) {
-			// Appending past a full last leaf: a new leaf, this one stays full.
-			return true, &bnode[T]{leaf: true, n: 1, items: append(make([]T, 0, leafStep), x)}
+		if rightmost && i >= bmax/2 {
+			// At or near the end of a full last leaf (new members come
+			// in order, or a few at a time in reverse): a new leaf takes x
+			// and the members after it, and this one stays (nearly) full.
+			// Splitting in half would leave it half empty for good.
+			return true, n.splitTail(i, x)
 		}
 		right := n.splitLeaf()
 		if i > len(n.items) {
@@ -224,6 +227,23 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 		return added, right
 	}
 	return added, n.splitInner()
+}
+
+// splitTail moves the members from the i-th on to a new right leaf,
+// after x, which belongs at i. A plain append starts the leaf small (a
+// family's many small groups each end in one); members out of order mean
+// a busy tree, whose new last leaf will fill: it gets its full size at once.
+func (n *bnode[T]) splitTail(i int, x T) *bnode[T] {
+	tail := n.items[i:]
+	size := leafStep
+	if len(tail) > 0 {
+		size = bmax
+	}
+	right := &bnode[T]{leaf: true, items: append(append(make([]T, 0, size), x), tail...)}
+	clear(tail)
+	n.items = n.items[:i]
+	n.n, right.n = len(n.items), len(right.items)
+	return right
 }
 
 func (n *bnode[T]) splitLeaf() *bnode[T] {
