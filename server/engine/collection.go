@@ -28,6 +28,7 @@ type collection struct {
 	firsts jobSet // the first members of its groups
 	lasts  jobSet // the last members of its groups (a time_based family's refillAt)
 	heads  bptree[headEntry]
+	dirty  bool // its candidate needs recomputing (markColl)
 }
 
 // candEntry is an entry of a queue's heap of candidates: a group outside
@@ -180,12 +181,23 @@ func (e *Engine) setPart(g *group, c item) {
 		}
 		g.cand = c
 	}
-	e.recomputeColl(col)
+	e.markColl(col)
+}
+
+// markColl queues a collection's candidate for recomputing, once however
+// many of its groups and budgets changed: refreshCandidates does it before
+// any decision reads the queue's candidates.
+func (e *Engine) markColl(c *collection) {
+	if !c.dirty {
+		c.dirty = true
+		e.dirtyColls = append(e.dirtyColls, c)
+	}
 }
 
 // recomputeColl sets a collection's candidate: its earliest partial
 // candidate when the family pays it.
 func (e *Engine) recomputeColl(c *collection) {
+	c.dirty = false
 	m := none
 	if c.parts.t != nil {
 		m = c.parts.min()

@@ -205,6 +205,7 @@ type Engine struct {
 	roundBuf        []*account // refreshHeads' scratch
 	deadlineChecks  []*account
 	dirtyGroups     []*group
+	dirtyColls      []*collection
 	gainedRoom      []*Taker
 	touched         []*queue
 	sigBuf          []byte
@@ -467,7 +468,7 @@ func (e *Engine) settle() {
 }
 
 // refreshCandidates recomputes the candidates of the groups whose budgets
-// or members changed.
+// or members changed, then those of their collections.
 func (e *Engine) refreshCandidates() {
 	for _, a := range e.changedAccounts {
 		a.changedMark = false
@@ -475,7 +476,7 @@ func (e *Engine) refreshCandidates() {
 			e.markGroup(g)
 		}
 		for _, c := range a.colls {
-			e.recomputeColl(c)
+			e.markColl(c)
 		}
 	}
 	e.changedAccounts = e.changedAccounts[:0]
@@ -486,6 +487,13 @@ func (e *Engine) refreshCandidates() {
 			e.recompute(g)
 		}
 	}
+	for _, c := range e.dirtyColls {
+		if c.dirty {
+			e.recomputeColl(c)
+		}
+	}
+	clear(e.dirtyColls)
+	e.dirtyColls = e.dirtyColls[:0]
 }
 
 // releaseIdleReservations applies the third exception: an affordable head
