@@ -264,7 +264,13 @@ func (e *Engine) placeHead(a *account) {
 		g.q.looseHeads.add(a)
 		return
 	}
-	in := e.partBound(g).admits(a.head.k())
+	e.fileHead(a, c, e.partBound(g))
+}
+
+// fileHead is placeHead for a head in a group of c, not c's family's, of
+// which every budget but the family pays the prefix pb.
+func (e *Engine) fileHead(a *account, c *collection, pb bound) {
+	in := pb.admits(a.head.k())
 	if in == (a.headIn != nil) {
 		return
 	}
@@ -286,11 +292,11 @@ func (e *Engine) unplaceHead(a *account) {
 }
 
 // replaceHeads refiles the heads of the other budgets in a collected group
-// after its partial candidate was recomputed.
-func (e *Engine) replaceHeads(g *group) {
+// after its partial candidate was recomputed from pb, its partBound.
+func (e *Engine) replaceHeads(g *group, pb bound) {
 	for _, b := range g.binds() {
 		if b.a != g.coll.a && b.a.headGroup == g {
-			e.placeHead(b.a)
+			e.fileHead(b.a, g.coll, pb)
 		}
 	}
 }

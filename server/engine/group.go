@@ -243,12 +243,13 @@ func (e *Engine) recompute(g *group) {
 		return
 	}
 	m := g.set.min()
-	if !e.partBound(g).admits(m.k()) {
+	pb := e.partBound(g)
+	if !pb.admits(m.k()) {
 		m = none
 	}
 	e.setCandidate(g, m)
 	if g.coll != nil {
-		e.replaceHeads(g)
+		e.replaceHeads(g, pb)
 	}
 }
 
