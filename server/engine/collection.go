@@ -236,7 +236,7 @@ func (e *Engine) familyAdmits(c *collection, m item) bool {
 // groupOfItem returns the group of a waiting job.
 func (e *Engine) groupOfItem(m item) *group {
 	r := e.rec(m.idx)
-	return e.queueList[r.q].groups[e.sigOf(r)]
+	return e.queueList[r.q].group(e.sigOf(r))
 }
 
 // headEntry is a budget's head in its collection's heads.

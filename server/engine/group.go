@@ -93,11 +93,26 @@ func (q *queue) best() item {
 // served reports whether some connected taker serves the queue.
 func (e *Engine) served(q *queue) bool { return e.servedAll > 0 || q.served > 0 }
 
+// group returns the queue's group of signature sig, or nil.
+func (q *queue) group(sig *signature) *group {
+	if sig == nil {
+		return q.groups[nil]
+	}
+	if g := sig.group; g != nil && g.q == q {
+		return g
+	}
+	g := q.groups[sig]
+	if g != nil {
+		sig.group = g
+	}
+	return g
+}
+
 // groupOf returns a record's group in its queue, creating it.
 func (e *Engine) groupOf(r *jobRec) *group {
 	q := e.queueList[r.q]
 	sig := e.sigOf(r)
-	if g := q.groups[sig]; g != nil {
+	if g := q.group(sig); g != nil {
 		return g
 	}
 	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, first: none}
@@ -166,7 +181,7 @@ func (e *Engine) leave(j ref) { e.leaveAt(j, e.keyOf(j)) }
 // leaveAt is leave for a job whose key k the caller has at hand.
 func (e *Engine) leaveAt(j ref, k key) {
 	r := e.rec(j.idx)
-	g := e.queueList[r.q].groups[e.sigOf(r)]
+	g := e.queueList[r.q].group(e.sigOf(r))
 	for _, b := range g.binds() {
 		if b.a.head.idx == j.idx {
 			e.clearHead(b.a)
@@ -200,6 +215,9 @@ func (e *Engine) dropGroup(g *group) {
 	}
 	g.dirty = false
 	delete(g.q.groups, g.sig)
+	if g.sig != nil && g.sig.group == g {
+		g.sig.group = nil
+	}
 }
 
 // markGroup queues a group's candidate for recomputing.
