@@ -22,9 +22,12 @@ type account struct {
 	headCost  int64
 	headGroup *group
 	headIn    *collection // the collection whose heads hold its head (collection.go)
+	// headAt and looseAt are its places in its head's queue's heads and
+	// looseHeads (acctSet).
+	headAt, looseAt int32
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
-	served map[*group]struct{}
+	served ptrSet[*group]
 	colls  map[collKey]*collection
 	// tbCo counts, for each time_based budget, the served groups it shares
 	// with this one (a while_in_flight budget's change looks at their
@@ -53,6 +56,11 @@ type account struct {
 	parent *account
 	finish int64
 
+	// gone marks a budget no longer in Engine.accounts (dropAccount): the
+	// work lists may still hold it, and a flag is cheaper to ask than the
+	// map by key.
+	gone bool
+
 	changedMark bool // its groups' candidates need recomputing
 	headMark    bool // its head needs checking or choosing
 	dlMark      bool // its refill deadline needs recomputing
@@ -67,19 +75,30 @@ func newPool(cfg store.Budget, ns int64) budget.Pool {
 
 func (e *Engine) addAccount(cfg store.Budget) *account {
 	a := &account{
-		cfg:    cfg,
-		pool:   newPool(cfg, e.vnow),
-		head:   none,
-		served: map[*group]struct{}{},
-		costs:  map[int64]int64{},
+		cfg:   cfg,
+		pool:  newPool(cfg, e.vnow),
+		head:  none,
+		costs: map[int64]int64{},
 	}
 	if cfg.PerKey != nil {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
 	}
 	a.pauseEnd = pauseEnd(cfg)
+	if old := e.accounts[cfg.Key]; old != nil {
+		old.gone = true
+	}
 	e.accounts[cfg.Key] = a
 	e.obs.budgets++
 	return a
+}
+
+func headPos(a *account) *int32  { return &a.headAt }
+func loosePos(a *account) *int32 { return &a.looseAt }
+
+// dropAccount takes a budget out of the engine's accounts.
+func (e *Engine) dropAccount(a *account) {
+	delete(e.accounts, a.cfg.Key)
+	a.gone = true
 }
 
 func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
@@ -157,7 +176,7 @@ func (e *Engine) changed(a *account) {
 // binds, collected or not.
 func (a *account) servedGroups() iter.Seq[*group] {
 	return func(yield func(*group) bool) {
-		for g := range a.served {
+		for _, g := range a.served.list {
 			if !yield(g) {
 				return
 			}
@@ -174,7 +193,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 
 // servedCount is how many groups servedGroups yields.
 func (a *account) servedCount() int {
-	n := len(a.served)
+	n := a.served.len()
 	for _, c := range a.colls {
 		n += len(c.groups)
 	}
@@ -235,13 +254,13 @@ func (e *Engine) deadlineDirty(a *account) {
 func (e *Engine) setHead(a *account, h item, g *group) {
 	a.head, a.headGroup = h, g
 	a.headCost = g.costOf(a)
-	g.q.heads[a] = struct{}{}
+	g.q.heads.add(a)
 	e.placeHead(a)
 	e.changed(a)
 }
 
 func (e *Engine) clearHead(a *account) {
-	delete(a.headGroup.q.heads, a)
+	a.headGroup.q.heads.remove(a)
 	e.unplaceHead(a)
 	a.head, a.headGroup, a.headCost = none, nil, 0
 	e.changed(a)
@@ -283,7 +302,7 @@ func (e *Engine) refreshHeads() {
 func (e *Engine) headRound(marks []*account) []*account {
 	round := e.roundBuf[:0]
 	for _, a := range marks {
-		if e.accounts[a.cfg.Key] == a {
+		if !a.gone {
 			round = append(round, a)
 		} else {
 			a.headMark = false
@@ -302,7 +321,7 @@ func (e *Engine) headRound(marks []*account) []*account {
 // looks at the first that may head its line, not at every group.
 func (e *Engine) chooseHead(a *account) (item, *group) {
 	best, in := none, (*group)(nil)
-	for g := range a.served {
+	for _, g := range a.served.list {
 		e.work++
 		if e.pays(a, g.costOf(a)) || g.set.len() == 0 {
 			continue
@@ -367,7 +386,7 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 			at, found = t, true
 		}
 	}
-	for g := range a.served {
+	for _, g := range a.served.list {
 		e.work++
 		if g.set.len() == 0 {
 			continue

@@ -97,9 +97,18 @@ func (t *bptree[T]) get(x T) (T, bool) {
 	return zero, false
 }
 
-// child returns the index of the child whose range holds x.
+// child returns the index of the child whose range holds x. The ends are
+// looked at first: most lookups are at the front (dispatch) or the back
+// (new jobs), and a cold node then costs one line, not a search's worth.
 func (n *bnode[T]) child(x T) int {
-	lo, hi := 1, len(n.firsts)
+	last := len(n.firsts) - 1
+	switch {
+	case last == 0 || x.less(n.firsts[1]):
+		return 0
+	case !x.less(n.firsts[last]):
+		return last
+	}
+	lo, hi := 2, last
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if x.less(n.firsts[mid]) {
@@ -111,9 +120,17 @@ func (n *bnode[T]) child(x T) int {
 	return lo - 1
 }
 
-// lowerBound returns the index of the first item not less than x.
+// lowerBound returns the index of the first item not less than x, looking
+// at the ends first (child says why).
 func lowerBound[T lesser[T]](items []T, x T) int {
-	lo, hi := 0, len(items)
+	last := len(items) - 1
+	switch {
+	case last < 0 || !items[0].less(x):
+		return 0
+	case items[last].less(x):
+		return last + 1
+	}
+	lo, hi := 1, last
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		if items[mid].less(x) {
@@ -165,9 +182,12 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 			n.n++
 			return true, nil
 		}
-		if rightmost && i == len(n.items) {
-			// Appending past a full last leaf: a new leaf, this one stays full.
-			return true, &bnode[T]{leaf: true, n: 1, items: append(make([]T, 0, leafStep), x)}
+		if rightmost && i >= bmax/2 {
+			// At or near the end of a full last leaf (new members come
+			// in order, or a few at a time in reverse): a new leaf takes x
+			// and the members after it, and this one stays (nearly) full.
+			// Splitting in half would leave it half empty for good.
+			return true, n.splitTail(i, x)
 		}
 		right := n.splitLeaf()
 		if i > len(n.items) {
@@ -209,6 +229,23 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 	return added, n.splitInner()
 }
 
+// splitTail moves the members from the i-th on to a new right leaf,
+// after x, which belongs at i. A plain append starts the leaf small (a
+// family's many small groups each end in one); members out of order mean
+// a busy tree, whose new last leaf will fill: it gets its full size at once.
+func (n *bnode[T]) splitTail(i int, x T) *bnode[T] {
+	tail := n.items[i:]
+	size := leafStep
+	if len(tail) > 0 {
+		size = bmax
+	}
+	right := &bnode[T]{leaf: true, items: append(append(make([]T, 0, size), x), tail...)}
+	clear(tail)
+	n.items = n.items[:i]
+	n.n, right.n = len(n.items), len(right.items)
+	return right
+}
+
 func (n *bnode[T]) splitLeaf() *bnode[T] {
 	half := len(n.items) / 2
 	right := &bnode[T]{leaf: true, items: make([]T, len(n.items)-half, bmax)}
@@ -240,7 +277,7 @@ func (n *bnode[T]) splitInner() *bnode[T] {
 
 // delete removes the member equal to x; it reports whether there was one.
 func (t *bptree[T]) delete(x T) bool {
-	if t.root == nil || !t.root.remove(x) {
+	if t.root == nil || !t.root.remove(x, true) {
 		return false
 	}
 	t.n--
@@ -253,24 +290,34 @@ func (t *bptree[T]) delete(x T) bool {
 	return true
 }
 
-// remove deletes x from the subtree. A child that empties is dropped, and
-// one that runs low is merged into a neighbour that has room, so a tree
-// drained from the front or the middle does not keep sparse nodes.
-func (n *bnode[T]) remove(x T) bool {
+// remove deletes x from the subtree; rightmost says the subtree is the
+// last of the tree. A child that empties is dropped, and one that runs low
+// is merged into a neighbour that has room, so a tree drained from the
+// front or the middle does not keep sparse nodes.
+func (n *bnode[T]) remove(x T, rightmost bool) bool {
 	if n.leaf {
 		i := lowerBound(n.items, x)
 		if i == len(n.items) || x.less(n.items[i]) {
 			return false
 		}
-		copy(n.items[i:], n.items[i+1:])
 		var zero T
-		n.items[len(n.items)-1] = zero
-		n.items = n.items[:len(n.items)-1]
+		if i == 0 && !rightmost {
+			// Dispatch drains a leaf from the front: drop the first slot
+			// rather than move the rest (a cold leaf is 2 KiB to move).
+			// Only the last leaf takes appends, so the lost room is
+			// seldom wanted; a leaf that needs it again gets a new array.
+			n.items[0] = zero
+			n.items = n.items[1:]
+		} else {
+			copy(n.items[i:], n.items[i+1:])
+			n.items[len(n.items)-1] = zero
+			n.items = n.items[:len(n.items)-1]
+		}
 		n.n--
 		return true
 	}
 	c := n.child(x)
-	if !n.kids[c].remove(x) {
+	if !n.kids[c].remove(x, rightmost && c == len(n.kids)-1) {
 		return false
 	}
 	n.n--
@@ -307,18 +354,41 @@ func (n *bnode[T]) drop(c int) {
 // mergeLow merges the low child c into a neighbour when both fit in one.
 func (n *bnode[T]) mergeLow(c int) {
 	k := n.kids[c]
-	if c+1 < len(n.kids) && k.size()+n.kids[c+1].size() <= bmax {
-		k.absorb(n.kids[c+1])
-		n.drop(c + 1)
+	switch {
+	case c+1 < len(n.kids) && k.size()+n.kids[c+1].size() <= bmax:
+		n.mergeKids(c)
+	case c > 0 && n.kids[c-1].size()+k.size() <= bmax:
+		n.mergeKids(c - 1)
+	default:
 		n.firsts[c] = k.firstItem()
-		return
 	}
-	if c > 0 && n.kids[c-1].size()+k.size() <= bmax {
-		n.kids[c-1].absorb(k)
-		n.drop(c)
-		return
+}
+
+// mergeKids merges children i and i+1 into one, at i.
+func (n *bnode[T]) mergeKids(i int) {
+	l, r := n.kids[i], n.kids[i+1]
+	keep := l
+	if l.leaf && cap(l.items) < len(l.items)+len(r.items) && cap(r.items) >= len(l.items)+len(r.items) {
+		// l lost its room to front removals and r has it: no new array.
+		r.prepend(l)
+		keep = r
+	} else {
+		l.absorb(r)
 	}
-	n.firsts[c] = k.firstItem()
+	n.kids[i] = keep
+	n.drop(i + 1)
+	n.firsts[i] = keep.firstItem()
+}
+
+// prepend puts the members of its left neighbour leaf l before its own,
+// in its own array, which has room for them.
+func (n *bnode[T]) prepend(l *bnode[T]) {
+	m := len(l.items)
+	n.items = n.items[:len(n.items)+m]
+	copy(n.items[m:], n.items)
+	copy(n.items, l.items)
+	n.n += l.n
+	l.n = 0
 }
 
 // absorb appends the members or children of its right neighbour r.

@@ -107,3 +107,43 @@ func TestBptree_AppendsStayDense(t *testing.T) {
 	require.Equal(t, 100_000, items)
 	require.LessOrEqual(t, leaves, 100_000/bmax+1, "leaves are full")
 }
+
+// TestBptree_DeepTreeMatchesSortedSlice drives a tree three levels deep
+// as a backlog is: appended in order, drained from the front, with some
+// deletes anywhere, so inner nodes split and merge and drained leaves are
+// merged into their neighbours.
+func TestBptree_DeepTreeMatchesSortedSlice(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	var tr bptree[testInt]
+	var want []testInt
+	next := testInt(0)
+	for round := range 6 {
+		for range 150_000 {
+			next += testInt(1 + rng.IntN(3))
+			tr.set(next)
+			want = append(want, next)
+		}
+		for range 140_000 {
+			if rng.IntN(4) == 0 {
+				i := rng.IntN(len(want))
+				require.True(t, tr.delete(want[i]))
+				want = slices.Delete(want, i, i+1)
+			} else {
+				require.True(t, tr.delete(want[0]))
+				want = want[1:]
+			}
+		}
+		var got []testInt
+		tr.ascend(0, func(x testInt) bool { got = append(got, x); return true })
+		require.Equal(t, want, got, "round %d", round)
+		require.Equal(t, len(want), tr.len())
+		for range 100 {
+			i := rng.IntN(len(want))
+			at, ok := tr.at(i)
+			require.True(t, ok)
+			require.Equal(t, want[i], at)
+			require.Equal(t, i, tr.rank(want[i], false))
+		}
+	}
+}

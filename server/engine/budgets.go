@@ -179,7 +179,7 @@ func (e *Engine) dropSubs(a *account) {
 			e.refills.remove(s.dl)
 			s.dl = nil
 		}
-		delete(e.accounts, s.cfg.Key)
+		e.dropAccount(s)
 		delete(a.fam.subs, s.cfg.Key)
 		e.subBudgets--
 	}
@@ -279,7 +279,7 @@ func (e *Engine) DeleteBudget(key string) (Waiter, error) {
 	if a.fam != nil {
 		e.dropSubs(a)
 	}
-	delete(e.accounts, key)
+	e.dropAccount(a)
 	e.obs.budgets++
 	w := e.journal.Append(store.DeleteBudget(key))
 	return w, nil

@@ -28,6 +28,7 @@ type collection struct {
 	firsts jobSet // the first members of its groups
 	lasts  jobSet // the last members of its groups (a time_based family's refillAt)
 	heads  bptree[headEntry]
+	dirty  bool // its candidate needs recomputing (markColl)
 }
 
 // candEntry is an entry of a queue's heap of candidates: a group outside
@@ -110,24 +111,62 @@ func (e *Engine) edgesChanged(g *group) {
 	if g.coll == nil {
 		return
 	}
-	if m := g.set.min(); m != g.first {
-		if g.first.ok() {
-			g.coll.firsts.remove(g.first.k())
-		}
-		if m.ok() {
-			g.coll.firsts.insert(m)
-		}
-		g.first = m
+	e.setFirst(g, g.set.min())
+	e.setLast(g, g.set.max())
+}
+
+// joinedEdges is edgesChanged after it joined the group: only an end it
+// passes moves, so the group's set is not walked.
+func (e *Engine) joinedEdges(g *group, it item) {
+	if g.coll == nil {
+		return
 	}
-	if m := g.set.max(); m != g.last {
-		if g.last.ok() {
-			g.coll.lasts.remove(g.last.k())
-		}
-		if m.ok() {
-			g.coll.lasts.insert(m)
-		}
-		g.last = m
+	if !g.first.ok() || it.less(g.first) {
+		e.setFirst(g, it)
 	}
+	if !g.last.ok() || g.last.less(it) {
+		e.setLast(g, it)
+	}
+}
+
+// leftEdges is edgesChanged after the member of key k left the group: an
+// end moves only when it was that member.
+func (e *Engine) leftEdges(g *group, k key) {
+	if g.coll == nil {
+		return
+	}
+	if g.first.ok() && g.first.k() == k {
+		e.setFirst(g, g.set.min())
+	}
+	if g.last.ok() && g.last.k() == k {
+		e.setLast(g, g.set.max())
+	}
+}
+
+func (e *Engine) setFirst(g *group, m item) {
+	if m == g.first {
+		return
+	}
+	if g.first.ok() {
+		g.coll.firsts.remove(g.first.k())
+	}
+	if m.ok() {
+		g.coll.firsts.insert(m)
+	}
+	g.first = m
+}
+
+func (e *Engine) setLast(g *group, m item) {
+	if m == g.last {
+		return
+	}
+	if g.last.ok() {
+		g.coll.lasts.remove(g.last.k())
+	}
+	if m.ok() {
+		g.coll.lasts.insert(m)
+	}
+	g.last = m
 }
 
 // setPart records a collected group's partial candidate.
@@ -142,12 +181,23 @@ func (e *Engine) setPart(g *group, c item) {
 		}
 		g.cand = c
 	}
-	e.recomputeColl(col)
+	e.markColl(col)
+}
+
+// markColl queues a collection's candidate for recomputing, once however
+// many of its groups and budgets changed: refreshCandidates does it before
+// any decision reads the queue's candidates.
+func (e *Engine) markColl(c *collection) {
+	if !c.dirty {
+		c.dirty = true
+		e.dirtyColls = append(e.dirtyColls, c)
+	}
 }
 
 // recomputeColl sets a collection's candidate: its earliest partial
 // candidate when the family pays it.
 func (e *Engine) recomputeColl(c *collection) {
+	c.dirty = false
 	m := none
 	if c.parts.t != nil {
 		m = c.parts.min()
@@ -186,7 +236,7 @@ func (e *Engine) familyAdmits(c *collection, m item) bool {
 // groupOfItem returns the group of a waiting job.
 func (e *Engine) groupOfItem(m item) *group {
 	r := e.rec(m.idx)
-	return e.queueList[r.q].groups[e.sigOf(r)]
+	return e.queueList[r.q].group(e.sigOf(r))
 }
 
 // headEntry is a budget's head in its collection's heads.
@@ -211,10 +261,16 @@ func (e *Engine) placeHead(a *account) {
 	g := a.headGroup
 	c := g.coll
 	if c == nil || c.a == a {
-		g.q.looseHeads[a] = struct{}{}
+		g.q.looseHeads.add(a)
 		return
 	}
-	in := e.partBound(g).admits(a.head.k())
+	e.fileHead(a, c, e.partBound(g))
+}
+
+// fileHead is placeHead for a head in a group of c, not c's family's, of
+// which every budget but the family pays the prefix pb.
+func (e *Engine) fileHead(a *account, c *collection, pb bound) {
+	in := pb.admits(a.head.k())
 	if in == (a.headIn != nil) {
 		return
 	}
@@ -228,7 +284,7 @@ func (e *Engine) placeHead(a *account) {
 
 // unplaceHead takes a budget's head out of where placeHead filed it.
 func (e *Engine) unplaceHead(a *account) {
-	delete(a.headGroup.q.looseHeads, a)
+	a.headGroup.q.looseHeads.remove(a)
 	if a.headIn != nil {
 		a.headIn.heads.delete(headEntry{it: a.head, a: a})
 		a.headIn = nil
@@ -236,11 +292,11 @@ func (e *Engine) unplaceHead(a *account) {
 }
 
 // replaceHeads refiles the heads of the other budgets in a collected group
-// after its partial candidate was recomputed.
-func (e *Engine) replaceHeads(g *group) {
+// after its partial candidate was recomputed from pb, its partBound.
+func (e *Engine) replaceHeads(g *group, pb bound) {
 	for _, b := range g.binds() {
 		if b.a != g.coll.a && b.a.headGroup == g {
-			e.placeHead(b.a)
+			e.fileHead(b.a, g.coll, pb)
 		}
 	}
 }

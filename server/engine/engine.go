@@ -205,6 +205,7 @@ type Engine struct {
 	roundBuf        []*account // refreshHeads' scratch
 	deadlineChecks  []*account
 	dirtyGroups     []*group
+	dirtyColls      []*collection
 	gainedRoom      []*Taker
 	touched         []*queue
 	sigBuf          []byte
@@ -467,15 +468,15 @@ func (e *Engine) settle() {
 }
 
 // refreshCandidates recomputes the candidates of the groups whose budgets
-// or members changed.
+// or members changed, then those of their collections.
 func (e *Engine) refreshCandidates() {
 	for _, a := range e.changedAccounts {
 		a.changedMark = false
-		for g := range a.served {
+		for _, g := range a.served.list {
 			e.markGroup(g)
 		}
 		for _, c := range a.colls {
-			e.recomputeColl(c)
+			e.markColl(c)
 		}
 	}
 	e.changedAccounts = e.changedAccounts[:0]
@@ -486,6 +487,13 @@ func (e *Engine) refreshCandidates() {
 			e.recompute(g)
 		}
 	}
+	for _, c := range e.dirtyColls {
+		if c.dirty {
+			e.recomputeColl(c)
+		}
+	}
+	clear(e.dirtyColls)
+	e.dirtyColls = e.dirtyColls[:0]
 }
 
 // releaseIdleReservations applies the third exception: an affordable head
@@ -496,7 +504,7 @@ func (e *Engine) releaseIdleReservations() bool {
 	var release []*account
 	for _, q := range e.touchedQueues() {
 		best := q.best()
-		for a := range q.looseHeads {
+		for _, a := range q.looseHeads.list {
 			h := a.head
 			if h.idx != best.idx && e.affordBound(a.headGroup).admits(h.k()) {
 				release = append(release, a)
@@ -526,7 +534,7 @@ func (e *Engine) touchedQueues() []*queue {
 func (e *Engine) refreshDeadlines() {
 	for _, a := range e.deadlineChecks {
 		a.dlMark = false
-		if e.accounts[a.cfg.Key] != a {
+		if a.gone {
 			continue
 		}
 		at, ok := e.deadlineOf(a)

@@ -98,14 +98,14 @@ func (e *Engine) newSub(fam *account, key string) *account {
 // time_based one that is not full yet is looked at again when it will be
 // (refreshDeadlines).
 func (e *Engine) releaseSub(a *account) bool {
-	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || e.accounts[a.cfg.Key] != a {
+	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || a.gone {
 		return false
 	}
 	if a.dl != nil {
 		e.refills.remove(a.dl)
 		a.dl = nil
 	}
-	delete(e.accounts, a.cfg.Key)
+	e.dropAccount(a)
 	delete(a.parent.fam.subs, a.cfg.Key)
 	e.subBudgets--
 	return true
@@ -172,10 +172,10 @@ func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
 
 // dispatchedTag moves the virtual time of the families a job charges on to
 // its tag.
-func (e *Engine) dispatchedTag(j ref, binds []bind) {
+func (e *Engine) dispatchedTag(tag int64, binds []bind) {
 	for _, b := range binds {
 		if b.a.fam != nil { // bound through a sub-key or to the family itself
-			b.a.fam.vtime = max(b.a.fam.vtime, e.tagOf(j))
+			b.a.fam.vtime = max(b.a.fam.vtime, tag)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // A group holds the waiting jobs of one queue that share one binding
 // signature: the same budgets at the same costs. Every budget pays a prefix
@@ -17,11 +20,12 @@ import "sort"
 type group struct {
 	candEntry // cand: the first member when it is affordable, else none
 	q         *queue
-	sig       *signature // nil: the queue's jobs without budgets
-	set       jobSet
-	coll      *collection // nil: not collected
-	first     item        // collected: its first member as its collection knows it
-	last      item        // collected: its last member, likewise
+	sig       *signature   // nil: the queue's jobs without budgets
+	set       jobSet       // its members: tree, which is kept here
+	tree      bptree[item] // in the group, not beside it: one cache miss less a visit
+	coll      *collection  // nil: not collected
+	first     item         // collected: its first member as its collection knows it
+	last      item         // collected: its last member, likewise
 	dirty     bool
 }
 
@@ -58,10 +62,10 @@ type queue struct {
 	served int       // connected takers of this queue alone
 	roomy  takerList // those of them with room, in room order
 	counts [numStates]int64
-	heads  map[*account]struct{} // budgets whose head is a job of this queue
+	heads  acctSet // budgets whose head is a job of this queue
 	// looseHeads holds those of them that are not filed in a collection
 	// (placeHead).
-	looseHeads map[*account]struct{}
+	looseHeads acctSet
 	colls      []*collection // the collections of its groups
 	qidx       int           // index in Engine.hot, -1 when absent
 	touched    bool          // a group was recomputed since the last reservation check
@@ -70,7 +74,8 @@ type queue struct {
 func (e *Engine) queue(name string) *queue {
 	q := e.queues[name]
 	if q == nil {
-		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, heads: map[*account]struct{}{}, looseHeads: map[*account]struct{}{}, qidx: -1}
+		q = &queue{name: name, idx: uint32(len(e.queueList)), groups: map[*signature]*group{}, qidx: -1,
+			heads: acctSet{pos: headPos}, looseHeads: acctSet{pos: loosePos}}
 		e.queues[name] = q
 		e.queueList = append(e.queueList, q)
 	}
@@ -88,14 +93,30 @@ func (q *queue) best() item {
 // served reports whether some connected taker serves the queue.
 func (e *Engine) served(q *queue) bool { return e.servedAll > 0 || q.served > 0 }
 
+// group returns the queue's group of signature sig, or nil.
+func (q *queue) group(sig *signature) *group {
+	if sig == nil {
+		return q.groups[nil]
+	}
+	if g := sig.group; g != nil && g.q == q {
+		return g
+	}
+	g := q.groups[sig]
+	if g != nil {
+		sig.group = g
+	}
+	return g
+}
+
 // groupOf returns a record's group in its queue, creating it.
 func (e *Engine) groupOf(r *jobRec) *group {
 	q := e.queueList[r.q]
 	sig := e.sigOf(r)
-	if g := q.groups[sig]; g != nil {
+	if g := q.group(sig); g != nil {
 		return g
 	}
-	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, set: newJobSet(), first: none}
+	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, first: none}
+	g.set = jobSet{&g.tree}
 	q.groups[sig] = g
 	if e.served(q) {
 		e.attach(g)
@@ -110,7 +131,7 @@ func (e *Engine) attach(g *group) {
 	e.countCoBudgets(g, +1)
 	for _, b := range g.binds() {
 		if g.coll == nil || b.a != g.coll.a {
-			b.a.served[g] = struct{}{}
+			b.a.served.add(g)
 		}
 		e.changed(b.a)
 	}
@@ -121,7 +142,7 @@ func (e *Engine) attach(g *group) {
 // last taker, or it is empty): its jobs are in no line and reserve nothing.
 func (e *Engine) detachGroup(g *group) {
 	for _, b := range g.binds() {
-		delete(b.a.served, g)
+		b.a.served.remove(g)
 		e.changed(b.a)
 	}
 	e.countCoBudgets(g, -1)
@@ -137,8 +158,9 @@ func (e *Engine) join(j ref) {
 	r := e.rec(j.idx)
 	r.aux = -1
 	g := e.groupOf(r)
-	g.set.insert(itemAt(e.keyOf(j), j.idx))
-	e.edgesChanged(g)
+	it := itemAt(e.keyOf(j), j.idx)
+	g.set.insert(it)
+	e.joinedEdges(g, it)
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
 		b.a.waitN++
@@ -154,16 +176,19 @@ func (e *Engine) join(j ref) {
 
 // leave takes a waiting job out of its group; it is no budget's head any
 // more (ENGINE.md: a head that leaves gives up its headship).
-func (e *Engine) leave(j ref) {
+func (e *Engine) leave(j ref) { e.leaveAt(j, e.keyOf(j)) }
+
+// leaveAt is leave for a job whose key k the caller has at hand.
+func (e *Engine) leaveAt(j ref, k key) {
 	r := e.rec(j.idx)
-	g := e.queueList[r.q].groups[e.sigOf(r)]
+	g := e.queueList[r.q].group(e.sigOf(r))
 	for _, b := range g.binds() {
 		if b.a.head.idx == j.idx {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(e.keyOf(j))
-	e.edgesChanged(g)
+	g.set.remove(k)
+	e.leftEdges(g, k)
 	if g.coll != nil && g.cand.idx == j.idx {
 		// At once: the job may join another group of the collection
 		// before this one is recomputed, and its key is the same there.
@@ -190,6 +215,9 @@ func (e *Engine) dropGroup(g *group) {
 	}
 	g.dirty = false
 	delete(g.q.groups, g.sig)
+	if g.sig != nil && g.sig.group == g {
+		g.sig.group = nil
+	}
 }
 
 // markGroup queues a group's candidate for recomputing.
@@ -233,12 +261,13 @@ func (e *Engine) recompute(g *group) {
 		return
 	}
 	m := g.set.min()
-	if !e.partBound(g).admits(m.k()) {
+	pb := e.partBound(g)
+	if !pb.admits(m.k()) {
 		m = none
 	}
 	e.setCandidate(g, m)
 	if g.coll != nil {
-		e.replaceHeads(g)
+		e.replaceHeads(g, pb)
 	}
 }
 
@@ -292,7 +321,7 @@ func (e *Engine) hotChanged(q *queue) {
 // their headship when it loses its last taker.
 func (e *Engine) serveChanged(q *queue, served bool) {
 	if !served {
-		for a := range q.heads {
+		for _, a := range slices.Clone(q.heads.list) {
 			e.clearHead(a)
 		}
 	}

@@ -175,8 +175,11 @@ func (e *Engine) setState(idx int32, s jobState) {
 	e.obs.moved(old, s)
 }
 
-// deliver debits every budget and hands the job to the taker.
-func (e *Engine) deliver(j ref, t *Taker) {
+// deliver debits every budget and hands the job, the member it of its
+// group, to the taker. The member's key is the job's: a family job's tag
+// is not looked up again.
+func (e *Engine) deliver(it item, t *Taker) {
+	j := ref{id: it.id, idx: it.idx}
 	r := e.rec(j.idx)
 	for _, b := range e.binds(r) {
 		b.a.pool.Debit(b.cost, e.vnow)
@@ -184,12 +187,12 @@ func (e *Engine) deliver(j ref, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 	}
-	e.dispatchedTag(j, e.binds(r))
+	e.dispatchedTag(it.tag, e.binds(r))
 	waited := int64(0)
 	if r.binds != 0 {
 		waited = r.readyAt // when it became ready (a requeue keeps it)
 	}
-	e.leave(j)
+	e.leaveAt(j, it.k())
 	e.setState(j.idx, stInFlight)
 	ms := e.nowMs()
 	r.aux = t.slot

@@ -516,11 +516,11 @@ func (e *Engine) Reset() Waiter {
 	for _, j := range e.ids.all() {
 		e.forget(j)
 	}
-	for key, a := range e.accounts {
+	for _, a := range e.accounts {
 		if a.dl != nil {
 			e.refills.remove(a.dl)
 		}
-		delete(e.accounts, key)
+		e.dropAccount(a)
 	}
 	e.subBudgets = 0
 	e.purges.items = nil

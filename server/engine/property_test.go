@@ -463,7 +463,7 @@ func (r *propRun) compare() {
 		}
 		if a.head.ok() != (mb.head != nil) || (a.head.ok() && a.head.id.String() != mb.head.id) {
 			var gs []string
-			for g := range a.served {
+			for _, g := range a.served.list {
 				m := g.set.min()
 				gs = append(gs, fmt.Sprintf("[%s len %d min %s pays %v paused %v wif %v]", g.q.name, g.set.len(), m.id, e.pays(a, g.costOf(a)), e.groupPaused(g), e.wifBound(g).admits(m.k())))
 			}
@@ -591,7 +591,7 @@ func (r *propRun) engineAhead(j ref) string {
 	for _, b := range e.binds(e.rec(j.idx)) {
 		before := bound{kind: boundAt, k: wj.k}
 		var ids []string
-		for g := range b.a.served {
+		for _, g := range b.a.served.list {
 			pb, wb := e.lineBounds(b.a, g)
 			from, to := pb.tighter(before).count(g.set), wb.tighter(before).count(g.set)
 			ids = append(ids, fmt.Sprintf("[group %s len %d pb %d wb %d]", g.q.name, g.set.len(), pb.count(g.set), wb.count(g.set)))

@@ -124,6 +124,10 @@ type signature struct {
 	binds []bind
 	key   string
 	refs  int
+	// group is its group in the queue where it was last looked up
+	// (queue.group): a family's sub-keys have a signature each, and their
+	// groups are looked up on every dispatch, in a map of thousands.
+	group *group
 }
 
 // internBinds returns the index of the list of binds, counting a reference;

@@ -283,6 +283,6 @@ func (e *Engine) dispatchOne() bool {
 		return false
 	}
 	best := e.bestFor(winner)
-	e.deliver(ref{id: best.id, idx: best.idx}, winner)
+	e.deliver(best, winner)
 	return true
 }

@@ -106,7 +106,7 @@ type waitingJob struct {
 
 func (e *Engine) waitingJob(j ref) waitingJob {
 	r := e.rec(j.idx)
-	return waitingJob{ref: j, k: e.keyOf(j), g: e.queueList[r.q].groups[e.sigOf(r)]}
+	return waitingJob{ref: j, k: e.keyOf(j), g: e.queueList[r.q].group(e.sigOf(r))}
 }
 
 // inLine reports whether a waiting job waits in a's line.
