@@ -1,0 +1,101 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zizq/zizq/store"
+)
+
+// BenchmarkFamilies_Backlog is issue 16's measure over real HTTP: a backlog
+// of 1,000,000 jobs (more when b.N is larger) on a budget that lets 64 run
+// at once, plain or a family whose jobs spread over 10,000 sub-keys (one
+// each in flight), then b.N of them drained by 4 take streams that ack
+// each job. Reported, never asserted; BenchmarkEngine_FamilyBacklog is the
+// engine's own part of it.
+func BenchmarkFamilies_Backlog(b *testing.B) {
+	for _, keys := range []int{0, 10_000} {
+		b.Run(fmt.Sprintf("subkeys=%d", keys), func(b *testing.B) {
+			tb := benchServer(b, store.Buffered)
+			c := benchClient()
+			body := `{"allocation":64,"strategy":{"type":"while_in_flight"}}`
+			if keys > 0 {
+				body = `{"allocation":64,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":1,"strategy":{"type":"while_in_flight"}}}`
+			}
+			putBudget(b, c, tb.url, "c", body)
+			fillBacklog(b, tb, max(1_000_000, b.N), func(i int) string {
+				if keys == 0 {
+					return `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c"}]}`
+				}
+				return fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c/k%d"}]}`, i%keys)
+			})
+			drainBacklog(b, tb, "q")
+		})
+	}
+}
+
+// fillBacklog enqueues n jobs in bulks of 1,000 from 4 producers.
+func fillBacklog(b *testing.B, tb *testBundle, n int, jobJSON func(i int) string) {
+	c := benchClient()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := int(next.Add(1000)) - 1000; start < n; start = int(next.Add(1000)) - 1000 {
+				var buf bytes.Buffer
+				buf.WriteString(`{"jobs":[`)
+				for k := start; k < min(start+1000, n); k++ {
+					if k > start {
+						buf.WriteByte(',')
+					}
+					buf.WriteString(jobJSON(k))
+				}
+				buf.WriteString(`]}`)
+				if st, err := postJSON(c, tb.url+"/jobs/bulk", buf.Bytes()); err != nil || st != 201 {
+					b.Errorf("backlog: %d %v", st, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// drainBacklog times 4 take streams of queue until b.N jobs arrived.
+func drainBacklog(b *testing.B, tb *testBundle, queue string) {
+	c := benchClient()
+	var received atomic.Int64
+	target := int64(b.N)
+	done := make(chan struct{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range 4 {
+		w := &worker{url: tb.url, c: c, prefetch: 64, queue: queue, onJob: func(string) {
+			if received.Add(1) == target {
+				close(done)
+			}
+		}}
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = w.run(ctx) }()
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("only %d of %d jobs arrived", received.Load(), target)
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+	b.ReportMetric(float64(target)/elapsed.Seconds(), "jobs/s")
+}
