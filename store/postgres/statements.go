@@ -7,7 +7,10 @@ import (
 )
 
 // The batched statements of a phase: each takes its ops' values as one
-// array per column and joins them back into rows with unnest.
+// array per column and joins them back into rows with unnest. An UPDATE's
+// "jobs.id = ANY($1)" (the IDs again) gives the planner an index
+// condition: without it, statistics taken while the table was empty (a
+// drained queue) let it scan the whole table for every batch.
 
 // insertSQL inserts the jobs of the arrays. Those with a unique key hold
 // it: the keys' previous holders let them go first. The fair tag is
@@ -125,22 +128,34 @@ func queuePuts(b *pgx.Batch, ops []store.Op) {
 			$15::int8[], $16::int8[], $17::int8[], $18::text[], $19::bytea[], $20::bytea[], $21::bytea[], $22::bool[])
 			AS u(id, queue, type, priority, status, ready_at, attempts, retry_limit, exp, base, jitter,
 				ret_c, ret_d, dequeued, failed, done, purge, budgets, batch_key, batch_when, batch_fold, batch_open)
-		WHERE jobs.id = u.id`,
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`,
 		c.ids, c.queues, c.types, c.priorities, c.statuses, c.readyAt, c.attempts, c.retryLimit,
 		c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge, c.budgets,
 		c.batchKey, c.when, c.fold, c.batchOpen)
 }
 
 func queueStatuses(b *pgx.Batch, ops []store.Op) {
-	ids, statuses, dequeued := make([]string, len(ops)), make([]int16, len(ops)), make([]int64, len(ops))
-	for i, o := range ops {
-		s := o.(store.SetStatusOp)
-		ids[i], statuses[i], dequeued[i] = s.ID, int16(s.Status), s.DequeuedAt
+	// One statement per (status, dequeued_at): the IDs of a batch of
+	// dispatches share a few milliseconds, and "id = ANY" is an index
+	// lookup a job whatever the statistics say.
+	type mark struct {
+		status   int16
+		dequeued int64
 	}
-	b.Queue(`UPDATE jobs SET status = u.status,
-			dequeued_at = CASE WHEN u.dequeued = 0 THEN jobs.dequeued_at ELSE u.dequeued END
-		FROM unnest($1::text[], $2::int2[], $3::int8[]) AS u(id, status, dequeued)
-		WHERE jobs.id = u.id`, ids, statuses, dequeued)
+	var order []mark
+	ids := make(map[mark][]string)
+	for _, o := range ops {
+		s := o.(store.SetStatusOp)
+		m := mark{int16(s.Status), s.DequeuedAt}
+		if _, ok := ids[m]; !ok {
+			order = append(order, m)
+		}
+		ids[m] = append(ids[m], s.ID)
+	}
+	for _, m := range order {
+		b.Queue(`UPDATE jobs SET status = $2::int2, dequeued_at = CASE WHEN $3::int8 = 0 THEN dequeued_at ELSE $3::int8 END
+			WHERE id = ANY($1)`, ids[m], m.status, m.dequeued)
+	}
 }
 
 func queueRetries(b *pgx.Batch, ops []store.Op) {
@@ -152,7 +167,7 @@ func queueRetries(b *pgx.Batch, ops []store.Op) {
 	}
 	b.Queue(`UPDATE jobs SET attempts = u.attempts, failed_at = u.failed, ready_at = u.ready, status = u.status
 		FROM unnest($1::text[], $2::int8[], $3::int8[], $4::int8[], $5::int2[]) AS u(id, attempts, failed, ready, status)
-		WHERE jobs.id = u.id`, ids, attempts, failed, ready, statuses)
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`, ids, attempts, failed, ready, statuses)
 }
 
 func queueFinishes(b *pgx.Batch, ops []store.Op) {
@@ -168,7 +183,7 @@ func queueFinishes(b *pgx.Batch, ops []store.Op) {
 			completed_at = u.done, purge_at = u.purge
 		FROM unnest($1::text[], $2::int2[], $3::int8[], $4::int8[], $5::int8[], $6::int8[])
 			AS u(id, status, attempts, failed, done, purge)
-		WHERE jobs.id = u.id`, ids, statuses, attempts, failed, done, purge)
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`, ids, statuses, attempts, failed, done, purge)
 }
 
 func queuePatches(b *pgx.Batch, ops []store.Op) {
@@ -195,7 +210,7 @@ func queuePatches(b *pgx.Batch, ops []store.Op) {
 		FROM unnest($1::text[], $2::bytea[], $3::int4[], $4::int2[], $5::int8[], $6::int8[], $7::float8[],
 			$8::int8[], $9::int8[], $10::int8[], $11::int8[])
 			AS u(id, queue, priority, status, ready, retry, exp, base, jitter, ret_c, ret_d)
-		WHERE jobs.id = u.id`, ids, queues, priorities, statuses, ready, retry, exp, base, jit, retC, retD)
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`, ids, queues, priorities, statuses, ready, retry, exp, base, jit, retC, retD)
 }
 
 func queueRebinds(b *pgx.Batch, ops []store.Op) {
@@ -205,7 +220,7 @@ func queueRebinds(b *pgx.Batch, ops []store.Op) {
 		ids[i], budgets[i] = s.ID, bindingsCol(s.Budgets)
 	}
 	b.Queue(`UPDATE jobs SET budgets = u.budgets FROM unnest($1::text[], $2::text[]) AS u(id, budgets)
-		WHERE jobs.id = u.id`, ids, budgets)
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`, ids, budgets)
 }
 
 // queuePayloads replaces the payloads of a phase's SetPayload ops (a batch
@@ -220,7 +235,7 @@ func queuePayloads(b *pgx.Batch, ops []store.Op) {
 		}
 	}
 	b.Queue(`UPDATE jobs SET payload = u.payload FROM unnest($1::text[], $2::bytea[]) AS u(id, payload)
-		WHERE jobs.id = u.id`, ids, payloads)
+		WHERE jobs.id = u.id AND jobs.id = ANY($1)`, ids, payloads)
 }
 
 // queueCloseBatches closes the batches of a phase's CloseBatch ops; a row

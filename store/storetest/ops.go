@@ -96,8 +96,8 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 
 		b.apply(t, store.SetStatus(id(1), store.Ready, 0))
 		require.EqualValues(t, 10, b.get(t, id(1)).DequeuedAt, "0 leaves dequeued_at")
-		b.apply(t, store.SetStatus(id(1), store.InFlight, 20))
-		want := with(1, func(j *store.Job) { j.Status, j.DequeuedAt = store.InFlight, 20 })
+		b.apply(t, store.SetStatus(id(1), store.InFlight, 1_796_143_186_879))
+		want := with(1, func(j *store.Job) { j.Status, j.DequeuedAt = store.InFlight, 1_796_143_186_879 })
 		require.Equal(t, want, b.get(t, id(1)))
 
 		b.apply(t, store.SetStatus(id(2), store.InFlight, 20)) // missing job: no-op
@@ -107,18 +107,19 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 	t.Run("DispatchMark", func(t *testing.T) {
 		t.Parallel()
 		b := newB(t)
+		const ms = 1_796_143_186_879 // a real time: past 32 bits
 		b.apply(t, store.InsertJob(job(1)), store.InsertJob(job(2)), store.InsertJob(job(3)))
 		// A store may hold marks back: what follows must see them all the
 		// same, and every read after a Barrier.
-		b.apply(t, store.DispatchMark(id(1), 20))
-		b.apply(t, store.DispatchMark(id(2), 21))
-		b.apply(t, store.DispatchMark(id(3), 22))
+		b.apply(t, store.DispatchMark(id(1), ms))
+		b.apply(t, store.DispatchMark(id(2), ms+1))
+		b.apply(t, store.DispatchMark(id(3), ms+2))
 		b.apply(t, store.SetStatus(id(2), store.Ready, 0))
 		b.apply(t, store.DeleteJob(id(3)))
-		b.apply(t, store.DispatchMark(id(9), 23)) // missing job: no-op
+		b.apply(t, store.DispatchMark(id(9), ms+3)) // missing job: no-op
 		require.NoError(t, b.s.Barrier(b.ctx))
-		require.Equal(t, with(1, func(j *store.Job) { j.Status, j.DequeuedAt = store.InFlight, 20 }), b.get(t, id(1)))
-		require.Equal(t, with(2, func(j *store.Job) { j.DequeuedAt = 21 }), b.get(t, id(2)), "requeued after its mark")
+		require.Equal(t, with(1, func(j *store.Job) { j.Status, j.DequeuedAt = store.InFlight, ms }), b.get(t, id(1)))
+		require.Equal(t, with(2, func(j *store.Job) { j.DequeuedAt = ms + 1 }), b.get(t, id(2)), "requeued after its mark")
 		require.Equal(t, ids(1, 2), b.ids(t))
 		n, err := b.s.CountJobs(b.ctx, store.Filter{Statuses: []store.Status{store.InFlight}})
 		require.NoError(t, err)
