@@ -82,6 +82,15 @@ type Job struct {
 	FairTag int64
 }
 
+// Plain reports whether j's overrides, timestamps (but ready_at), unique
+// key and batch are all unset, as a new job's columns default to: most new
+// jobs are, and a store writes them with fewer values.
+func (j *Job) Plain() bool {
+	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
+		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 &&
+		j.UniqueKey == "" && j.Batch == nil && !j.BatchOpen
+}
+
 // BatchConfig is the batch of a batched job: enqueues with the same Key
 // fold into its pending job while When holds, and Fold makes the merged
 // payload (both jq programs, over $existing and $new).

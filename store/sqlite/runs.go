@@ -106,7 +106,7 @@ func plainInsert(o *op) bool {
 		return false
 	}
 	ins := o.src.(store.InsertJobOp)
-	return plain(&ins.Job)
+	return ins.Job.Plain()
 }
 
 // insertRun writes a run of plain new jobs insertChunk rows a statement,

@@ -311,7 +311,7 @@ func (w *writer) insert(j *store.Job) error {
 			return err
 		}
 	}
-	if plain(j) {
+	if j.Plain() {
 		_, err = w.insertPlain.Exec(j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
 			int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
 	} else {
@@ -332,14 +332,6 @@ func (w *writer) setHolder(u store.UniqueHolderOp) error {
 	}
 	_, err := w.holdKey.Exec(u.ID)
 	return err
-}
-
-// plain reports whether j's overrides, timestamps (but ready_at), unique
-// key and batch are all unset, as the columns' defaults have them.
-func plain(j *store.Job) bool {
-	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
-		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 &&
-		j.UniqueKey == "" && j.Batch == nil && !j.BatchOpen
 }
 
 // wrapOp gives an op's error its context ("insert job <id>: …").
