@@ -79,46 +79,29 @@ func (r *reorderer) value(i, depth int) (int, bool) {
 }
 
 func (r *reorderer) array(i, depth int) (int, bool) {
-	r.out = append(r.out, '[')
-	i = r.skip(i)
-	if i < len(r.b) && r.b[i] == ']' {
-		r.out = append(r.out, ']')
-		return i + 1, true
-	}
-	for {
-		var ok bool
-		if i, ok = r.value(i, depth); !ok {
-			return 0, false
-		}
-		i = r.skip(i)
-		if i >= len(r.b) {
-			return 0, false
-		}
-		switch r.b[i] {
-		case ',':
-			r.out = append(r.out, ',')
-			i = r.skip(i + 1)
-		case ']':
-			r.out = append(r.out, ']')
-			return i + 1, true
-		default:
-			return 0, false
-		}
-	}
+	return r.elements(i, '[', ']', func(i int) (int, bool) { return r.value(i, depth) }, nil)
 }
 
 func (r *reorderer) object(i, depth int) (int, bool) {
-	r.out = append(r.out, '{')
 	base := len(r.members)
 	defer func() { r.members = r.members[:base] }()
+	return r.elements(i, '{', '}', func(i int) (int, bool) { return r.member(i, depth) },
+		func() bool { return r.sortMembers(base) })
+}
+
+// elements copies the elements of an array or object whose body starts at
+// i, each by one, with commas between them, and returns the index after
+// the closing byte. done, when set, runs before the close is written.
+func (r *reorderer) elements(i int, open, close byte, one func(int) (int, bool), done func() bool) (int, bool) {
+	r.out = append(r.out, open)
 	i = r.skip(i)
-	if i < len(r.b) && r.b[i] == '}' {
-		r.out = append(r.out, '}')
+	if i < len(r.b) && r.b[i] == close {
+		r.out = append(r.out, close)
 		return i + 1, true
 	}
 	for {
 		var ok bool
-		if i, ok = r.member(i, depth); !ok {
+		if i, ok = one(i); !ok {
 			return 0, false
 		}
 		i = r.skip(i)
@@ -129,11 +112,11 @@ func (r *reorderer) object(i, depth int) (int, bool) {
 		case ',':
 			r.out = append(r.out, ',')
 			i = r.skip(i + 1)
-		case '}':
-			if !r.sortMembers(base) {
+		case close:
+			if done != nil && !done() {
 				return 0, false
 			}
-			r.out = append(r.out, '}')
+			r.out = append(r.out, close)
 			return i + 1, true
 		default:
 			return 0, false

@@ -143,30 +143,22 @@ func (e *Engine) leftEdges(g *group, k key) {
 	}
 }
 
-func (e *Engine) setFirst(g *group, m item) {
-	if m == g.first {
-		return
-	}
-	if g.first.ok() {
-		g.coll.firsts.remove(g.first.k())
-	}
-	if m.ok() {
-		g.coll.firsts.insert(m)
-	}
-	g.first = m
-}
+// setFirst and setLast move a collected group's end to m, refiling it in
+// its collection's set of such ends.
+func (e *Engine) setFirst(g *group, m item) { moveEnd(&g.first, &g.coll.firsts, m) }
+func (e *Engine) setLast(g *group, m item)  { moveEnd(&g.last, &g.coll.lasts, m) }
 
-func (e *Engine) setLast(g *group, m item) {
-	if m == g.last {
+func moveEnd(end *item, ends *jobSet, m item) {
+	if m == *end {
 		return
 	}
-	if g.last.ok() {
-		g.coll.lasts.remove(g.last.k())
+	if end.ok() {
+		ends.remove(end.k())
 	}
 	if m.ok() {
-		g.coll.lasts.insert(m)
+		ends.insert(m)
 	}
-	g.last = m
+	*end = m
 }
 
 // setPart records a collected group's partial candidate.

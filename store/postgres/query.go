@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/internal/bindtext"
+	"github.com/zizq/zizq/store/internal/chunk"
 )
 
 const (
@@ -65,18 +66,11 @@ func purged(purgeAt, now int64) bool { return now != 0 && purgeAt != 0 && purgeA
 // GetJobs returns the jobs of ids, whole, in any order; IDs of no job are
 // skipped. One query per 1000 IDs.
 func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	jobs := make([]store.Job, 0, len(ids))
-	for len(ids) > 0 {
-		batch := ids[:min(idChunk, len(ids))]
-		ids = ids[len(batch):]
-		var err error
-		if jobs, err = queryJobs(ctx, db.pool, jobs, `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1)`, batch); err != nil {
-			return nil, fmt.Errorf("get jobs: %w", err)
-		}
+	jobs, err := chunk.ByID(ids, idChunk, func(out []store.Job, batch []string) ([]store.Job, error) {
+		return queryJobs(ctx, db.pool, out, `SELECT `+jobColumns+` FROM jobs WHERE id = ANY($1)`, batch)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get jobs: %w", err)
 	}
 	return jobs, nil
 }
@@ -84,18 +78,11 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 // Payloads returns the payload and failed_at of the jobs of ids, in any
 // order; IDs of no job are skipped. One query per 1000 IDs.
 func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	out := make([]store.JobPayload, 0, len(ids))
-	for len(ids) > 0 {
-		batch := ids[:min(idChunk, len(ids))]
-		ids = ids[len(batch):]
-		var err error
-		if out, err = queryPayloads(ctx, db.pool, out, batch); err != nil {
-			return nil, fmt.Errorf("read payloads: %w", err)
-		}
+	out, err := chunk.ByID(ids, idChunk, func(out []store.JobPayload, batch []string) ([]store.JobPayload, error) {
+		return queryPayloads(ctx, db.pool, out, batch)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read payloads: %w", err)
 	}
 	return out, nil
 }

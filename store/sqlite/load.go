@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/internal/bindtext"
+	"github.com/zizq/zizq/store/internal/chunk"
 )
 
 // liveColumns are a store.LiveJob in one text column. Every column of a
@@ -325,23 +325,14 @@ func (db *DB) maxJobID(ctx context.Context, tx *sql.Tx) (string, error) {
 // key (the IDs drive a CROSS JOIN, as in withinQuery), so a batch of
 // dispatched jobs costs one query.
 func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	// Duplicates would come back twice.
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	jobs := make([]store.Job, 0, len(ids))
-	for len(ids) > 0 {
-		batch := ids[:min(getJobsChunk, len(ids))]
-		ids = ids[len(batch):]
+	jobs, err := chunk.ByID(ids, getJobsChunk, func(out []store.Job, batch []string) ([]store.Job, error) {
 		arg, _ := json.Marshal(batch) // strings: cannot fail
-		var err error
-		jobs, err = db.queryJobs(ctx, jobs, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
+		return db.queryJobs(ctx, out, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
 			SELECT `+jobColumns+` FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id
 			LEFT JOIN job_payloads AS p ON p.id = jobs.id`, string(arg))
-		if err != nil {
-			return nil, fmt.Errorf("get jobs: %w", err)
-		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get jobs: %w", err)
 	}
 	return jobs, nil
 }
@@ -350,18 +341,11 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 // order; IDs of no job are skipped. One query per getJobsChunk IDs, which
 // reads three columns a job (each column read is a call into SQLite).
 func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, error) {
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	out := make([]store.JobPayload, 0, len(ids))
-	for len(ids) > 0 {
-		batch := ids[:min(getJobsChunk, len(ids))]
-		ids = ids[len(batch):]
-		var err error
-		if out, err = db.queryPayloads(ctx, out, batch); err != nil {
-			return nil, fmt.Errorf("read payloads: %w", err)
-		}
+	out, err := chunk.ByID(ids, getJobsChunk, func(out []store.JobPayload, batch []string) ([]store.JobPayload, error) {
+		return db.queryPayloads(ctx, out, batch)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read payloads: %w", err)
 	}
 	return out, nil
 }
