@@ -82,6 +82,18 @@ func runThroughputOn(b *testing.B, tb *testBundle, queue string, jobJSON func(i 
 			}
 		}()
 	}
+	elapsed := awaitJobs(b, done, &received, target, start)
+	pw.Wait()
+	cancel()
+	wg.Wait()
+	rate := float64(target) / elapsed.Seconds()
+	b.ReportMetric(rate, "jobs/s")
+	return rate
+}
+
+// awaitJobs waits until target jobs have arrived (done closed) and stops
+// the timer; it returns the time since start.
+func awaitJobs(b *testing.B, done <-chan struct{}, received *atomic.Int64, target int64, start time.Time) time.Duration {
 	select {
 	case <-done:
 	case <-time.After(5 * time.Minute):
@@ -89,12 +101,7 @@ func runThroughputOn(b *testing.B, tb *testBundle, queue string, jobJSON func(i 
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()
-	pw.Wait()
-	cancel()
-	wg.Wait()
-	rate := float64(target) / elapsed.Seconds()
-	b.ReportMetric(rate, "jobs/s")
-	return rate
+	return elapsed
 }
 
 // BenchmarkBudgets_Generous: (a) every job bound to one of 1,000 budgets
