@@ -27,18 +27,20 @@ const maxHeldMarks = 100_000
 // heldMarks are the marks the writer holds; the writer goroutine's own,
 // but for count.
 type heldMarks struct {
-	byID  map[string]heldMark
+	byID  map[string]*heldMark
 	order []heldEntry // in the order they were held; entries replaced or written since are skipped
 	head  int
 	seq   uint64
 	count atomic.Int64 // len(byID), for Barrier
 	timer *time.Timer
+	txs   uint64 // transactions planned, for heldMark.picked
 }
 
 type heldMark struct {
-	mark store.SetStatusOp
-	at   time.Time
-	seq  uint64 // its entry in order
+	mark   store.SetStatusOp
+	at     time.Time
+	seq    uint64 // its entry in order
+	picked uint64 // the last planned transaction that writes it (dueMarks)
 }
 
 type heldEntry struct {
@@ -106,19 +108,23 @@ func (db *DB) dueMarks(groups []*group, now time.Time) ([]op, []string) {
 	if len(h.byID) == 0 {
 		return nil, nil
 	}
+	h.txs++
 	var ids []string
-	if everything(groups) || len(h.byID) >= maxHeldMarks {
-		for id := range h.byID {
+	pick := func(id string, m *heldMark) {
+		if m.picked != h.txs {
+			m.picked = h.txs
 			ids = append(ids, id)
 		}
+	}
+	if everything(groups) || len(h.byID) >= maxHeldMarks {
+		for id, m := range h.byID {
+			pick(id, m)
+		}
 	} else {
-		seen := make(map[string]bool)
 		for _, g := range groups {
 			for i := range g.ops {
-				id := g.ops[i].id
-				if _, ok := h.byID[id]; ok && !seen[id] {
-					seen[id] = true
-					ids = append(ids, id)
+				if m, ok := h.byID[g.ops[i].id]; ok {
+					pick(g.ops[i].id, m)
 				}
 			}
 		}
@@ -130,10 +136,7 @@ func (db *DB) dueMarks(groups []*group, now time.Time) ([]op, []string) {
 			if now.Sub(m.at) < db.opts.MarkDelay {
 				break
 			}
-			if !seen[e.id] {
-				seen[e.id] = true
-				ids = append(ids, e.id)
-			}
+			pick(e.id, m)
 		}
 	}
 	lead := make([]op, len(ids))
@@ -162,14 +165,14 @@ func everything(groups []*group) bool {
 func (db *DB) keep(written []string, held []store.SetStatusOp, now time.Time) {
 	h := &db.held
 	if h.byID == nil {
-		h.byID = make(map[string]heldMark)
+		h.byID = make(map[string]*heldMark)
 	}
 	for _, id := range written {
 		delete(h.byID, id)
 	}
 	for _, m := range held {
 		h.seq++
-		h.byID[m.ID] = heldMark{mark: m, at: now, seq: h.seq}
+		h.byID[m.ID] = &heldMark{mark: m, at: now, seq: h.seq}
 		h.order = append(h.order, heldEntry{id: m.ID, seq: h.seq})
 	}
 	h.dropStale()
