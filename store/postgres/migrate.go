@@ -4,15 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zizq/zizq/store/internal/migration"
 )
 
 // migrationFiles holds the schema, one file per version: NNNN_name.sql.
@@ -20,42 +16,6 @@ import (
 //
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads the embedded migrations, sorted by version, and
-// checks that versions run 1, 2, 3… without gaps.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.ReadDir(migrationFiles, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		num, _, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive version number", name)
-		}
-		body, err := fs.ReadFile(migrationFiles, path.Join("migrations", name))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", name, err)
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
 
 // migrateLockKey is the advisory lock that serialises migrations; it is
 // combined with the schema's name, so that stores in different schemas of
@@ -67,7 +27,7 @@ const migrateLockKey = "zizq-migrate:"
 // database wait for each other and the first migrates it. A database whose
 // version is newer than the newest migration is refused.
 func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	ms, err := loadMigrations()
+	ms, err := migration.Load(migrationFiles)
 	if err != nil {
 		return err
 	}
@@ -82,15 +42,13 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
 		if err != nil {
 			return err
 		}
-		if current > len(ms) {
-			return fmt.Errorf("database schema version %d is newer than this zizq supports (%d)", current, len(ms))
+		pending, err := migration.Pending(ms, current)
+		if err != nil || len(pending) == 0 {
+			return err
 		}
-		if current == len(ms) {
-			return nil
-		}
-		for _, m := range ms[current:] {
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migration %s: %w", m.name, err)
+		for _, m := range pending {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migration %s: %w", m.Name, err)
 			}
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM schema_version`); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/migration"
 )
 
 func TestOpen_JournalModeIsWAL(t *testing.T) {
@@ -126,7 +127,7 @@ func TestLoadMigrations(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.Len(t, ms, 2)
-			require.Equal(t, "0001_a.sql", ms[0].name)
+			require.Equal(t, "0001_a.sql", ms[0].Name)
 		})
 	}
 }
@@ -201,7 +202,7 @@ func TestDB_WriteFailsUnavailableWhenDiskFull(t *testing.T) {
 	require.Equal(t, []string{id(1), id(2)}, b.ids(t))
 }
 
-func mustMigrations(t *testing.T) []migration {
+func mustMigrations(t *testing.T) []migration.Migration {
 	t.Helper()
 	ms, err := loadMigrations(migrationFiles)
 	require.NoError(t, err)

@@ -7,10 +7,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
 	"strconv"
-	"strings"
+
+	"github.com/zizq/zizq/store/internal/migration"
 )
 
 // migrationFiles holds the schema, one file per version: NNNN_name.sql.
@@ -19,44 +18,8 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-// loadMigrations reads the migrations of fsys (dir "migrations"), sorted by
-// version, and checks that versions run 1, 2, 3… without gaps.
-func loadMigrations(fsys fs.FS) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, "migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".sql") {
-			continue
-		}
-		num, _, _ := strings.Cut(name, "_")
-		v, err := strconv.Atoi(num)
-		if err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration %s: name must start with a positive version number", name)
-		}
-		body, err := fs.ReadFile(fsys, path.Join("migrations", name))
-		if err != nil {
-			return nil, fmt.Errorf("read migration %s: %w", name, err)
-		}
-		ms = append(ms, migration{version: v, name: name, sql: string(body)})
-	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
-	for i, m := range ms {
-		if m.version != i+1 {
-			return nil, fmt.Errorf("migration %s: expected version %d", m.name, i+1)
-		}
-	}
-	return ms, nil
-}
+// loadMigrations reads the migrations of fsys (migration.Load).
+func loadMigrations(fsys fs.FS) ([]migration.Migration, error) { return migration.Load(fsys) }
 
 // migrate brings the schema up to date with the embedded migrations.
 func migrate(ctx context.Context, conn *sql.Conn, log *slog.Logger) error {
@@ -88,12 +51,13 @@ func migrateFS(ctx context.Context, conn *sql.Conn, fsys fs.FS, log *slog.Logger
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&current); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if current > latest {
-		return fmt.Errorf("database schema version %d is newer than this zizq supports (%d)", current, latest)
+	pending, err := migration.Pending(ms, current)
+	if err != nil {
+		return err
 	}
-	for _, m := range ms[current:] {
-		if _, err := conn.ExecContext(ctx, m.sql); err != nil {
-			return fmt.Errorf("migration %s: %w", m.name, wrapUnavailable(err))
+	for _, m := range pending {
+		if _, err := conn.ExecContext(ctx, m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, wrapUnavailable(err))
 		}
 	}
 	if current == latest {

@@ -337,7 +337,7 @@ func TestOpen_UpgradesToBudgetFamilies(t *testing.T) {
 	require.NoError(t, err)
 	upTo6 := fstest.MapFS{}
 	for _, m := range mustMigrations(t)[:6] {
-		upTo6["migrations/"+m.name] = &fstest.MapFile{Data: []byte(m.sql)}
+		upTo6["migrations/"+m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
 	}
 	require.NoError(t, migrateFS(ctx, conn, upTo6, quiet().Logger))
 	_, err = conn.ExecContext(ctx, `INSERT INTO budgets VALUES ('b', 2, 'time_based', 1000, 3, 10, 11);
