@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/reads"
 )
 
 // queueCron queues one cron op.
@@ -91,27 +92,10 @@ func queryCronGroups(ctx context.Context, q querier) ([]store.CronGroup, error) 
 // queryCronEntries reads every entry into its group of groups (sorted by
 // name); entries of no group are skipped.
 func queryCronEntries(ctx context.Context, q querier, groups []store.CronGroup) error {
-	rows, err := q.Query(ctx, `SELECT group_name, name, expression, coalesce(timezone, ''), paused,
-		coalesce(paused_at, 0), coalesce(resumed_at, 0), job,
-		coalesce(next_enqueue_at, 0), coalesce(last_enqueue_at, 0)
-		FROM cron_entries ORDER BY group_name, name`)
+	rows, err := q.Query(ctx, reads.CronEntriesSQL)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
-	gi := 0
-	for rows.Next() {
-		var e store.CronEntry
-		if err := rows.Scan(&e.Group, &e.Name, &e.Expression, &e.Timezone, &e.Paused,
-			&e.PausedAt, &e.ResumedAt, &e.Job, &e.NextEnqueueAt, &e.LastEnqueueAt); err != nil {
-			return err
-		}
-		for gi < len(groups) && groups[gi].Name < e.Group {
-			gi++
-		}
-		if gi < len(groups) && groups[gi].Name == e.Group {
-			groups[gi].Entries = append(groups[gi].Entries, e)
-		}
-	}
-	return rows.Err()
+	return reads.CronEntries(rows, groups)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/internal/bindtext"
 	"github.com/zizq/zizq/store/internal/chunk"
+	"github.com/zizq/zizq/store/internal/reads"
 )
 
 const (
@@ -117,13 +118,8 @@ func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order s
 	if f.Match != nil {
 		chunk = max(chunk, matchChunk)
 	}
-	err = db.scanJobs(ctx, f, from, order, chunk, func(j store.Job) bool {
-		if len(jobs) == limit {
-			more = true
-			return false
-		}
-		jobs = append(jobs, j)
-		return true
+	jobs, more, err = reads.Page(limit, func(fn func(store.Job) bool) error {
+		return db.scanJobs(ctx, f, from, order, chunk, fn)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("list jobs: %w", err)
