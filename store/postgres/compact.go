@@ -38,8 +38,10 @@ const compactTables = `jobs, job_errors`
 //
 // Rows deleted while an older transaction of the database holds a snapshot
 // cannot be removed yet (PostgreSQL keeps what any snapshot may see), so
-// Compact first waits a while for the client transactions that began
-// before it; if one is still there it compacts what it can and says so.
+// Compact first waits a while for the transactions that began before it,
+// of any backend (an autovacuum worker's ANALYZE holds a snapshot too, and
+// on a busy database one is often running); if one is still there it
+// compacts what it can and says so.
 // Only the transactions it may see count: a role without pg_read_all_stats
 // sees its own sessions alone.
 func (db *DB) Compact(ctx context.Context) error {
@@ -97,7 +99,7 @@ func waitOlderTransactions(ctx context.Context, conn *pgxpool.Conn) (bool, error
 		var older bool
 		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE datname = current_database() AND pid <> pg_backend_pid()
-				AND backend_type = 'client backend' AND backend_xmin IS NOT NULL AND xact_start < $1)`,
+				AND backend_xmin IS NOT NULL AND xact_start < $1)`,
 			start).Scan(&older)
 		switch {
 		case err != nil:
