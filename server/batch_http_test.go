@@ -21,8 +21,6 @@ import (
 
 // Batched jobs (API.md §4.5), over real HTTP in both encodings.
 
-var formats = map[string]api.Format{"JSON": api.JSON, "MsgPack": api.MsgPack}
-
 // send sends v (an api request value) in format f and asks for f back.
 func (tb *testBundle) send(t *testing.T, f api.Format, method, path string, v any) reply {
 	t.Helper()
@@ -69,145 +67,130 @@ func payloadOf(t *testing.T, tb *testBundle, id string) string {
 
 func TestBatch_FoldsIntoThePendingJob(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			status, a := tb.enqueueAs(t, f, concat(`[{"n":1}]`, 3))
-			require.Equal(t, http.StatusCreated, status)
-			require.False(t, *a.Folded)
-			require.False(t, *a.Duplicate)
-			want := &api.Batch{Key: "k", When: "(($existing | .) + ($new | .)) | length <= 3", Fold: "$existing | . += ($new | .)"}
-			require.Equal(t, want, a.Batch, "the stored batch is echoed")
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		status, a := tb.enqueueAs(t, f, concat(`[{"n":1}]`, 3))
+		require.Equal(t, http.StatusCreated, status)
+		require.False(t, *a.Folded)
+		require.False(t, *a.Duplicate)
+		want := &api.Batch{Key: "k", When: "(($existing | .) + ($new | .)) | length <= 3", Fold: "$existing | . += ($new | .)"}
+		require.Equal(t, want, a.Batch, "the stored batch is echoed")
 
-			status, b := tb.enqueueAs(t, f, concat(`[{"n":2}]`, 3))
-			require.Equal(t, http.StatusOK, status, "a fold answers 200")
-			require.True(t, *b.Folded)
-			require.False(t, *b.Duplicate)
-			require.Equal(t, a.ID, b.ID, "with the pending job it folded into")
-			require.Equal(t, want, b.Batch)
-			require.Nil(t, b.Payload, "no payload on enqueue responses")
+		status, b := tb.enqueueAs(t, f, concat(`[{"n":2}]`, 3))
+		require.Equal(t, http.StatusOK, status, "a fold answers 200")
+		require.True(t, *b.Folded)
+		require.False(t, *b.Duplicate)
+		require.Equal(t, a.ID, b.ID, "with the pending job it folded into")
+		require.Equal(t, want, b.Batch)
+		require.Nil(t, b.Payload, "no payload on enqueue responses")
 
-			got := jobByID(t, tb, a.ID)
-			require.Equal(t, want, got.Batch)
-			require.Equal(t, `[{"n":1},{"n":2}]`, payloadOf(t, tb, a.ID))
-			require.EqualValues(t, 1, jobCount(t, tb, ""))
-			l := listJobs(t, tb, "/jobs")
-			require.Equal(t, want, l.Jobs[0].Batch, "listings show the batch too")
-		})
-	}
+		got := jobByID(t, tb, a.ID)
+		require.Equal(t, want, got.Batch)
+		require.Equal(t, `[{"n":1},{"n":2}]`, payloadOf(t, tb, a.ID))
+		require.EqualValues(t, 1, jobCount(t, tb, ""))
+		l := listJobs(t, tb, "/jobs")
+		require.Equal(t, want, l.Jobs[0].Batch, "listings show the batch too")
+	})
 }
 
 func TestBatch_FalsyWhenSeals(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			_, a := tb.enqueueAs(t, f, concat(`[1]`, 2))
-			_, b := tb.enqueueAs(t, f, concat(`[2]`, 2))
-			status, c := tb.enqueueAs(t, f, concat(`[3]`, 2))
-			require.Equal(t, http.StatusCreated, status, "three items: when fails, a new batch starts")
-			require.False(t, *c.Folded)
-			status, d := tb.enqueueAs(t, f, concat(`[4]`, 2))
-			require.Equal(t, http.StatusOK, status)
-			require.Equal(t, []string{a.ID, a.ID, c.ID}, []string{b.ID, a.ID, d.ID})
-			require.NotEqual(t, a.ID, c.ID)
-			require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "the sealed batch keeps what it had")
-			require.Equal(t, `[3,4]`, payloadOf(t, tb, c.ID))
-			require.NotNil(t, jobByID(t, tb, a.ID).Batch, "a sealed job keeps its batch")
-		})
-	}
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		_, a := tb.enqueueAs(t, f, concat(`[1]`, 2))
+		_, b := tb.enqueueAs(t, f, concat(`[2]`, 2))
+		status, c := tb.enqueueAs(t, f, concat(`[3]`, 2))
+		require.Equal(t, http.StatusCreated, status, "three items: when fails, a new batch starts")
+		require.False(t, *c.Folded)
+		status, d := tb.enqueueAs(t, f, concat(`[4]`, 2))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, []string{a.ID, a.ID, c.ID}, []string{b.ID, a.ID, d.ID})
+		require.NotEqual(t, a.ID, c.ID)
+		require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "the sealed batch keeps what it had")
+		require.Equal(t, `[3,4]`, payloadOf(t, tb, c.ID))
+		require.NotNil(t, jobByID(t, tb, a.ID).Batch, "a sealed job keeps its batch")
+	})
 }
 
 func TestBatch_FirstJobRulesTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			_, a := tb.enqueueAs(t, f, batched(`[1]`, "k", "true", "$existing + $new"))
-			// Its own when would seal and its own fold keep only $new: the
-			// pending job's programs decide.
-			status, b := tb.enqueueAs(t, f, batched(`[2]`, "k", "false", "$new"))
-			require.Equal(t, http.StatusOK, status)
-			require.Equal(t, a.ID, b.ID)
-			require.Equal(t, "true", b.Batch.When, "the stored batch is the first job's")
-			require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID))
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		_, a := tb.enqueueAs(t, f, batched(`[1]`, "k", "true", "$existing + $new"))
+		// Its own when would seal and its own fold keep only $new: the
+		// pending job's programs decide.
+		status, b := tb.enqueueAs(t, f, batched(`[2]`, "k", "false", "$new"))
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, a.ID, b.ID)
+		require.Equal(t, "true", b.Batch.When, "the stored batch is the first job's")
+		require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID))
 
-			// Its own programs still have to work on its own payload.
-			r := tb.send(t, f, "POST", "/jobs", batched(`[3]`, "k", "true", "$existing, $new"))
-			require.Equal(t, http.StatusUnprocessableEntity, r.status)
-			var e api.Error
-			decodeAs(t, f, r.body, &e)
-			require.Equal(t, "batch dry-run: fold: fold expression produced more than one output", e.Error)
-			require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "nothing changed")
+		// Its own programs still have to work on its own payload.
+		r := tb.send(t, f, "POST", "/jobs", batched(`[3]`, "k", "true", "$existing, $new"))
+		require.Equal(t, http.StatusUnprocessableEntity, r.status)
+		var e api.Error
+		decodeAs(t, f, r.body, &e)
+		require.Equal(t, "batch dry-run: fold: fold expression produced more than one output", e.Error)
+		require.Equal(t, `[1,2]`, payloadOf(t, tb, a.ID), "nothing changed")
 
-			// Other keys have batches of their own; other fields of a folded
-			// item are dropped (it creates no job).
-			other := batched(`[9]`, "other", "true", "$existing + $new")
-			other.Queue, other.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
-			status, o := tb.enqueueAs(t, f, other)
-			require.Equal(t, http.StatusCreated, status)
-			require.NotEqual(t, a.ID, o.ID)
-			folded := batched(`[4]`, "k", "true", "$new")
-			folded.Queue, folded.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
-			_, b = tb.enqueueAs(t, f, folded)
-			require.Equal(t, a.ID, b.ID)
-			require.Equal(t, "q", b.Queue)
-			require.EqualValues(t, 32768, b.Priority)
-		})
-	}
+		// Other keys have batches of their own; other fields of a folded
+		// item are dropped (it creates no job).
+		other := batched(`[9]`, "other", "true", "$existing + $new")
+		other.Queue, other.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
+		status, o := tb.enqueueAs(t, f, other)
+		require.Equal(t, http.StatusCreated, status)
+		require.NotEqual(t, a.ID, o.ID)
+		folded := batched(`[4]`, "k", "true", "$new")
+		folded.Queue, folded.Priority = api.Ptr("elsewhere"), api.Ptr(uint16(1))
+		_, b = tb.enqueueAs(t, f, folded)
+		require.Equal(t, a.ID, b.ID)
+		require.Equal(t, "q", b.Queue)
+		require.EqualValues(t, 32768, b.Priority)
+	})
 }
 
 // Deleting the pending job, or a reset, ends its batch: the next item
 // starts a new one.
 func TestBatch_DeleteAndResetEndTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			_, a := tb.enqueueAs(t, f, concat(`[1]`, 10))
-			require.Equal(t, http.StatusNoContent, tb.req(t, "DELETE", "/jobs/"+a.ID, nil).status)
-			status, b := tb.enqueueAs(t, f, concat(`[2]`, 10))
-			require.Equal(t, http.StatusCreated, status)
-			require.NotEqual(t, a.ID, b.ID)
-			require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/reset", nil).status)
-			status, c := tb.enqueueAs(t, f, concat(`[3]`, 10))
-			require.Equal(t, http.StatusCreated, status)
-			require.Equal(t, `[3]`, payloadOf(t, tb, c.ID))
-		})
-	}
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		_, a := tb.enqueueAs(t, f, concat(`[1]`, 10))
+		require.Equal(t, http.StatusNoContent, tb.req(t, "DELETE", "/jobs/"+a.ID, nil).status)
+		status, b := tb.enqueueAs(t, f, concat(`[2]`, 10))
+		require.Equal(t, http.StatusCreated, status)
+		require.NotEqual(t, a.ID, b.ID)
+		require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/reset", nil).status)
+		status, c := tb.enqueueAs(t, f, concat(`[3]`, 10))
+		require.Equal(t, http.StatusCreated, status)
+		require.Equal(t, `[3]`, payloadOf(t, tb, c.ID))
+	})
 }
 
 func TestBatch_DispatchClosesTheBatch(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			_, a := tb.enqueueAs(t, f, concat(`[1]`, 10))
-			tb.enqueueAs(t, f, concat(`[2]`, 10))
-			accept := "application/x-ndjson"
-			if f == api.MsgPack {
-				accept = "application/vnd.zizq.msgpack-stream"
-			}
-			ts := tb.take(t, "prefetch=1", "Accept", accept)
-			got, frame := ts.nextFrame(t, 5*time.Second)
-			require.Equal(t, a.ID, got.ID)
-			require.Equal(t, "[1,2]", string(got.Payload), "the frame carries the folded payload")
-			require.Equal(t, "k", got.Batch.Key, "and the batch; frame %q", frame)
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		_, a := tb.enqueueAs(t, f, concat(`[1]`, 10))
+		tb.enqueueAs(t, f, concat(`[2]`, 10))
+		accept := "application/x-ndjson"
+		if f == api.MsgPack {
+			accept = "application/vnd.zizq.msgpack-stream"
+		}
+		ts := tb.take(t, "prefetch=1", "Accept", accept)
+		got, frame := ts.nextFrame(t, 5*time.Second)
+		require.Equal(t, a.ID, got.ID)
+		require.Equal(t, "[1,2]", string(got.Payload), "the frame carries the folded payload")
+		require.Equal(t, "k", got.Batch.Key, "and the batch; frame %q", frame)
 
-			status, c := tb.enqueueAs(t, f, concat(`[3]`, 10))
-			require.Equal(t, http.StatusCreated, status, "dispatch closed the batch")
-			require.NotEqual(t, a.ID, c.ID)
-			ackJob(t, tb, a.ID)
-			require.Equal(t, c.ID, ts.next(t, 5*time.Second).ID)
-			status, _ = tb.enqueueAs(t, f, concat(`[4]`, 10))
-			require.Equal(t, http.StatusCreated, status, "and the next one")
-		})
-	}
+		status, c := tb.enqueueAs(t, f, concat(`[3]`, 10))
+		require.Equal(t, http.StatusCreated, status, "dispatch closed the batch")
+		require.NotEqual(t, a.ID, c.ID)
+		ackJob(t, tb, a.ID)
+		require.Equal(t, c.ID, ts.next(t, 5*time.Second).ID)
+		status, _ = tb.enqueueAs(t, f, concat(`[4]`, 10))
+		require.Equal(t, http.StatusCreated, status, "and the next one")
+	})
 }
 
 func TestBatch_FoldKeepsTheFIFOPlace(t *testing.T) {
@@ -224,110 +207,101 @@ func TestBatch_FoldKeepsTheFIFOPlace(t *testing.T) {
 
 func TestBatch_ScheduledNeverFolds(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			clk := clock.NewFake(time.Now())
-			tb := setup(t, func(o *server.Options) { o.Clock = clk })
-			later := concat(`[1]`, 10)
-			later.ReadyAt = api.Ptr(uint64(clk.Now().Add(time.Minute).UnixMilli()))
-			status, s := tb.enqueueAs(t, f, later)
-			require.Equal(t, http.StatusCreated, status)
-			require.Equal(t, "scheduled", s.Status)
-			require.Equal(t, "k", s.Batch.Key, "it keeps its batch")
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		clk := clock.NewFake(time.Now())
+		tb := setup(t, func(o *server.Options) { o.Clock = clk })
+		later := concat(`[1]`, 10)
+		later.ReadyAt = api.Ptr(uint64(clk.Now().Add(time.Minute).UnixMilli()))
+		status, s := tb.enqueueAs(t, f, later)
+		require.Equal(t, http.StatusCreated, status)
+		require.Equal(t, "scheduled", s.Status)
+		require.Equal(t, "k", s.Batch.Key, "it keeps its batch")
 
-			status, s2 := tb.enqueueAs(t, f, later)
-			require.Equal(t, http.StatusCreated, status, "a scheduled one does not fold either")
-			status, r := tb.enqueueAs(t, f, concat(`[2]`, 10))
-			require.Equal(t, http.StatusCreated, status, "a ready one does not fold into a scheduled one")
+		status, s2 := tb.enqueueAs(t, f, later)
+		require.Equal(t, http.StatusCreated, status, "a scheduled one does not fold either")
+		status, r := tb.enqueueAs(t, f, concat(`[2]`, 10))
+		require.Equal(t, http.StatusCreated, status, "a ready one does not fold into a scheduled one")
 
-			clk.Advance(2 * time.Minute)
-			eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, s.ID) == "ready" }, "promoted")
-			_, fo := tb.enqueueAs(t, f, concat(`[3]`, 10))
-			require.Equal(t, r.ID, fo.ID, "promoted, the scheduled ones still take no folds")
-			require.Equal(t, "[1]", payloadOf(t, tb, s.ID))
-			require.Equal(t, "[1]", payloadOf(t, tb, s2.ID))
-			require.Equal(t, "[2,3]", payloadOf(t, tb, r.ID))
+		clk.Advance(2 * time.Minute)
+		eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, s.ID) == "ready" }, "promoted")
+		_, fo := tb.enqueueAs(t, f, concat(`[3]`, 10))
+		require.Equal(t, r.ID, fo.ID, "promoted, the scheduled ones still take no folds")
+		require.Equal(t, "[1]", payloadOf(t, tb, s.ID))
+		require.Equal(t, "[1]", payloadOf(t, tb, s2.ID))
+		require.Equal(t, "[2,3]", payloadOf(t, tb, r.ID))
 
-			// A pending job patched to a later ready_at closes its batch.
-			patch := fmt.Sprintf(`{"ready_at":%d}`, clk.Now().Add(time.Hour).UnixMilli())
-			require.Equal(t, http.StatusOK, tb.req(t, "PATCH", "/jobs/"+r.ID, patch).status)
-			require.Equal(t, "k", jobByID(t, tb, r.ID).Batch.Key)
-			status, n := tb.enqueueAs(t, f, concat(`[4]`, 10))
-			require.Equal(t, http.StatusCreated, status)
-			require.NotEqual(t, r.ID, n.ID)
-		})
-	}
+		// A pending job patched to a later ready_at closes its batch.
+		patch := fmt.Sprintf(`{"ready_at":%d}`, clk.Now().Add(time.Hour).UnixMilli())
+		require.Equal(t, http.StatusOK, tb.req(t, "PATCH", "/jobs/"+r.ID, patch).status)
+		require.Equal(t, "k", jobByID(t, tb, r.ID).Batch.Key)
+		status, n := tb.enqueueAs(t, f, concat(`[4]`, 10))
+		require.Equal(t, http.StatusCreated, status)
+		require.NotEqual(t, r.ID, n.ID)
+	})
 }
 
 func TestBatch_FoldErrorsChangeNothing(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			// One output on a dry run ($existing == $new), two on a real fold.
-			two := batched(`[1]`, "k", "true", "if $existing == $new then $new else ($existing, $new) end")
-			_, a := tb.enqueueAs(t, f, two)
-			r := tb.send(t, f, "POST", "/jobs", batched(`[2]`, "k", "true", "$new"))
-			require.Equal(t, http.StatusUnprocessableEntity, r.status)
-			var e api.Error
-			decodeAs(t, f, r.body, &e)
-			require.Equal(t, "batch fold failed: fold expression produced more than one output", e.Error)
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		// One output on a dry run ($existing == $new), two on a real fold.
+		two := batched(`[1]`, "k", "true", "if $existing == $new then $new else ($existing, $new) end")
+		_, a := tb.enqueueAs(t, f, two)
+		r := tb.send(t, f, "POST", "/jobs", batched(`[2]`, "k", "true", "$new"))
+		require.Equal(t, http.StatusUnprocessableEntity, r.status)
+		var e api.Error
+		decodeAs(t, f, r.body, &e)
+		require.Equal(t, "batch fold failed: fold expression produced more than one output", e.Error)
 
-			// A fold that fails at run time on the pending job's shape.
-			_, b := tb.enqueueAs(t, f, batched(`{"items":[1]}`, "shape", "true", "$existing | .items += $new.items"))
-			r = tb.send(t, f, "POST", "/jobs", batched(`{"items":[2]}`, "shape", "true", "$existing | .items += $new.items"))
-			require.Equal(t, http.StatusOK, r.status, "a fitting fold works")
-			r = tb.send(t, f, "POST", "/jobs/bulk", api.BulkEnqueueRequest{Jobs: []api.EnqueueRequest{
-				batched(`{"items":[3]}`, "shape", "true", "$new"),
-				batched(`{"items":"x"}`, "shape", "true", "$new"),
-			}})
-			require.Equal(t, http.StatusUnprocessableEntity, r.status)
-			decodeAs(t, f, r.body, &e)
-			require.True(t, strings.HasPrefix(e.Error, "jobs[1]: batch fold failed: fold expression failed at runtime: "), "got %q", e.Error)
+		// A fold that fails at run time on the pending job's shape.
+		_, b := tb.enqueueAs(t, f, batched(`{"items":[1]}`, "shape", "true", "$existing | .items += $new.items"))
+		r = tb.send(t, f, "POST", "/jobs", batched(`{"items":[2]}`, "shape", "true", "$existing | .items += $new.items"))
+		require.Equal(t, http.StatusOK, r.status, "a fitting fold works")
+		r = tb.send(t, f, "POST", "/jobs/bulk", api.BulkEnqueueRequest{Jobs: []api.EnqueueRequest{
+			batched(`{"items":[3]}`, "shape", "true", "$new"),
+			batched(`{"items":"x"}`, "shape", "true", "$new"),
+		}})
+		require.Equal(t, http.StatusUnprocessableEntity, r.status)
+		decodeAs(t, f, r.body, &e)
+		require.True(t, strings.HasPrefix(e.Error, "jobs[1]: batch fold failed: fold expression failed at runtime: "), "got %q", e.Error)
 
-			require.Equal(t, `[1]`, payloadOf(t, tb, a.ID))
-			require.Equal(t, `{"items":[1,2]}`, payloadOf(t, tb, b.ID), "the bulk is all or nothing")
-			require.EqualValues(t, 2, jobCount(t, tb, ""))
-		})
-	}
+		require.Equal(t, `[1]`, payloadOf(t, tb, a.ID))
+		require.Equal(t, `{"items":[1,2]}`, payloadOf(t, tb, b.ID), "the bulk is all or nothing")
+		require.EqualValues(t, 2, jobCount(t, tb, ""))
+	})
 }
 
 func TestBatch_Bulk(t *testing.T) {
 	t.Parallel()
-	for name, f := range formats {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			tb := setup(t)
-			bulk := func(reqs ...api.EnqueueRequest) (int, []api.Job) {
-				r := tb.send(t, f, "POST", "/jobs/bulk", api.BulkEnqueueRequest{Jobs: reqs})
-				require.Contains(t, []int{200, 201}, r.status, "body: %q", r.body)
-				var out api.BulkJobs
-				decodeAs(t, f, r.body, &out)
-				return r.status, out.Jobs
-			}
-			status, jobs := bulk(concat(`[1]`, 3), concat(`[2]`, 3), concat(`[3]`, 3), concat(`[4]`, 3),
-				api.EnqueueRequest{Type: api.Ptr("t"), Queue: api.Ptr("q"), Payload: api.Payload("0")})
-			require.Equal(t, http.StatusCreated, status)
-			a, c := jobs[0].ID, jobs[3].ID
-			require.Equal(t, []string{a, a, a, c}, idsOf(jobs[:4]), "later items fold into earlier ones")
-			require.Equal(t, []bool{false, true, true, false, false},
-				[]bool{*jobs[0].Folded, *jobs[1].Folded, *jobs[2].Folded, *jobs[3].Folded, *jobs[4].Folded})
-			require.Equal(t, `[1,2,3]`, payloadOf(t, tb, a))
-			require.Equal(t, `[4]`, payloadOf(t, tb, c))
+	eachFormat(t, func(t *testing.T, f api.Format) {
+		tb := setup(t)
+		bulk := func(reqs ...api.EnqueueRequest) (int, []api.Job) {
+			r := tb.send(t, f, "POST", "/jobs/bulk", api.BulkEnqueueRequest{Jobs: reqs})
+			require.Contains(t, []int{200, 201}, r.status, "body: %q", r.body)
+			var out api.BulkJobs
+			decodeAs(t, f, r.body, &out)
+			return r.status, out.Jobs
+		}
+		status, jobs := bulk(concat(`[1]`, 3), concat(`[2]`, 3), concat(`[3]`, 3), concat(`[4]`, 3),
+			api.EnqueueRequest{Type: api.Ptr("t"), Queue: api.Ptr("q"), Payload: api.Payload("0")})
+		require.Equal(t, http.StatusCreated, status)
+		a, c := jobs[0].ID, jobs[3].ID
+		require.Equal(t, []string{a, a, a, c}, idsOf(jobs[:4]), "later items fold into earlier ones")
+		require.Equal(t, []bool{false, true, true, false, false},
+			[]bool{*jobs[0].Folded, *jobs[1].Folded, *jobs[2].Folded, *jobs[3].Folded, *jobs[4].Folded})
+		require.Equal(t, `[1,2,3]`, payloadOf(t, tb, a))
+		require.Equal(t, `[4]`, payloadOf(t, tb, c))
 
-			status, jobs = bulk(concat(`[5]`, 3), concat(`[6]`, 3))
-			require.Equal(t, http.StatusOK, status, "every item folded: 200")
-			require.Equal(t, []string{c, c}, idsOf(jobs))
-			require.Equal(t, `[4,5,6]`, payloadOf(t, tb, c))
+		status, jobs = bulk(concat(`[5]`, 3), concat(`[6]`, 3))
+		require.Equal(t, http.StatusOK, status, "every item folded: 200")
+		require.Equal(t, []string{c, c}, idsOf(jobs))
+		require.Equal(t, `[4,5,6]`, payloadOf(t, tb, c))
 
-			status, jobs = bulk(concat(`[7]`, 3), batched(`{"x":1}`, "other", "true", "$new"))
-			require.Equal(t, http.StatusCreated, status, "one new job: 201")
-			require.NotEqual(t, c, jobs[0].ID, "c was full: sealed")
-			require.EqualValues(t, 5, jobCount(t, tb, ""))
-		})
-	}
+		status, jobs = bulk(concat(`[7]`, 3), batched(`{"x":1}`, "other", "true", "$new"))
+		require.Equal(t, http.StatusCreated, status, "one new job: 201")
+		require.NotEqual(t, c, jobs[0].ID, "c was full: sealed")
+		require.EqualValues(t, 5, jobCount(t, tb, ""))
+	})
 }
 
 // The shapes of zizq-node's batchConfig(limit, path, options), with its

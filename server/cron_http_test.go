@@ -156,15 +156,6 @@ func numbers(v any) any {
 
 func ms(t time.Time) uint64 { return uint64(t.UnixMilli()) }
 
-func eachFormat(t *testing.T, run func(t *testing.T, f api.Format)) {
-	for name, f := range map[string]api.Format{"JSON": api.JSON, "MsgPack": api.MsgPack} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			run(t, f)
-		})
-	}
-}
-
 const cronEntryBody = `{"name":"%s","expression":"%s","job":{"type":"t","queue":"q","payload":{"n":1}}}`
 
 func TestCron_GroupLifecycle(t *testing.T) {

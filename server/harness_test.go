@@ -223,3 +223,16 @@ func (ts *takeStream) none(t *testing.T, d time.Duration) {
 		}
 	}
 }
+
+// formats are the wire encodings tests run in (eachFormat).
+var formats = map[string]api.Format{"JSON": api.JSON, "MsgPack": api.MsgPack}
+
+// eachFormat runs run as a parallel subtest in each wire encoding.
+func eachFormat(t *testing.T, run func(t *testing.T, f api.Format)) {
+	for name, f := range formats {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			run(t, f)
+		})
+	}
+}
