@@ -1,13 +1,8 @@
 package server_test
 
 import (
-	"bytes"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/zizq/zizq/store"
 )
 
 // BenchmarkEnqueueFolds compares enqueues of batched items with plain
@@ -31,35 +26,11 @@ func BenchmarkEnqueueFolds(b *testing.B) {
 		{"64Keys", "/jobs", 1, func(n int64) []byte { return item(fmt.Sprint("k", n%64), n) }},
 		{"KeyEach", "/jobs", 1, func(n int64) []byte { return item(fmt.Sprint("k", n), n) }},
 		{"Bulk100OneKey", "/jobs/bulk", 100, func(n int64) []byte {
-			var buf bytes.Buffer
-			buf.WriteString(`{"jobs":[`)
-			for i := range int64(100) {
-				if i > 0 {
-					buf.WriteByte(',')
-				}
-				buf.Write(item("k", n*100+i))
-			}
-			buf.WriteString(`]}`)
-			return buf.Bytes()
+			return bulkBody(n*100, 100, func(i int64) []byte { return item("k", i) })
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			tb := benchServer(b, store.Buffered)
-			c := benchClient()
-			var next atomic.Int64
-			b.SetParallelism(32)
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					st, err := postJSON(c, tb.url+tc.path, tc.body(next.Add(1)))
-					if err != nil || (st != 200 && st != 201) {
-						b.Errorf("enqueue: %d %v", st, err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N*tc.items)/time.Since(start).Seconds(), "items/s")
+			enqueueLoad(b, 32, tc.path, tc.items, "items/s", tc.body, nil)
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,4 +217,43 @@ func BenchmarkIdleLatency(b *testing.B) {
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(pct(0.50), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// bulkBody returns a bulk enqueue body of the items item(first) to
+// item(first+n-1).
+func bulkBody(first, n int64, item func(int64) []byte) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jobs":[`)
+	for i := range n {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(item(first + i))
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+// enqueueLoad posts body(n) to path, n = 1, 2, … b.N, from par ×
+// GOMAXPROCS clients of a fresh buffered server, and reports items a
+// request over the elapsed time as unit. ok, when set, says which status
+// request n must get (else 200 or 201).
+func enqueueLoad(b *testing.B, par int, path string, items int, unit string, body func(n int64) []byte, ok func(n int64) int) {
+	tb := benchServer(b, store.Buffered)
+	c := benchClient()
+	var next atomic.Int64
+	b.SetParallelism(par)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			n := next.Add(1)
+			st, err := postJSON(c, tb.url+path, body(n))
+			if err != nil || (st != 200 && st != 201) || (ok != nil && st != ok(n)) {
+				b.Errorf("enqueue %s: %d %v", path, st, err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*items)/time.Since(start).Seconds(), unit)
 }

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -49,16 +48,8 @@ func fillBacklog(b *testing.B, tb *testBundle, n int, jobJSON func(i int) string
 		go func() {
 			defer wg.Done()
 			for start := int(next.Add(1000)) - 1000; start < n; start = int(next.Add(1000)) - 1000 {
-				var buf bytes.Buffer
-				buf.WriteString(`{"jobs":[`)
-				for k := start; k < min(start+1000, n); k++ {
-					if k > start {
-						buf.WriteByte(',')
-					}
-					buf.WriteString(jobJSON(k))
-				}
-				buf.WriteString(`]}`)
-				if st, err := postJSON(c, tb.url+"/jobs/bulk", buf.Bytes()); err != nil || st != 201 {
+				body := bulkBody(int64(start), int64(min(1000, n-start)), func(k int64) []byte { return []byte(jobJSON(int(k))) })
+				if st, err := postJSON(c, tb.url+"/jobs/bulk", body); err != nil || st != 201 {
 					b.Errorf("backlog: %d %v", st, err)
 					return
 				}

@@ -1,13 +1,8 @@
 package server_test
 
 import (
-	"bytes"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
-
-	"github.com/zizq/zizq/store"
 )
 
 // uniqueBenchCases are the enqueues BenchmarkEnqueueUnique compares: no
@@ -38,23 +33,7 @@ var uniqueBenchCases = []struct {
 func BenchmarkEnqueueUnique(b *testing.B) {
 	for _, tc := range uniqueBenchCases {
 		b.Run(tc.name, func(b *testing.B) {
-			tb := benchServer(b, store.Buffered)
-			c := benchClient()
-			var seq atomic.Int64
-			b.SetParallelism(32)
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					n := seq.Add(1)
-					st, err := postJSON(c, tb.url+"/jobs", tc.body(n))
-					if err != nil || (st != 201 && st != 200) || (tc.ok != nil && st != tc.ok(n)) {
-						b.Errorf("enqueue: %d %v", st, err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+			enqueueLoad(b, 32, "/jobs", 1, "jobs/s", tc.body, tc.ok)
 		})
 	}
 }
@@ -64,32 +43,9 @@ func BenchmarkEnqueueBulkUnique(b *testing.B) {
 	const perRequest = 100
 	for _, tc := range uniqueBenchCases {
 		b.Run(tc.name, func(b *testing.B) {
-			tb := benchServer(b, store.Buffered)
-			c := benchClient()
-			var seq atomic.Int64
-			b.SetParallelism(4)
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				var buf bytes.Buffer
-				for pb.Next() {
-					first := seq.Add(perRequest) - perRequest
-					buf.Reset()
-					buf.WriteString(`{"jobs":[`)
-					for i := range int64(perRequest) {
-						if i > 0 {
-							buf.WriteByte(',')
-						}
-						buf.Write(tc.body(first + i))
-					}
-					buf.WriteString(`]}`)
-					if st, err := postJSON(c, tb.url+"/jobs/bulk", buf.Bytes()); err != nil || (st != 201 && st != 200) {
-						b.Errorf("bulk enqueue: %d %v", st, err)
-						return
-					}
-				}
-			})
-			b.ReportMetric(float64(b.N*perRequest)/time.Since(start).Seconds(), "jobs/s")
+			enqueueLoad(b, 4, "/jobs/bulk", perRequest, "jobs/s", func(n int64) []byte {
+				return bulkBody((n-1)*perRequest, perRequest, tc.body)
+			}, nil)
 		})
 	}
 }
