@@ -76,7 +76,9 @@ func TestSandbox_Run(t *testing.T) {
 
 // hostileCase is a program a worker must not survive or must stop.
 type hostileCase struct {
-	fold, err string
+	// err is the refusal's prefix; orErr, when set, another that may come
+	// instead (which limit a program meets first can depend on the load).
+	fold, err, orErr string
 	// killed: the worker dies of it; either: it may die or time out,
 	// depending on the machine's speed.
 	killed, either bool
@@ -105,7 +107,7 @@ func runHostile(t *testing.T, cases map[string]hostileCase) {
 			_, err := s.Run(ctx, batchexpr.Task{Into: &hostile, Existing: []byte("[1]"), New: []byte("[2]")})
 			var e *batchexpr.Error
 			require.ErrorAs(t, err, &e)
-			require.True(t, strings.HasPrefix(err.Error(), tc.err), "got %q", err)
+			require.True(t, strings.HasPrefix(err.Error(), tc.err) || tc.orErr != "" && strings.HasPrefix(err.Error(), tc.orErr), "got %q", err)
 			require.Less(t, time.Since(began), 30*time.Second, "bounded by the deadline and the kill")
 
 			a, err := s.Run(ctx, batchexpr.Task{Into: &sumArrays, Existing: []byte("[1]"), New: []byte("[2]")})
