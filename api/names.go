@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -40,6 +41,11 @@ func ValidateName(field, s string) error {
 func ValidateBudgetKey(s string) error {
 	return ValidateName("budget key", s)
 }
+
+// MaxTimestampMs is the latest timestamp the server takes (ready_at,
+// retry_at, paused_until), in Unix milliseconds: the last that stays exact
+// in nanoseconds (year 2262). Anything later is certainly a mistake.
+const MaxTimestampMs = math.MaxInt64 / 1_000_000
 
 // JobIDLen is the length of a job ID: 128 bits in lowercase base 36.
 const JobIDLen = 25

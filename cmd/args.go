@@ -3,6 +3,7 @@ package cmd
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 // usage errors and say what the command wants: a group suggests the
 // subcommand meant, a command names its arguments from its Use line.
 func checkArgs(c *cobra.Command) {
+	c.SuggestFor = append(c.SuggestFor, synonyms[c.Name()]...)
 	switch {
 	case c.HasSubCommands():
 		c.Args = subcommandArgs
@@ -27,6 +29,15 @@ func checkArgs(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		checkArgs(sub)
 	}
+}
+
+// synonyms are the words of other tools for some of our commands: typed
+// in place of the command's name they suggest it.
+var synonyms = map[string][]string{
+	"list":   {"ls"},
+	"get":    {"show", "describe", "info"},
+	"delete": {"rm", "remove", "del"},
+	"create": {"add", "new"},
 }
 
 // subcommandArgs is the argument check of a group: an argument can only be
@@ -45,10 +56,22 @@ func unknownCommand(c *cobra.Command, word string) error {
 	if c.SuggestionsMinimumDistance <= 0 {
 		c.SuggestionsMinimumDistance = 2 // cobra's own default
 	}
-	if s := c.SuggestionsFor(word); len(s) > 0 {
-		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	return usageError{errors.New(didYouMean(msg, c.SuggestionsFor(word)))}
+}
+
+// didYouMean appends to the message of an unknown word (a command, a
+// flag) what it may have meant, the same way for both.
+func didYouMean(msg string, suggestions []string) string {
+	var unique []string // cobra may find a command by its name and by SuggestFor
+	for _, s := range suggestions {
+		if !slices.Contains(unique, s) {
+			unique = append(unique, s)
+		}
 	}
-	return usageError{errors.New(msg)}
+	if len(unique) == 0 {
+		return msg
+	}
+	return msg + "\n\nDid you mean this?\n\t" + strings.Join(unique, "\n\t")
 }
 
 // argCountError rewrites the error of a wrong number of arguments with the

@@ -2,10 +2,13 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
@@ -71,15 +74,15 @@ Restore it with 'zizq restore', with the server stopped.`,
 // backupTo downloads a backup into file (or stdout for "-"), checking the
 // archive as it goes; a file is written beside its name and renamed once
 // whole.
-func backupTo(ctx context.Context, cl *client.Client, file string, force bool, stdout io.Writer) (backupResult, error) {
-	res := backupResult{File: file}
+func backupTo(ctx context.Context, cl *client.Client, file string, force bool, stdout io.Writer) (res backupResult, err error) {
+	res = backupResult{File: file}
+	defer func() { err = namePartFile(err, file) }()
 	var out io.Writer = stdout
 	var tmp *os.File
 	if file != "-" {
 		if _, err := os.Stat(file); err == nil && !force {
 			return res, usageError{fmt.Errorf("%s exists: choose another name, or --force to replace it", file)}
 		}
-		var err error
 		tmp, err = os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".*.part")
 		if err != nil {
 			return res, fmt.Errorf("backup: %w", err)
@@ -126,6 +129,19 @@ func backupTo(ctx context.Context, cl *client.Client, file string, force bool, s
 		_ = d.Close()
 	}
 	return res, nil
+}
+
+// namePartFile rewrites an error about the file a backup is written to
+// before its rename, a hidden name of our own, to name FILE instead: "open
+// /x/.b.tar.gz.123.part: permission denied" becomes "cannot write /x/b.tar.gz:
+// permission denied".
+func namePartFile(err error, file string) error {
+	var pe *fs.PathError
+	if err == nil || !errors.As(err, &pe) || !strings.HasSuffix(pe.Path, ".part") ||
+		filepath.Dir(pe.Path) != filepath.Dir(file) {
+		return err
+	}
+	return fmt.Errorf("backup: cannot write %s: %w", file, pe.Err)
 }
 
 // formatBytes writes a size in KiB, MiB or GiB.

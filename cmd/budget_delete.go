@@ -9,7 +9,8 @@ func newBudgetDeleteCmd(f *Factory) *cobra.Command {
 		Long: `Delete a budget. A budget that unfinished jobs are bound to cannot be
 deleted (exit code 1): delete those jobs or wait for them to finish.
 
-It prints nothing; -o json prints {"deleted":1}, the shape of every delete.`,
+It prints the budget deleted; -o json prints {"deleted":1}, the shape of
+every delete.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -23,7 +24,7 @@ It prints nothing; -o json prints {"deleted":1}, the shape of every delete.`,
 			if err := cl.DeleteBudget(c.Context(), args[0]); err != nil {
 				return err
 			}
-			return printDeleted(f, 1)
+			return printDeleted(f, 1, "budget "+quoteName(args[0]))
 		},
 	}
 }

@@ -90,10 +90,10 @@ func TestBudgetCommands(t *testing.T) {
 	c.fails(cmd.ExitFailure, "duration_ms is required", "budget", "patch", "workers", "--strategy", "time_based")
 	c.fails(cmd.ExitFailure, "unfinished jobs", "budget", "delete", "workers")
 
-	// A 204 prints nothing.
+	// A delete says what it deleted.
 	r := c.run("budget", "delete", "daily")
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
-	require.Empty(t, r.out)
+	require.Equal(t, "Deleted budget 'daily'.\n", r.out)
 	require.Empty(t, r.err)
 	c.fails(cmd.ExitNotFound, "not found", "budget", "get", "daily")
 }

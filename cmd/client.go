@@ -109,6 +109,10 @@ func declareClientFlags(fs *pflag.FlagSet, o *ClientOptions) {
 	addClientTLSFlags(fs, o)
 }
 
+// noJSONAnnotation marks a client command that has no JSON output (its
+// value says why), so that -o json is refused rather than ignored.
+const noJSONAnnotation = "zizq_no_json"
+
 // addClientFlags declares the client flags on c and its subcommands, and
 // checks them before c runs.
 func addClientFlags(c *cobra.Command, o *ClientOptions) {
@@ -120,6 +124,9 @@ func addClientFlags(c *cobra.Command, o *ClientOptions) {
 		}
 		if o.Output != outputTable && o.Output != outputJSON {
 			return usageError{fmt.Errorf("invalid --output %q: use table or json", o.Output)}
+		}
+		if o.Output == outputJSON && c.Annotations[noJSONAnnotation] != "" {
+			return usageError{fmt.Errorf("%s has no -o json: %s", c.CommandPath(), c.Annotations[noJSONAnnotation])}
 		}
 		return nil
 	}

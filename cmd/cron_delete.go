@@ -8,7 +8,8 @@ func newCronDeleteCmd(f *Factory) *cobra.Command {
 		Short: "Delete a cron group and its entries",
 		Long: `Delete a cron group and every entry of it; jobs it enqueued stay.
 
-It prints nothing; -o json prints {"deleted":1}, the shape of every delete.`,
+It prints the group deleted; -o json prints {"deleted":1}, the shape of
+every delete.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeCronGroupArg,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -22,7 +23,7 @@ It prints nothing; -o json prints {"deleted":1}, the shape of every delete.`,
 			if err := cl.DeleteCronGroup(c.Context(), args[0]); err != nil {
 				return err
 			}
-			return printDeleted(f, 1)
+			return printDeleted(f, 1, "cron group "+quoteName(args[0]))
 		},
 	}
 }

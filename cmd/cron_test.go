@@ -92,7 +92,7 @@ func TestCronCommands(t *testing.T) {
 
 	r = c.run("cron", "delete", "idle")
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
-	require.Empty(t, r.out)
+	require.Equal(t, "Deleted cron group 'idle'.\n", r.out)
 	c.json(&struct{ Deleted int }{}, "cron", "delete", "nightly")
 	c.fails(cmd.ExitNotFound, "cron group 'nightly' not found", "cron", "delete", "nightly")
 }

@@ -5,19 +5,72 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
-// flagError marks a flag mistake as a usage error, and says the range of a
-// number out of range rather than the parser's complaint.
-func flagError(err error) error {
+// flagError is the one handler of flag mistakes, for every command of the
+// tree: it marks them as usage errors, says the range of a number out of
+// range rather than the parser's complaint, and suggests the flags an
+// unknown one may have meant.
+func flagError(c *cobra.Command, err error) error {
 	var ive *pflag.InvalidValueError
 	var re rangeError
 	if errors.As(err, &ive) && errors.As(err, &re) {
 		return usageError{fmt.Errorf("--%s must be %s, got %q", ive.GetFlag().Name, re, ive.GetValue())}
 	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		return usageError{errors.New(didYouMean(err.Error(), flagSuggestions(c, ne)))}
+	}
 	return usageError{err}
+}
+
+// flagSuggestions are the flags of c an unknown flag may have meant: those
+// a typo or two away, or that it begins. "-queue", read as the shorthands
+// q, u, e…, suggests --queue.
+func flagSuggestions(c *cobra.Command, ne *pflag.NotExistError) []string {
+	typed := strings.ToLower(ne.GetSpecifiedName())
+	if short := ne.GetSpecifiedShortnames(); short != "" {
+		if len(short) < 2 {
+			return nil // a single letter: too little to go on
+		}
+		typed = strings.ToLower(short)
+	}
+	var out []string
+	c.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if strings.HasPrefix(f.Name, typed) || editDistance(typed, f.Name) <= 2 {
+			out = append(out, "--"+f.Name)
+		}
+	})
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes (flag
+// names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // rangeError is the error of a number outside the range a flag takes; the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/api"
 )
 
 const envAnnotation = "zizq_env"
@@ -191,22 +192,85 @@ func (v *sizeValue) Set(s string) error {
 
 func (v *sizeValue) String() string { return formatSize(int64(*v)) }
 
-// formatSize writes a size as ParseSize reads it, in the largest binary
-// unit that divides it (16MiB rather than 16777216).
+// formatSize writes a size as ParseSize reads it, in the largest unit,
+// binary or decimal, that divides it: 16MiB rather than 16777216, 100MB
+// rather than 100000000, else in bytes (1500B). Zero is 0.
 func formatSize(n int64) string {
+	if n == 0 {
+		return "0"
+	}
 	for _, u := range []struct {
 		suffix string
 		mult   int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n != 0 && n%u.mult == 0 {
+	}{{"GiB", 1 << 30}, {"GB", 1e9}, {"MiB", 1 << 20}, {"MB", 1e6}, {"KiB", 1 << 10}, {"KB", 1e3}} {
+		if n%u.mult == 0 {
 			return strconv.FormatInt(n/u.mult, 10) + u.suffix
 		}
 	}
-	return strconv.FormatInt(n, 10)
+	return strconv.FormatInt(n, 10) + "B"
 }
 func (v *sizeValue) Type() string { return "size" }
 
 func sizeFlag(fs *pflag.FlagSet, p *int64, name string, def int64, usage string) {
 	*p = def
 	fs.Var((*sizeValue)(p), name, usage)
+}
+
+// nameValue is a pflag.Value of a queue name, a job type or a budget key:
+// a value the server's name rules refuse is a flag error, so a usage error
+// before any request is sent.
+type nameValue struct {
+	p     *string
+	field string // as the server's errors name it: "queue", "budget key"
+}
+
+func (v *nameValue) Set(s string) error {
+	if err := api.ValidateName(v.field, s); err != nil {
+		return err
+	}
+	*v.p = s
+	return nil
+}
+
+func (v *nameValue) String() string { return *v.p }
+func (v *nameValue) Type() string   { return "string" }
+
+// nameFlag declares a name flag (see nameValue) with an optional
+// one-letter shorthand.
+func nameFlag(fs *pflag.FlagSet, p *string, name, shorthand, field, usage string) {
+	fs.VarP(&nameValue{p: p, field: field}, name, shorthand, usage)
+}
+
+// nameListValue is a repeatable, comma-separated list of names (see
+// nameValue), each checked as it is read. A name cannot hold a comma, so
+// splitting on commas loses nothing.
+type nameListValue struct {
+	p       *[]string
+	field   string
+	changed bool
+}
+
+func (v *nameListValue) Set(s string) error {
+	if !v.changed {
+		*v.p = nil // the first value replaces the default
+		v.changed = true
+	}
+	for _, name := range strings.Split(s, ",") {
+		if err := api.ValidateName(v.field, name); err != nil {
+			return err
+		}
+		*v.p = append(*v.p, name)
+	}
+	return nil
+}
+
+func (v *nameListValue) String() string { return strings.Join(*v.p, ",") }
+
+// Type is pflag's name of a string list, so that help and completion
+// treat the flag as one.
+func (v *nameListValue) Type() string { return "stringSlice" }
+
+// nameListFlag declares a list of names (see nameListValue).
+func nameListFlag(fs *pflag.FlagSet, p *[]string, name, shorthand, field, usage string) {
+	fs.VarP(&nameListValue{p: p, field: field}, name, shorthand, usage)
 }

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/client"
 )
 
 func newJobCmd(f *Factory) *cobra.Command {
@@ -41,9 +43,10 @@ var jobFilterFlags = []string{"status", "queue", "type", "budget", "filter"}
 
 func (o *JobFilterFlags) register(fs *pflag.FlagSet, f *Factory, c *cobra.Command) {
 	fs.StringSliceVar(&o.Statuses, "status", nil, "only jobs in these statuses: scheduled, ready, in_flight, completed, dead (repeat or comma-separate)")
-	fs.StringSliceVar(&o.Queues, "queue", nil, "only jobs of these queues")
-	fs.StringSliceVar(&o.Types, "type", nil, "only jobs of these types")
-	fs.StringSliceVar(&o.Budgets, "budget", nil, "only jobs bound to these budgets")
+	// -q and -t as on `job enqueue`.
+	nameListFlag(fs, &o.Queues, "queue", "q", "queue", "only jobs of these queues")
+	nameListFlag(fs, &o.Types, "type", "t", "type", "only jobs of these types")
+	nameListFlag(fs, &o.Budgets, "budget", "", "budget key", "only jobs bound to these budgets")
 	fs.StringVar(&o.Filter, "filter", "", `only jobs whose payload the jq expression holds true for, e.g. '.user == "ann"'`)
 	_ = c.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
 		[]string{api.StatusScheduled, api.StatusReady, api.StatusInFlight, api.StatusCompleted, api.StatusDead}, cobra.ShellCompDirectiveNoFileComp))
@@ -97,15 +100,40 @@ func checkJobID(id string) error {
 	return nil
 }
 
+// nameMissingJobs makes every command of the tree that takes a job ID
+// name it when the server answers 404: the server says only "job not
+// found" (the wire API's text), and the user may have given several.
+func nameMissingJobs(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		nameMissingJobs(sub)
+	}
+	required, optional := positionals(c.Use)
+	if c.RunE == nil || len(required)+len(optional) == 0 || append(required, optional...)[0] != "ID" {
+		return
+	}
+	run := c.RunE
+	c.RunE = func(c *cobra.Command, args []string) error {
+		err := run(c, args)
+		if len(args) == 0 || !client.IsNotFound(err) {
+			return err
+		}
+		if err.Error() == "job not found" {
+			return notFoundError{fmt.Errorf("job %s not found", args[0])}
+		}
+		return notFoundError{fmt.Errorf("job %s: %w", args[0], err)} // "error record not found"
+	}
+}
+
 // parseBinding reads KEY[:COST]. Keys may contain ':', so the text is
-// split on the last ':' only when digits follow it.
+// split on the last ':' only when an integer follows it, signed or not: a
+// cost, which must be at least 1 ("k:-1" is a bad cost, not a key).
 func parseBinding(s string) (api.BindingRequest, error) {
 	key := s
 	var cost *int64
-	if i := strings.LastIndexByte(s, ':'); i >= 0 && i+1 < len(s) && strings.Trim(s[i+1:], "0123456789") == "" {
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && isInteger(s[i+1:]) {
 		n, err := strconv.ParseInt(s[i+1:], 10, 64)
-		if err != nil {
-			return api.BindingRequest{}, fmt.Errorf("invalid cost in %q: %w", s, err)
+		if err != nil || n < 1 {
+			return api.BindingRequest{}, fmt.Errorf("invalid cost in --budget %q: a cost is a whole number, at least 1", s)
 		}
 		key, cost = s[:i], &n
 	}
@@ -113,6 +141,31 @@ func parseBinding(s string) (api.BindingRequest, error) {
 		return api.BindingRequest{}, fmt.Errorf("invalid --budget %q: %w", s, err)
 	}
 	return api.BindingRequest{Key: &key, Cost: cost}, nil
+}
+
+// parseBindings reads the --budget flags of a job: each KEY[:COST], and
+// no key twice (the server refuses that too).
+func parseBindings(flags []string) ([]api.BindingRequest, error) {
+	var out []api.BindingRequest
+	for _, s := range flags {
+		b, err := parseBinding(s)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		if slices.ContainsFunc(out, func(o api.BindingRequest) bool { return *o.Key == *b.Key }) {
+			return nil, usageError{fmt.Errorf("--budget %q is given more than once", *b.Key)}
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// isInteger reports whether s is a decimal integer with an optional sign.
+func isInteger(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }
 
 // printJobDetail prints one job as aligned "Field: value" lines.
@@ -125,11 +178,22 @@ func printJobDetail(f *Factory, j *api.Job) error {
 	t.row("Ready at:", formatTime(j.ReadyAt))
 	t.row("Attempts:", strconv.FormatUint(uint64(j.Attempts), 10))
 	t.row("Budgets:", formatBindings(j.Budgets))
+	if j.UniqueKey != "" {
+		t.row("Unique key:", j.UniqueKey+" (while "+j.UniqueWhile+")")
+	}
+	if b := j.Batch; b != nil {
+		t.row("Batch:", b.Key)
+		t.row("Batch when:", b.When)
+		t.row("Batch fold:", b.Fold)
+	}
 	if j.RetryLimit != nil {
 		t.row("Retry limit:", strconv.FormatUint(uint64(*j.RetryLimit), 10))
 	}
 	if b := j.Backoff; b != nil {
 		t.row("Backoff:", fmt.Sprintf("exponent %g, base %s, jitter %s", b.Exponent, formatMs(int64(b.BaseMs)), formatMs(int64(b.JitterMs))))
+	}
+	if r := j.Retention; r != nil {
+		t.row("Retention:", formatRetention(r))
 	}
 	for _, ts := range []struct {
 		name string
@@ -143,6 +207,18 @@ func printJobDetail(f *Factory, j *api.Job) error {
 		t.row("Payload:", string(j.Payload))
 	}
 	return t.flush()
+}
+
+// formatRetention writes a job's own retention: "completed 1h, dead 7d",
+// the server's default where one is not set.
+func formatRetention(r *api.Retention) string {
+	part := func(name string, ms *uint64) string {
+		if ms == nil {
+			return name + " default"
+		}
+		return name + " " + formatMs(int64(*ms))
+	}
+	return part("completed", r.CompletedMs) + ", " + part("dead", r.DeadMs)
 }
 
 // jobTable prints jobs one a row.

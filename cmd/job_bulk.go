@@ -65,7 +65,7 @@ func (o *BulkFlags) guard(c *cobra.Command, f *Factory, verb string, countStatus
 	if f.JSON() {
 		return q, false, writeJSON(f.IO.Out, bulkCount{Count: n})
 	}
-	_, err = fmt.Fprintf(f.IO.Out, "%d %s would be %s. Nothing was changed: run again with --yes to go ahead.\n",
-		n, plural(int(n), "job", "jobs"), verb)
+	_, err = fmt.Fprintf(f.IO.Out, "%s would be %s. Nothing was changed: run again with --yes to go ahead.\n",
+		countOf(n, "job", "jobs"), verb)
 	return q, false, err
 }

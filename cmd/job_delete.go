@@ -18,8 +18,8 @@ Without an ID it deletes every job that the filters select (--status,
 prints how many that is and deletes nothing; run it again with --yes to
 delete them.
 
--o json prints {"deleted":N}, the number of jobs deleted (1 for an ID):
-the shape of every delete.`,
+It prints what it deleted; -o json prints {"deleted":N}, the number of
+jobs deleted (1 for an ID): the shape of every delete.`,
 		Example: `  zizq job delete 03hbspbwnw9m04mdludj16jsc
   zizq job delete --status dead --queue emails
   zizq job delete --status dead --queue emails --yes`,
@@ -40,7 +40,7 @@ the shape of every delete.`,
 				if err := cl.DeleteJob(c.Context(), args[0]); err != nil {
 					return err
 				}
-				return printDeleted(f, 1)
+				return printDeleted(f, 1, "job "+args[0])
 			}
 			q, ok, err := o.guard(c, f, "deleted", nil)
 			if !ok || err != nil {
@@ -54,11 +54,7 @@ the shape of every delete.`,
 			if err != nil {
 				return err
 			}
-			if f.JSON() {
-				return printDeleted(f, n)
-			}
-			_, err = fmt.Fprintf(f.IO.Out, "Deleted %d %s.\n", n, plural(int(n), "job", "jobs"))
-			return err
+			return printDeleted(f, n, countOf(n, "job", "jobs"))
 		},
 	}
 	o.register(c, f, "delete")

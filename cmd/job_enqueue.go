@@ -82,8 +82,8 @@ on standard error (-o json: the existing job, "duplicate": true).`,
 		},
 	}
 	fs := c.Flags()
-	fs.StringVarP(&o.Queue, "queue", "q", "", "queue of the job (required)")
-	fs.StringVarP(&o.Type, "type", "t", "", "type of the job (required)")
+	nameFlag(fs, &o.Queue, "queue", "q", "queue", "queue of the job (required)")
+	nameFlag(fs, &o.Type, "type", "t", "type", "type of the job (required)")
 	fs.StringVar(&o.Payload, "payload", "", "payload as JSON")
 	fs.StringVar(&o.PayloadFile, "payload-file", "", "read the payload from a file, or - for standard input")
 	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, api.DefaultPriority, "priority: lower runs first")
@@ -126,14 +126,15 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 		}
 		req.ReadyAt = &at
 	case c.Flags().Changed("in"):
-		req.ReadyAt = api.Ptr(uint64(now.Add(o.In).UnixMilli()))
-	}
-	for _, s := range o.Budgets {
-		b, err := parseBinding(s)
+		at, err := readyIn(now, o.In)
 		if err != nil {
-			return req, usageError{err}
+			return req, err
 		}
-		req.Budgets = append(req.Budgets, b)
+		req.ReadyAt = &at
+	}
+	req.Budgets, err = parseBindings(o.Budgets)
+	if err != nil {
+		return req, err
 	}
 	if err := o.unique(c, &req); err != nil {
 		return req, err
@@ -211,7 +212,7 @@ func parseAt(s string) (uint64, error) { return parseTimestamp("at", s) }
 func parseTimestamp(name, s string) (uint64, error) {
 	s = strings.TrimSpace(s)
 	if ms, err := strconv.ParseUint(s, 10, 64); err == nil {
-		return ms, nil
+		return checkTimestamp(name, ms)
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
@@ -220,5 +221,26 @@ func parseTimestamp(name, s string) (uint64, error) {
 	if t.UnixMilli() < 0 {
 		return 0, fmt.Errorf("invalid --%s %q: before 1970", name, s)
 	}
-	return uint64(t.UnixMilli()), nil
+	return checkTimestamp(name, uint64(t.UnixMilli()))
+}
+
+// checkTimestamp refuses a time of the flag --name past the latest the
+// server takes.
+func checkTimestamp(name string, ms uint64) (uint64, error) {
+	if ms > api.MaxTimestampMs {
+		return 0, fmt.Errorf("invalid --%s: %s is past the latest time the server takes (%s)",
+			name, formatTime(ms), formatTime(api.MaxTimestampMs))
+	}
+	return ms, nil
+}
+
+// readyIn is the ready time of --in d from now, a usage error past the
+// latest time the server takes.
+func readyIn(now time.Time, d time.Duration) (uint64, error) {
+	at := now.UnixMilli() + d.Milliseconds() // no overflow: d is at most about 292 years
+	ms, err := checkTimestamp("in", uint64(at))
+	if err != nil {
+		return 0, usageError{err}
+	}
+	return ms, nil
 }

@@ -46,6 +46,9 @@ stays ready; zizq job why ID says which budget holds one back.`,
 			if o.Order != "" && o.Order != api.OrderAsc && o.Order != api.OrderDesc {
 				return usageError{fmt.Errorf("invalid --order %q: use asc or desc", o.Order)}
 			}
+			if o.From != "" && !api.ValidJobID(o.From) {
+				return usageError{fmt.Errorf("invalid --from %q: a job ID is %d characters of 0-9 and a-z", o.From, api.JobIDLen)}
+			}
 			if !o.All && o.Limit > api.MaxLimit {
 				return usageError{fmt.Errorf("--limit must be 1..%d, got %d (--all lists more)", api.MaxLimit, o.Limit)}
 			}

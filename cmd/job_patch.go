@@ -100,13 +100,13 @@ change them. Completed and dead jobs are skipped.
 			if f.JSON() {
 				return writeJSON(f.IO.Out, api.Patched{Patched: n})
 			}
-			_, err = fmt.Fprintf(f.IO.Out, "Patched %d %s.\n", n, plural(int(n), "job", "jobs"))
+			_, err = fmt.Fprintf(f.IO.Out, "Patched %s.\n", countOf(n, "job", "jobs"))
 			return err
 		},
 	}
 	o.BulkFlags.register(c, f, "patch")
 	fs := c.Flags()
-	fs.StringVar(&o.ToQueue, "to-queue", "", "move the job to this queue")
+	nameFlag(fs, &o.ToQueue, "to-queue", "", "queue", "move the job to this queue")
 	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, 0, "priority: lower runs first")
 	fs.StringVar(&o.At, "at", "", "make the job ready at this time: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long")
@@ -153,7 +153,11 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (api.JobPatch, 
 		}
 		p.ReadyAt = api.Set(at)
 	case fl.Changed("in"):
-		p.ReadyAt = api.Set(uint64(now.Add(o.In).UnixMilli()))
+		at, err := readyIn(now, o.In)
+		if err != nil {
+			return p, err
+		}
+		p.ReadyAt = api.Set(at)
 	case o.Now:
 		p.ReadyAt = api.Null[uint64]()
 	}
@@ -168,6 +172,9 @@ func (o *JobPatchOptions) patch(c *cobra.Command, now time.Time) (api.JobPatch, 
 		if fl.Changed(n) {
 			backoff++
 		}
+	}
+	if e := float64(o.BackoffExponent); fl.Changed("backoff-exponent") && (math.IsNaN(e) || math.IsInf(e, 0) || e < 0) {
+		return p, usageError{fmt.Errorf("--backoff-exponent must be a finite number, at least 0")}
 	}
 	switch {
 	case backoff == 3:

@@ -95,8 +95,8 @@ func TestJobEnqueue(t *testing.T) {
 	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "nope")
 	c.fails(cmd.ExitNotFound, "budget 'nope' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain", "--budget", "nope:2")
 	c.fails(cmd.ExitFailure, "job cost 9 exceeds budget 'plain' allocation 5", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:9")
-	c.fails(cmd.ExitFailure, "cost must be at least 1", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:0")
-	c.fails(cmd.ExitFailure, "queue must not contain '*'", "job", "enqueue", "-q", "q*", "-t", "t")
+	c.fails(cmd.ExitUsage, `invalid cost in --budget "plain:0"`, "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:0")
+	c.fails(cmd.ExitUsage, "queue must not contain '*'", "job", "enqueue", "-q", "q*", "-t", "t")
 	// A key ending in ':' keeps it when no digits follow.
 	c.fails(cmd.ExitNotFound, "budget 'plain:' does not exist", "job", "enqueue", "-q", "q", "-t", "t", "--budget", "plain:")
 }
@@ -161,7 +161,7 @@ func TestJobQueries(t *testing.T) {
 	require.Contains(t, out, "ID:        "+ids[0]+"\n")
 	require.Contains(t, out, "Status:    ready\n")
 	require.Contains(t, out, "Payload:   {\"n\":0}\n")
-	c.fails(cmd.ExitNotFound, "job not found", "job", "get", "0000000000000000000000000")
+	c.fails(cmd.ExitNotFound, "job 0000000000000000000000000 not found", "job", "get", "0000000000000000000000000")
 
 	// list
 	out = c.ok("job", "list")
@@ -245,13 +245,13 @@ func TestJobQueries(t *testing.T) {
 	c.json(&why, "job", "why", ids[4])
 	require.Equal(t, api.WaitingBudget, why.WaitingFor)
 	require.Equal(t, "one", why.Budgets[0].Key)
-	c.fails(cmd.ExitNotFound, "job not found", "job", "why", "0000000000000000000000000")
+	c.fails(cmd.ExitNotFound, "job 0000000000000000000000000 not found", "job", "why", "0000000000000000000000000")
 
-	// delete: a 204 prints nothing.
+	// delete: it says what it deleted.
 	r = c.run("job", "delete", ids[0])
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
-	require.Empty(t, r.out)
-	c.fails(cmd.ExitNotFound, "job not found", "job", "delete", ids[0])
+	require.Equal(t, "Deleted job "+ids[0]+".\n", r.out)
+	c.fails(cmd.ExitNotFound, "job "+ids[0]+" not found", "job", "delete", ids[0])
 	c.fails(cmd.ExitUsage, "give a filter (--status, --queue, --type, --budget, --filter) or --all", "job", "delete")
 	require.Equal(t, "5\n", c.ok("job", "count"))
 }

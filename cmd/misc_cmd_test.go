@@ -282,7 +282,7 @@ func TestBinary_ExitCodes(t *testing.T) {
 		{cmd.ExitOK, url, "", []string{"health"}},
 		{cmd.ExitFailure, url, "already exists", []string{"budget", "create", "k", "--allocation", "1", "--strategy", "while_in_flight"}},
 		{cmd.ExitUsage, url, "unknown flag", []string{"health", "--bogus"}},
-		{cmd.ExitNotFound, url, "job not found", []string{"job", "get", "0000000000000000000000000"}},
+		{cmd.ExitNotFound, url, "job 0000000000000000000000000 not found", []string{"job", "get", "0000000000000000000000000"}},
 		{cmd.ExitUnreachable, down, "cannot reach zizq server at " + down, []string{"health"}},
 		{cmd.ExitUsage, url, "Did you mean this?\n\tbudget", []string{"budgte"}},
 		{cmd.ExitUsage, url, `unknown command "nosuch" for "zizq"`, []string{"help", "nosuch"}},

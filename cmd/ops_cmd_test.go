@@ -2,6 +2,7 @@ package cmd_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
 	"os"
@@ -63,7 +64,7 @@ func TestJobErrorsAndRetry(t *testing.T) {
 	require.Contains(t, out, "\nBacktrace:\nmain.go:12\nsmtp.go:40\n")
 	require.Contains(t, c.ok("job", "errors", id, "--attempt", "1"), "\ntimeout\nafter 30s\n", "a message of several lines is shown whole")
 	c.fails(cmd.ExitNotFound, "error record not found", "job", "errors", id, "--attempt", "3")
-	c.fails(cmd.ExitNotFound, "job not found", "job", "errors", "0000000000000000000000000")
+	c.fails(cmd.ExitNotFound, "job 0000000000000000000000000 not found", "job", "errors", "0000000000000000000000000")
 
 	// retry
 	require.Equal(t, "Job "+id+" is ready again (attempts so far: 2).\n", c.ok("job", "retry", id))
@@ -73,7 +74,7 @@ func TestJobErrorsAndRetry(t *testing.T) {
 	require.Equal(t, uint32(2), j.Attempts)
 	require.Zero(t, j.PurgeAt)
 	c.fails(cmd.ExitFailure, "job "+id+" is not dead: it is ready", "job", "retry", id)
-	c.fails(cmd.ExitNotFound, "job not found", "job", "retry", "0000000000000000000000000")
+	c.fails(cmd.ExitNotFound, "job 0000000000000000000000000 not found", "job", "retry", "0000000000000000000000000")
 	c.fails(cmd.ExitUsage, "job retry needs ID", "job", "retry")
 }
 
@@ -114,7 +115,7 @@ func TestJobPatch(t *testing.T) {
 	} {
 		c.fails(cmd.ExitUsage, tc.msg, append([]string{"job", "patch"}, tc.args...)...)
 	}
-	c.fails(cmd.ExitNotFound, "job not found", "job", "patch", "0000000000000000000000000", "--priority", "1")
+	c.fails(cmd.ExitNotFound, "job 0000000000000000000000000 not found", "job", "patch", "0000000000000000000000000", "--priority", "1")
 
 	// Bulk: the count first, the change with --yes.
 	for range 3 {
@@ -156,13 +157,25 @@ func TestJobDeleteBulkAndReset(t *testing.T) {
 	c.fails(cmd.ExitUsage, `invalid --status "gone"`, "job", "delete", "--status", "gone")
 
 	// reset
-	require.Equal(t, "1 job and 1 budget would be deleted. Nothing was changed: run again with --yes to go ahead.\n", c.ok("reset"))
-	require.Equal(t, "1\n", c.ok("job", "count"))
-	require.Equal(t, "Every job and budget was deleted.\n", c.ok("reset", "--yes"))
-	require.Equal(t, "0\n", c.ok("job", "count"))
-	var counts struct{ Jobs, Budgets int64 }
+	// reset counts everything POST /reset deletes: the cron groups too.
+	cl, err := client.New(c.url, client.Options{})
+	require.NoError(t, err)
+	_, err = cl.PutCronGroup(context.Background(), "nightly", api.CronGroupRequest{Entries: []api.CronEntryRequest{{
+		Name: api.Ptr("e"), Expression: api.Ptr("0 3 * * *"), Job: &api.EnqueueRequest{Queue: api.Ptr("a"), Type: api.Ptr("t"), Payload: api.Payload("{}")}}}})
+	require.NoError(t, err)
+	require.Equal(t, "1 cron group, 1 job and 1 budget would be deleted. Nothing was changed: run again with --yes to go ahead.\n", c.ok("reset"))
+	var counts struct {
+		Jobs, Budgets int64
+		CronGroups    int64 `json:"cron_groups"`
+	}
 	c.json(&counts, "reset")
-	require.Zero(t, counts.Jobs+counts.Budgets)
+	require.Equal(t, int64(1), counts.CronGroups)
+	require.Equal(t, "1\n", c.ok("job", "count"))
+	require.Equal(t, "Every cron group, job and budget was deleted.\n", c.ok("reset", "--yes"))
+	require.Equal(t, "0\n", c.ok("job", "count"))
+	c.json(&counts, "reset")
+	require.Zero(t, counts.Jobs+counts.Budgets+counts.CronGroups)
+	require.Equal(t, "0 cron groups, 0 jobs and 0 budgets would be deleted. Nothing was changed: run again with --yes to go ahead.\n", c.ok("reset"))
 }
 
 func TestBackupAndRestore(t *testing.T) {
@@ -223,9 +236,14 @@ func TestBackupAndRestore(t *testing.T) {
 		return
 	}
 	dsn := pgtest.Schema(t)
-	r = runZizq(t, "", "restore", "--database-url", dsn, file)
+	r = runZizq(t, "", "restore", "--database-url", dsn, file, "--log-format", "json")
 	require.Equal(t, cmd.ExitOK, r.code, r.err)
 	require.Equal(t, "Restored "+file+" into the database. Start the servers with: zizq serve --database-url URL\n", r.out)
+	// It logs as serve does: here its migration, in JSON.
+	require.NotEmpty(t, r.err)
+	for _, line := range lines(r.err) {
+		require.True(t, json.Valid([]byte(line)), "a JSON log line: %q", line)
+	}
 	requireFails(t, runZizq(t, "", "restore", "--database-url", dsn, file), cmd.ExitFailure, "target database is not empty")
 	p := startServer(t, "--database-url", dsn)
 	onPG := &cli{t: t, url: p.url}

@@ -30,15 +30,26 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// printDeleted prints, with -o json, what every delete prints: the
-// server's {"deleted":n} object of a bulk delete, so that scripts read one
-// shape. The table output of a single delete is silence.
-func printDeleted(f *Factory, n int64) error {
-	if !f.JSON() {
-		return nil
+// printDeleted prints what every delete prints: with -o json the server's
+// {"deleted":n} object of a bulk delete, so that scripts read one shape;
+// as a table a line that names what was deleted, "Deleted budget 'k'." or
+// "Deleted 3 jobs.", so that a delete is never silent.
+func printDeleted(f *Factory, n int64, what string) error {
+	if f.JSON() {
+		return writeJSON(f.IO.Out, api.Deleted{Deleted: n})
 	}
-	return writeJSON(f.IO.Out, api.Deleted{Deleted: n})
+	_, err := fmt.Fprintf(f.IO.Out, "Deleted %s.\n", what)
+	return err
 }
+
+// countOf writes a count with its noun: "1 job", "3 jobs", "0 jobs".
+func countOf(n int64, one, many string) string {
+	return strconv.FormatInt(n, 10) + " " + plural(int(n), one, many)
+}
+
+// quoteName writes a budget key or a cron name the way the server's
+// messages do: 'name'.
+func quoteName(s string) string { return "'" + s + "'" }
 
 // table writes aligned columns.
 type table struct{ tw *tabwriter.Writer }

@@ -1,16 +1,18 @@
 package cmd_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/cmd"
 )
 
 // TestOutput_Deleted checks that every delete prints one JSON shape with
-// -o json, {"deleted":n}, and nothing as a table.
+// -o json, {"deleted":n}, and as a table a line naming what it deleted.
 func TestOutput_Deleted(t *testing.T) {
 	t.Parallel()
 	c := newCLI(t)
@@ -29,9 +31,15 @@ func TestOutput_Deleted(t *testing.T) {
 	require.Equal(t, int64(2), d.Deleted, "the bulk form has the same shape")
 
 	c.ok("budget", "put", "k", "--allocation", "1", "--strategy", "while_in_flight")
-	r := c.run("budget", "delete", "k")
-	require.Equal(t, cmd.ExitOK, r.code, r.err)
-	require.Empty(t, r.out+r.err)
+	require.Equal(t, "Deleted budget 'k'.\n", c.ok("budget", "delete", "k"))
+	id = strings.TrimSpace(c.ok("job", "enqueue", "-q", "q", "-t", "t"))
+	require.Equal(t, "Deleted job "+id+".\n", c.ok("job", "delete", id))
+	require.Equal(t, "Deleted 0 jobs.\n", c.ok("job", "delete", "--all", "--yes"))
+	cl, err := client.New(c.url, client.Options{})
+	require.NoError(t, err)
+	_, err = cl.PutCronGroup(context.Background(), "nightly", api.CronGroupRequest{})
+	require.NoError(t, err)
+	require.Equal(t, "Deleted cron group 'nightly'.\n", c.ok("cron", "delete", "nightly"))
 }
 
 // TestOutput_EmptyLists checks that an empty listing keeps standard output

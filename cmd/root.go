@@ -63,7 +63,7 @@ func NewRoot(streams IO) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newServeCmd(streams))
 	root.AddCommand(newRestoreCmd(streams))
 	root.AddCommand(newTLSCmd(streams))
@@ -74,6 +74,7 @@ func NewRoot(streams IO) *cobra.Command {
 	// argument errors are usage errors too.
 	root.InitDefaultCompletionCmd()
 	checkArgs(root)
+	nameMissingJobs(root)
 	checkShellArg(root)
 	return root
 }

@@ -204,22 +204,46 @@ leads and runs the queue; the others forward the API to it.`,
 }
 
 func (o *ServeOptions) logger(w io.Writer) (*slog.Logger, error) {
+	return newLogger(w, o.LogLevel, o.LogFormat)
+}
+
+// checkDatabaseURL refuses a --database-url that is not PostgreSQL's
+// before the driver reads it, whose complaint ("failed to parse as
+// keyword/value") would not say what is wrong. It names only the scheme:
+// the URL may hold a password.
+func checkDatabaseURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(u, "://")
+	switch {
+	case !ok:
+		return usageError{errors.New("invalid --database-url: it must be a postgres:// URL, e.g. postgres://zizq@db.example/zizq")}
+	case scheme != "postgres" && scheme != "postgresql":
+		return usageError{fmt.Errorf("invalid --database-url: it must be a postgres:// URL, not %s://", scheme)}
+	}
+	return nil
+}
+
+// newLogger is the logger of every command that logs (serve, restore), so
+// that they log alike: --log-level and --log-format.
+func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 	var level slog.Level
-	name := o.LogLevel
+	name := levelName
 	if strings.EqualFold(name, "trace") {
 		name = "debug"
 	}
 	if err := level.UnmarshalText([]byte(name)); err != nil {
-		return nil, usageError{fmt.Errorf("invalid --log-level %q", o.LogLevel)}
+		return nil, usageError{fmt.Errorf("invalid --log-level %q", levelName)}
 	}
 	hopts := &slog.HandlerOptions{Level: level}
-	switch o.LogFormat {
+	switch format {
 	case "text", "pretty", "compact", "":
 		return slog.New(slog.NewTextHandler(w, hopts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, hopts)), nil
 	}
-	return nil, usageError{fmt.Errorf("invalid --log-format %q: use text or json", o.LogFormat)}
+	return nil, usageError{fmt.Errorf("invalid --log-format %q: use text or json", format)}
 }
 
 func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
@@ -308,6 +332,9 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	// Settings first, the log file after: a refused setting writes nothing.
 	opts, err := o.serverOptions(slog.New(slog.DiscardHandler))
 	if err != nil {
+		return err
+	}
+	if err := checkDatabaseURL(o.DatabaseURL); err != nil {
 		return err
 	}
 	if _, err := o.logger(io.Discard); err != nil {

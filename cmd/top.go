@@ -40,7 +40,8 @@ away and recovers when it comes back. Honours NO_COLOR.
 
 Keys:
 ` + tui.KeyHelp(),
-		Args: cobra.NoArgs,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{noJSONAnnotation: "it draws a dashboard (zizq budget list -o json, zizq job list -o json print the figures)"},
 		RunE: func(c *cobra.Command, _ []string) error {
 			// Flag mistakes first (building a client sends nothing), then
 			// the terminal, before the dashboard sends its first request.

@@ -15,7 +15,7 @@ import (
 
 // maxTimestampMs bounds timestamps so that they stay exact in nanoseconds
 // (year 2262); anything later is certainly a mistake.
-const maxTimestampMs = math.MaxInt64 / 1_000_000
+const maxTimestampMs = api.MaxTimestampMs
 
 // decodePrefix names the body format in "missing field" errors, the way a
 // decoder would have reported them.

@@ -177,14 +177,6 @@ func (m *Model) familyNote(b api.Budget) string {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// plural renders n with the word for one or for many: "1 key", "120 keys".
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return itoa(n) + " " + many
-}
-
 // budgetPaused reports whether a budget is paused at nowMs: until resumed,
 // or until its paused_until (which alone pauses too).
 func budgetPaused(b api.Budget, nowMs int64) bool {
@@ -209,10 +201,15 @@ func (m *Model) pauseWords(b api.Budget) string {
 
 // drainsIn is the DRAINS IN cell of a budget: "12s", "~3m" when
 // estimated, "—" while the server cannot say, "paused" while paused with no
-// end, "-" with no backlog, "…" before the first answer, "?" when it
-// failed.
+// end, "…" before the first answer, "?" when it failed. A budget with
+// nothing parked has no backlog to drain: "-", whatever a forecast read
+// before says and whether or not it is paused, in the row and in the
+// detail panel alike (which take this cell).
 func (m *Model) drainsIn(b api.Budget) string {
 	nowMs := m.now.UnixMilli()
+	if s := b.State; s != nil && s.Parked == 0 {
+		return "-"
+	}
 	if budgetPaused(b, nowMs) && b.PausedUntil == 0 {
 		return "paused"
 	}

@@ -16,13 +16,13 @@ func TestModel_Update_PausesBudget(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		keys []string // from the first row: tenants, upstream, legacy, reports
+		keys []string // from the first row: legacy, reports, tenants, upstream
 		want string
 		done string
 	}{
-		{name: "Active", want: "pause budget tenants true", done: "paused budget tenants"},
-		{name: "PausedUntil", keys: []string{"j"}, want: "pause budget upstream false", done: "resumed budget upstream"},
-		{name: "PausedNoEnd", keys: []string{"j", "j"}, want: "pause budget legacy false", done: "resumed budget legacy"},
+		{name: "Active", keys: []string{"j", "j"}, want: "pause budget tenants true", done: "paused budget tenants"},
+		{name: "PausedUntil", keys: []string{"G"}, want: "pause budget upstream false", done: "resumed budget upstream"},
+		{name: "PausedNoEnd", want: "pause budget legacy false", done: "resumed budget legacy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -39,7 +39,7 @@ func TestModel_Update_PausesBudget(t *testing.T) {
 	t.Run("Fails", func(t *testing.T) {
 		t.Parallel()
 		src := newFamilySource()
-		m := newTestModel(t, src, 100, 30)
+		m := press(t, newTestModel(t, src, 100, 30), "j", "j")
 		src.setErr(errors.New("409 conflict: budget 'tenants' is busy"))
 		next, cmd := m.Update(keyMsg("p"))
 		m = update(t, next.(Model), cmd())
@@ -60,7 +60,7 @@ func TestModel_View_PausedBudget(t *testing.T) {
 	m := withExtras(t, newTestModel(t, newFamilySource(), 100, 30))
 	s := screen(m)
 	require.Regexp(t, `upstream .* paused until 12:00:30`, s)
-	require.Regexp(t, `legacy .* paused .* paused`, s, "DRAINS IN and NEXT both say paused: no end to wait for")
+	require.Regexp(t, `legacy .* 0 +- +- +paused\n`, s, "NEXT says paused, with no end to wait for; DRAINS IN has nothing parked to drain")
 }
 
 func TestModel_View_Family(t *testing.T) {
@@ -68,7 +68,7 @@ func TestModel_View_Family(t *testing.T) {
 	m := withExtras(t, newTestModel(t, newFamilySource(), 80, 24))
 	lines := strings.Split(screen(m), "\n")
 	for i, l := range lines {
-		if strings.HasPrefix(l, "> tenants") {
+		if strings.HasPrefix(l, "  tenants ") {
 			require.Equal(t, "  └ 120 keys; busiest (in flight/parked): acme 4/12, delta 2/3, beta 2/0, …", lines[i+1])
 			return
 		}
@@ -86,7 +86,7 @@ func TestModel_Update_CursorStepsOverNotes(t *testing.T) {
 	t.Parallel()
 	m := newTestModel(t, newFamilySource(), 100, 30)
 	for _, step := range []struct{ key, want string }{
-		{"j", "upstream"}, {"k", "tenants"}, {"G", "reports"}, {"g", "tenants"},
+		{"G", "upstream"}, {"k", "tenants"}, {"j", "upstream"}, {"g", "legacy"},
 	} {
 		m = press(t, m, step.key)
 		b, ok := m.selectedBudget()
@@ -102,7 +102,7 @@ func manyBudgets(n int) *fakeSource {
 	fam := st.Budgets[0]
 	st.Budgets = []api.Budget{fam}
 	for i := range n {
-		key := fmt.Sprintf("b%04d", i)
+		key := fmt.Sprintf("u%04d", i) // after the family, "tenants"
 		st.Budgets = append(st.Budgets, timeBased(key, 10, 1000, 0, api.BudgetState{Available: 10, Capacity: 10}))
 		src.forecasts[key] = api.Forecast{Key: key}
 	}
@@ -173,7 +173,10 @@ func TestModel_Update_PollStartsForecastRoundsOnce(t *testing.T) {
 
 func TestModel_DrainsIn(t *testing.T) {
 	t.Parallel()
-	plain := timeBased("b", 10, 1000, 0, api.BudgetState{})
+	plain := timeBased("b", 10, 1000, 0, api.BudgetState{Parked: 5})
+	idle := timeBased("b", 10, 1000, 0, api.BudgetState{})
+	idlePaused := idle
+	idlePaused.Paused = true
 	paused := plain
 	paused.Paused = true
 	pausedUntil := plain
@@ -192,6 +195,10 @@ func TestModel_DrainsIn(t *testing.T) {
 		{name: "EstimatedSeconds", b: plain, fc: &forecast{f: api.Forecast{Parked: 5, DrainsAt: ptr(nowMs() + 42_400), Estimated: true}}, want: "~42s"},
 		{name: "Unknown", b: plain, fc: &forecast{f: api.Forecast{Parked: 5, Estimated: true}}, want: "—"},
 		{name: "NoBacklog", b: plain, fc: &forecast{f: api.Forecast{DrainsAt: ptr(nowMs())}}, want: "-"},
+		// One rule for a budget with nothing parked: "-", never "now".
+		{name: "IdleStaleForecast", b: idle, fc: &forecast{f: api.Forecast{Parked: 5, DrainsAt: ptr(nowMs() - 1_000)}}, want: "-"},
+		{name: "IdleNotYetAsked", b: idle, want: "-"},
+		{name: "IdlePaused", b: idlePaused, fc: &forecast{f: api.Forecast{Parked: 5}}, want: "-"},
 		{name: "Failed", b: plain, fc: &forecast{err: errors.New("404")}, want: "?"},
 		{name: "PausedNoEnd", b: paused, fc: &forecast{f: api.Forecast{Parked: 5}}, want: "paused"},
 		{name: "PausedUntil", b: pausedUntil, fc: &forecast{f: api.Forecast{Parked: 5, DrainsAt: ptr(nowMs() + 31_000)}}, want: "31s"},

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -80,7 +81,7 @@ func strategyLong(b api.Budget) string {
 		}
 		return s
 	case api.StrategyWhileInFlight:
-		return fmt.Sprintf("while_in_flight: %d tokens", b.Allocation)
+		return "while_in_flight: " + plural(b.Allocation, "token", "tokens")
 	default:
 		return b.Strategy.Type
 	}
@@ -144,6 +145,57 @@ func until(nowMs, at int64) string {
 		return "now"
 	}
 	return fmtMs(at - nowMs)
+}
+
+// inUntil says when the ms timestamp at comes: "in 2m05s", or "now" once
+// passed (never "in now").
+func inUntil(nowMs, at int64) string {
+	if at <= nowMs {
+		return "now"
+	}
+	return "in " + until(nowMs, at)
+}
+
+// plural renders n with the word for one or for many: "1 key", "120
+// keys". Every count the dashboard writes in words goes through it.
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
+}
+
+// naturalCompare orders names as people do, the digits in them by value:
+// b1, b2, b10, b100 rather than b1, b10, b100, b2. Names equal but for
+// leading zeros fall back to plain text order, so that the order is total.
+func naturalCompare(a, b string) int {
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		if isDigit(a[i]) && isDigit(b[j]) {
+			ei, ej := digitsEnd(a, i), digitsEnd(b, j)
+			da, db := strings.TrimLeft(a[i:ei], "0"), strings.TrimLeft(b[j:ej], "0")
+			if c := cmp.Or(cmp.Compare(len(da), len(db)), strings.Compare(da, db)); c != 0 {
+				return c
+			}
+			i, j = ei, ej
+			continue
+		}
+		if a[i] != b[j] {
+			return cmp.Compare(a[i], b[j])
+		}
+		i, j = i+1, j+1
+	}
+	return cmp.Or(cmp.Compare(len(a)-i, len(b)-j), strings.Compare(a, b))
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// digitsEnd returns the end of the run of digits that starts at i.
+func digitsEnd(s string, i int) int {
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	return i
 }
 
 // since renders the time from the ms timestamp at to now.

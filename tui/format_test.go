@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +92,22 @@ func TestFit(t *testing.T) {
 	require.Equal(t, "   ab", fit("ab", 5, true))
 	require.Equal(t, "abcd…", fit("abcdefgh", 5, false))
 	require.Equal(t, "", fit("abc", 0, false))
+}
+
+func TestNaturalCompare(t *testing.T) {
+	t.Parallel()
+	names := []string{"b100", "b10", "b2", "b1", "a", "b01", "b1x", "b", "image-2", "image-10"}
+	slices.SortFunc(names, naturalCompare)
+	require.Equal(t, []string{"a", "b", "b01", "b1", "b1x", "b2", "b10", "b100", "image-2", "image-10"}, names)
+	require.Zero(t, naturalCompare("x7", "x7"))
+}
+
+func TestPluralAndInUntil(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "1 entry", plural(1, "entry", "entries"))
+	require.Equal(t, "0 entries", plural(0, "entry", "entries"))
+	require.Equal(t, "while_in_flight: 1 token", strategyLong(api.Budget{Allocation: 1, Strategy: api.Strategy{Type: api.StrategyWhileInFlight}}))
+	require.Equal(t, "now", inUntil(1000, 1000), "never \"in now\"")
+	require.Equal(t, "now", inUntil(1000, 10))
+	require.Equal(t, "in 1.5s", inUntil(1000, 2500))
 }

@@ -138,7 +138,7 @@ func New(src Source, opts Options) Model {
 		after:     afterTick,
 	}
 	m.tables[tabBudgets] = newTable(keys, st, "no budgets",
-		column{title: "KEY", flex: true, min: 8},
+		column{title: "KEY", flex: true, min: 8, room: true},
 		column{title: "STRATEGY", drop: 1}, // RATE says it too: "6/1m", "10 max"
 		column{title: "RATE", drop: 4},
 		column{title: "AVAILABLE", drop: 7},
@@ -151,7 +151,7 @@ func New(src Source, opts Options) Model {
 		column{title: "DISPATCHED", right: true, optional: true},
 	)
 	m.tables[tabQueues] = newTable(keys, st, "no queues with live jobs",
-		column{title: "QUEUE", flex: true, min: 8},
+		column{title: "QUEUE", flex: true, min: 8, room: true},
 		column{title: "SCHEDULED", right: true, drop: 2},
 		column{title: "READY", right: true, drop: 4},
 		column{title: "PARKED", right: true},
@@ -159,7 +159,7 @@ func New(src Source, opts Options) Model {
 		column{title: "TOTAL", right: true, drop: 1},
 	)
 	m.tables[tabCrons] = newTable(keys, st, "no cron groups",
-		column{title: "GROUP", flex: true, min: 8},
+		column{title: "GROUP", flex: true, min: 8, room: true},
 		column{title: "STATE"},
 		column{title: "ENTRIES", right: true, drop: 2},
 		column{title: "PAUSED", right: true, drop: 1},

@@ -39,8 +39,8 @@ func stateOf(m Model) state {
 
 func TestModel_Update_Keys(t *testing.T) {
 	t.Parallel()
-	// Budgets sort by parked count, then key: image-service (12), smtp (4),
-	// geo-api, partner-webhooks-…, reports.
+	// Budgets sort by key, whatever their figures: geo-api, image-service,
+	// partner-webhooks-…, reports, smtp.
 	const longKey = "partner-webhooks-eu-west-1-production"
 	tests := []struct {
 		name string
@@ -48,30 +48,30 @@ func TestModel_Update_Keys(t *testing.T) {
 		keys []string
 		want state
 	}{
-		{name: "Start", want: state{Tab: tabBudgets, Selected: "image-service"}},
-		{name: "DownJ", keys: []string{"j"}, want: state{Selected: "smtp"}},
-		{name: "DownArrow", keys: []string{"down", "down"}, want: state{Selected: "geo-api"}},
-		{name: "UpStopsAtTop", keys: []string{"k", "up"}, want: state{Selected: "image-service"}},
-		{name: "DownStopsAtBottom", keys: []string{"j", "j", "j", "j", "j", "j", "j"}, want: state{Selected: "reports"}},
-		{name: "UpAfterDown", keys: []string{"j", "j", "k"}, want: state{Selected: "smtp"}},
-		{name: "Bottom", keys: []string{"G"}, want: state{Selected: "reports"}},
-		{name: "BottomThenTop", keys: []string{"G", "g"}, want: state{Selected: "image-service"}},
-		{name: "EndHome", keys: []string{"end", "home"}, want: state{Selected: "image-service"}},
-		{name: "PageDown", keys: []string{"pgdown"}, want: state{Selected: "reports"}},
-		{name: "PageDownSmallScreen", size: [2]int{80, 8}, keys: []string{"pgdown"}, want: state{Selected: longKey}},
-		{name: "PageUp", keys: []string{"G", "pgup"}, want: state{Selected: "image-service"}},
+		{name: "Start", want: state{Tab: tabBudgets, Selected: "geo-api"}},
+		{name: "DownJ", keys: []string{"j"}, want: state{Selected: "image-service"}},
+		{name: "DownArrow", keys: []string{"down", "down"}, want: state{Selected: longKey}},
+		{name: "UpStopsAtTop", keys: []string{"k", "up"}, want: state{Selected: "geo-api"}},
+		{name: "DownStopsAtBottom", keys: []string{"j", "j", "j", "j", "j", "j", "j"}, want: state{Selected: "smtp"}},
+		{name: "UpAfterDown", keys: []string{"j", "j", "k"}, want: state{Selected: "image-service"}},
+		{name: "Bottom", keys: []string{"G"}, want: state{Selected: "smtp"}},
+		{name: "BottomThenTop", keys: []string{"G", "g"}, want: state{Selected: "geo-api"}},
+		{name: "EndHome", keys: []string{"end", "home"}, want: state{Selected: "geo-api"}},
+		{name: "PageDown", keys: []string{"pgdown"}, want: state{Selected: "smtp"}},
+		{name: "PageDownSmallScreen", size: [2]int{80, 8}, keys: []string{"pgdown"}, want: state{Selected: "reports"}},
+		{name: "PageUp", keys: []string{"G", "pgup"}, want: state{Selected: "geo-api"}},
 		{name: "TabToQueues", keys: []string{"tab"}, want: state{Tab: tabQueues, Selected: "emails"}},
 		{name: "TabToInFlight", keys: []string{"tab", "tab"}, want: state{Tab: tabInFlight, Selected: jobID(1)}},
 		{name: "TabToReady", keys: []string{"tab", "tab", "tab"}, want: state{Tab: tabReady, Selected: jobID(10)}},
 		{name: "ShiftTabWraps", keys: []string{"shift+tab"}, want: state{Tab: tabCrons, Selected: "billing"}},
 		{name: "TabToScheduled", keys: []string{"tab", "tab", "tab", "tab"}, want: state{Tab: tabScheduled, Selected: jobID(20)}},
-		{name: "TabWrapsAround", keys: []string{"tab", "tab", "tab", "tab", "tab", "tab"}, want: state{Tab: tabBudgets, Selected: "image-service"}},
+		{name: "TabWrapsAround", keys: []string{"tab", "tab", "tab", "tab", "tab", "tab"}, want: state{Tab: tabBudgets, Selected: "geo-api"}},
 		{name: "MoveInCronTab", keys: []string{"shift+tab", "j"}, want: state{Tab: tabCrons, Selected: "maintenance"}},
 		{name: "FilterCrons", keys: []string{"shift+tab", "/", "n", "i", "g", "h", "enter"}, want: state{Tab: tabCrons, Selected: "reports", Filter: "nigh"}},
-		{name: "TabThenBack", keys: []string{"tab", "shift+tab"}, want: state{Tab: tabBudgets, Selected: "image-service"}},
-		{name: "CursorPerTab", keys: []string{"j", "tab", "G", "shift+tab"}, want: state{Tab: tabBudgets, Selected: "smtp"}},
+		{name: "TabThenBack", keys: []string{"tab", "shift+tab"}, want: state{Tab: tabBudgets, Selected: "geo-api"}},
+		{name: "CursorPerTab", keys: []string{"j", "tab", "G", "shift+tab"}, want: state{Tab: tabBudgets, Selected: "image-service"}},
 		{name: "MoveInJobTab", keys: []string{"tab", "tab", "tab", "j", "j"}, want: state{Tab: tabReady, Selected: jobID(12)}},
-		{name: "FilterStarts", keys: []string{"/"}, want: state{Selected: "image-service", Filtering: true}},
+		{name: "FilterStarts", keys: []string{"/"}, want: state{Selected: "geo-api", Filtering: true}},
 		{name: "FilterTyping", keys: []string{"/", "g", "e", "o"}, want: state{Selected: "geo-api", Filter: "geo", Filtering: true}},
 		{name: "FilterIgnoresCase", keys: []string{"/", "S", "M"}, want: state{Selected: "smtp", Filter: "SM", Filtering: true}},
 		{name: "FilterBackspace", keys: []string{"/", "g", "e", "o", "x", "backspace"}, want: state{Selected: "geo-api", Filter: "geo", Filtering: true}},
@@ -84,14 +84,14 @@ func TestModel_Update_Keys(t *testing.T) {
 		{name: "FilterAppliesToQueues", keys: []string{"tab", "/", "i", "m", "enter"}, want: state{Tab: tabQueues, Selected: "images", Filter: "im"}},
 		{name: "EscClearsFilter", keys: []string{"/", "g", "e", "o", "enter", "esc"}, want: state{Selected: "geo-api"}},
 		{name: "SlashAgainEditsFilter", keys: []string{"/", "g", "enter", "/", "e", "o"}, want: state{Selected: "geo-api", Filter: "geo", Filtering: true}},
-		{name: "KeysAfterQuitIgnored", keys: []string{"j", "q", "j"}, want: state{Selected: "smtp", Quit: true}},
-		{name: "HelpOpens", keys: []string{"?"}, want: state{Selected: "image-service", Help: true}},
-		{name: "HelpCloses", keys: []string{"?", "?"}, want: state{Selected: "image-service"}},
-		{name: "EscClosesHelp", keys: []string{"?", "esc"}, want: state{Selected: "image-service"}},
-		{name: "HelpKeepsNavigation", keys: []string{"?", "j"}, want: state{Selected: "smtp", Help: true}},
-		{name: "Quit", keys: []string{"q"}, want: state{Selected: "image-service", Quit: true}},
-		{name: "CtrlCQuits", keys: []string{"ctrl+c"}, want: state{Selected: "image-service", Quit: true}},
-		{name: "CtrlCQuitsWhileFiltering", keys: []string{"/", "ctrl+c"}, want: state{Selected: "image-service", Filtering: true, Quit: true}},
+		{name: "KeysAfterQuitIgnored", keys: []string{"j", "q", "j"}, want: state{Selected: "image-service", Quit: true}},
+		{name: "HelpOpens", keys: []string{"?"}, want: state{Selected: "geo-api", Help: true}},
+		{name: "HelpCloses", keys: []string{"?", "?"}, want: state{Selected: "geo-api"}},
+		{name: "EscClosesHelp", keys: []string{"?", "esc"}, want: state{Selected: "geo-api"}},
+		{name: "HelpKeepsNavigation", keys: []string{"?", "j"}, want: state{Selected: "image-service", Help: true}},
+		{name: "Quit", keys: []string{"q"}, want: state{Selected: "geo-api", Quit: true}},
+		{name: "CtrlCQuits", keys: []string{"ctrl+c"}, want: state{Selected: "geo-api", Quit: true}},
+		{name: "CtrlCQuitsWhileFiltering", keys: []string{"/", "ctrl+c"}, want: state{Selected: "geo-api", Filtering: true, Quit: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -215,24 +215,60 @@ func TestModel_Update_SourceFailsAndRecovers(t *testing.T) {
 	require.Equal(t, "1", parkedCell(t, m, "smtp"))
 }
 
-func TestModel_Update_SelectionFollowsKey(t *testing.T) {
+// rowKeys are the keys of a tab's rows, in order.
+func rowKeys(m Model, t tab) []string {
+	var keys []string
+	for _, r := range m.tables[t].rows {
+		keys = append(keys, r.key)
+	}
+	return keys
+}
+
+// TestModel_Update_RowsStayPutOnRefresh: the figures of a refresh move no
+// row, so nothing jumps under the cursor, and the cursor stays on its
+// budget.
+func TestModel_Update_RowsStayPutOnRefresh(t *testing.T) {
 	t.Parallel()
 	src := newFakeSource()
 	m := newTestModel(t, src, 80, 24)
-	m = press(t, m, "j", "j") // geo-api, third by parked count
-	require.Equal(t, "geo-api", stateOf(m).Selected)
+	m = press(t, m, "j", "j")
+	require.Equal(t, "partner-webhooks-eu-west-1-production", stateOf(m).Selected)
+	before := rowKeys(m, tabBudgets)
 
 	stats := fixtureStats()
 	stats.Budgets[1].State.Parked = 50 // geo-api now parks the most
+	stats.Budgets[3].State.Parked = 0  // image-service none
+	stats.Budgets[4].State.Parked = 9  // the selected budget some
 	src.setStats(stats)
 	m = run(t, m, m.fetch(false))
-	require.Equal(t, "geo-api", stateOf(m).Selected)
-	require.Zero(t, m.tables[tabBudgets].cursor, "geo-api moved to the top and the cursor with it")
+	require.Equal(t, before, rowKeys(m, tabBudgets), "no row moved")
+	require.Equal(t, "partner-webhooks-eu-west-1-production", stateOf(m).Selected)
+	require.Equal(t, 2, m.tables[tabBudgets].cursor)
 
-	stats.Budgets = stats.Budgets[2:] // geo-api is deleted
+	stats.Budgets = stats.Budgets[:4] // the selected budget is deleted
 	src.setStats(stats)
 	m = run(t, m, m.fetch(false))
-	require.Equal(t, "image-service", stateOf(m).Selected, "the cursor stays in place when its row goes")
+	require.Equal(t, "reports", stateOf(m).Selected, "the cursor stays in place when its row goes")
+}
+
+// TestModel_Update_NaturalOrder: names sort with their numbers by value,
+// in every tab of names.
+func TestModel_Update_NaturalOrder(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	stats := fixtureStats()
+	stats.Budgets, stats.Queues, stats.Crons = nil, nil, nil
+	for _, n := range []string{"b100", "b10", "b2", "b1", "a"} {
+		stats.Budgets = append(stats.Budgets, whileInFlight(n, 1, api.BudgetState{Capacity: 1, Available: 1}))
+		stats.Queues = append(stats.Queues, api.QueueStats{Name: n, Ready: 1})
+		stats.Crons = append(stats.Crons, api.CronStats{Name: n, Entries: 1})
+	}
+	src.setStats(stats)
+	m := newTestModel(t, src, 120, 40)
+	want := []string{"a", "b1", "b2", "b10", "b100"}
+	for _, tb := range []tab{tabBudgets, tabQueues, tabCrons} {
+		require.Equal(t, want, rowKeys(m, tb), tabNames[tb])
+	}
 }
 
 func TestModel_Update_Resize(t *testing.T) {
@@ -241,7 +277,7 @@ func TestModel_Update_Resize(t *testing.T) {
 	m = press(t, m, "G")
 	m = update(t, m, tea.WindowSizeMsg{Width: 40, Height: 8})
 	tb := m.tables[tabBudgets]
-	require.Equal(t, "reports", stateOf(m).Selected)
+	require.Equal(t, "smtp", stateOf(m).Selected)
 	require.GreaterOrEqual(t, tb.cursor, tb.offset)
 	require.Less(t, tb.cursor, tb.offset+tb.visible(), "the cursor stays on screen after a shrink")
 	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 40})

@@ -33,21 +33,13 @@ func (m *Model) matches(keys ...string) bool {
 	return false
 }
 
-// sortedBudgets orders budgets by parked count, most first, then by key.
+// sortedBudgets orders budgets by key, in natural order (b2 before b10).
+// Not by a live figure: rows that moved whenever their parked count
+// changed would jump under the cursor at every refresh. The parked rows
+// stand out by their colour instead.
 func sortedBudgets(bs []api.Budget) []api.Budget {
 	out := slices.Clone(bs)
-	parked := func(b api.Budget) int64 {
-		if b.State == nil {
-			return 0
-		}
-		return b.State.Parked
-	}
-	slices.SortStableFunc(out, func(a, b api.Budget) int {
-		if c := cmp.Compare(parked(b), parked(a)); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Key, b.Key)
-	})
+	slices.SortFunc(out, func(a, b api.Budget) int { return naturalCompare(a.Key, b.Key) })
 	return out
 }
 
@@ -123,7 +115,7 @@ func nextToken(b api.Budget, nowMs int64) string {
 
 func (m *Model) queueRows() []row {
 	qs := slices.Clone(m.stats.Queues)
-	slices.SortStableFunc(qs, func(a, b api.QueueStats) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(qs, func(a, b api.QueueStats) int { return naturalCompare(a.Name, b.Name) })
 	var rows []row
 	for _, q := range qs {
 		if !m.matches(q.Name) {
@@ -243,7 +235,9 @@ func (m *Model) selectedJob() (api.Job, bool) {
 func (m *Model) cronRows() []row {
 	nowMs := m.now.UnixMilli()
 	var rows []row
-	for _, g := range m.stats.Crons {
+	groups := slices.Clone(m.stats.Crons)
+	slices.SortFunc(groups, func(a, b api.CronStats) int { return naturalCompare(a.Name, b.Name) })
+	for _, g := range groups {
 		if !m.matches(g.Name, g.NextEntry) {
 			continue
 		}

@@ -38,9 +38,9 @@ func sortJobs(jobs []api.Job, status string, by sortKey) []api.Job {
 		var c int
 		switch by {
 		case sortQueue:
-			c = cmp.Compare(a.Queue, b.Queue)
+			c = naturalCompare(a.Queue, b.Queue)
 		case sortType:
-			c = cmp.Compare(a.Type, b.Type)
+			c = naturalCompare(a.Type, b.Type)
 		case sortPriority:
 			c = cmp.Compare(a.Priority, b.Priority)
 		case sortAttempts:

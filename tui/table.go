@@ -9,8 +9,9 @@ import (
 )
 
 // column describes one column of a table. A table too wide for the screen
-// first hides its optional columns, then shrinks its flexible ones, then
-// hides columns by their drop rank. A number is never cut: only flexible
+// first hides its optional columns, then shrinks its flexible ones down to
+// their room, then hides columns by their drop rank, and only then shrinks
+// the flexible ones down to min. A number is never cut: only flexible
 // (text) columns shrink, and they end in "…".
 type column struct {
 	title    string
@@ -19,6 +20,19 @@ type column struct {
 	min      int
 	optional bool // hidden, last first, before flexible columns shrink
 	drop     int  // once shrunk columns do not fit, hidden lowest first; 0 never
+	// room is for the names a table is about (budget keys, queues): the
+	// column keeps up to a quarter of the width, and figures are hidden
+	// before it is cut shorter.
+	room bool
+}
+
+// floor is the width a flexible column shrinks to before ranked columns
+// are hidden: its min, or for a column with room a quarter of the width.
+func (c column) floor(width int) int {
+	if c.room {
+		return max(c.min, width/4)
+	}
+	return c.min
 }
 
 // tone picks the colour of a whole row.
@@ -208,10 +222,12 @@ func (t table) layout() (shown []int, widths []int, gap int) {
 			return shown, widths, 1
 		case dropOptional(t.cols, &shown):
 			continue
-		case shrink(t.cols, shown, widths, avail-gaps):
+		case shrink(t.cols, shown, widths, avail-gaps, func(c column) int { return c.floor(avail) }):
 			return shown, widths, 1
 		case dropRanked(t.cols, &shown):
 			continue
+		case shrink(t.cols, shown, widths, avail-gaps, func(c column) int { return c.min }):
+			return shown, widths, 1
 		}
 		// Nothing left to hide: the frame cuts the lines, with "…".
 		return shown, widths, 1
@@ -224,9 +240,10 @@ func (t table) hidden() int {
 	return len(t.cols) - len(shown)
 }
 
-// shrink narrows the widest flexible column, one cell at a time, until the
-// widths add up to at most avail. It reports whether they do.
-func shrink(cols []column, shown, widths []int, avail int) bool {
+// shrink narrows the widest flexible column, one cell at a time but never
+// below its floor, until the widths add up to at most avail. It reports
+// whether they do.
+func shrink(cols []column, shown, widths []int, avail int, floor func(column) int) bool {
 	total := 0
 	for _, w := range widths {
 		total += w
@@ -235,7 +252,7 @@ func shrink(cols []column, shown, widths []int, avail int) bool {
 		widest := -1
 		for j, i := range shown {
 			c := cols[i]
-			if c.flex && widths[j] > c.min && (widest < 0 || widths[j] > widths[widest]) {
+			if c.flex && widths[j] > floor(c) && (widest < 0 || widths[j] > widths[widest]) {
 				widest = j
 			}
 		}

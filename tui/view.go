@@ -332,7 +332,7 @@ func (m *Model) tableInfo() (rows, cols string) {
 	case n == 1:
 		cols = "+1 col"
 	case n > 1:
-		cols = fmt.Sprintf("+%d cols", n)
+		cols = "+" + plural(int64(n), "col", "cols")
 	}
 	return rows, cols
 }
@@ -414,7 +414,7 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 	var next string
 	switch {
 	case s.NextTokenAt != nil:
-		next = "head affordable in " + until(nowMs, *s.NextTokenAt)
+		next = "head affordable " + inUntil(nowMs, *s.NextTokenAt)
 	case s.Parked > 0 && b.Strategy.Type == api.StrategyWhileInFlight:
 		next = "head waits for a release"
 	}
@@ -457,8 +457,12 @@ func (m *Model) budgetMore(b api.Budget) []string {
 	case !ok:
 	case fc.err != nil:
 		lines = append(lines, m.st.dim.Render("forecast: "+oneLine(fc.err)))
-	case fc.f.Parked > 0 && fc.f.DrainsAt != nil && d != "paused":
-		lines = append(lines, fmt.Sprintf("backlog of %d drains in %s (%s)", fc.f.Parked, d, m.clock(*fc.f.DrainsAt)))
+	case d != "-" && fc.f.Parked > 0 && fc.f.DrainsAt != nil && d != "paused":
+		when := "in " + d
+		if d == "now" {
+			when = d
+		}
+		lines = append(lines, fmt.Sprintf("backlog of %d drains %s (%s)", fc.f.Parked, when, m.clock(*fc.f.DrainsAt)))
 	}
 	return lines
 }
@@ -468,10 +472,10 @@ func (m *Model) cronDetail(g api.CronStats) []string {
 	if g.Paused {
 		state = "paused: its schedule moves on, nothing is enqueued"
 	}
-	lines := []string{fmt.Sprintf("%s · %d entries, %d paused", state, g.Entries, g.PausedEntries)}
+	lines := []string{fmt.Sprintf("%s · %s, %d paused", state, plural(int64(g.Entries), "entry", "entries"), g.PausedEntries)}
 	if g.NextEnqueueAt != 0 {
-		lines = append(lines, fmt.Sprintf("next run: entry %s in %s (%s)", g.NextEntry,
-			until(m.now.UnixMilli(), int64(g.NextEnqueueAt)), m.clock(int64(g.NextEnqueueAt))))
+		lines = append(lines, fmt.Sprintf("next run: entry %s %s (%s)", g.NextEntry,
+			inUntil(m.now.UnixMilli(), int64(g.NextEnqueueAt)), m.clock(int64(g.NextEnqueueAt))))
 	} else {
 		lines = append(lines, m.st.dim.Render("no run to come"))
 	}
@@ -494,7 +498,7 @@ func (m *Model) entryDetail(e api.CronEntry) []string {
 	}
 	lines := []string{fmt.Sprintf("%s · %s · enqueues %s in queue %s", e.Expression, state, deref(e.Job.Type), deref(e.Job.Queue))}
 	if e.NextEnqueueAt != 0 {
-		lines = append(lines, "next occurrence in "+until(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.clock(int64(e.NextEnqueueAt))+")")
+		lines = append(lines, "next occurrence "+inUntil(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.clock(int64(e.NextEnqueueAt))+")")
 	}
 	return lines
 }
@@ -516,7 +520,7 @@ func (m *Model) jobDetail(j api.Job) []string {
 	case api.StatusInFlight:
 		when = "dequeued " + since(nowMs, int64(j.DequeuedAt)) + " ago"
 	case api.StatusScheduled:
-		when = "ready in " + until(nowMs, int64(j.ReadyAt)) + " (" + m.clock(int64(j.ReadyAt)) + ")"
+		when = "ready " + inUntil(nowMs, int64(j.ReadyAt)) + " (" + m.clock(int64(j.ReadyAt)) + ")"
 	default:
 		when = "ready for " + since(nowMs, int64(j.ReadyAt))
 	}
@@ -554,7 +558,7 @@ func (m *Model) whyLines(j api.Job) []string {
 			line := fmt.Sprintf("parked by %s: cost %d, %s available, %d ahead, ", b.Key, b.Cost,
 				strconv.FormatFloat(b.Available, 'f', -1, 64), b.Ahead)
 			if b.AffordableAt != nil {
-				line += "affordable in " + until(nowMs, *b.AffordableAt)
+				line += "affordable " + inUntil(nowMs, *b.AffordableAt)
 			} else {
 				line += "waits for a release"
 			}
@@ -567,7 +571,7 @@ func (m *Model) whyLines(j api.Job) []string {
 	case api.WaitingWorker:
 		return []string{"affordable; waits for a worker of queue " + j.Queue + " with room"}
 	case api.WaitingSchedule:
-		return []string{"scheduled: ready in " + until(nowMs, int64(w.ReadyAt))}
+		return []string{"scheduled: ready " + inUntil(nowMs, int64(w.ReadyAt))}
 	case api.WaitingNothing:
 		return []string{"not held back: about to be dispatched"}
 	case api.WaitingFinished:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 
 	"github.com/jackc/pgx/v5"
@@ -170,8 +171,10 @@ func copyRows(ctx context.Context, q querier, query string, op func(pgx.Rows) (s
 // database) into the empty store at url, migrating its schema first. A
 // store holding any job, budget, cron group or job-ID mark is refused:
 // Restore never replaces data. Run it while no server uses the database.
-func Restore(ctx context.Context, url, src string) error {
-	db, err := Open(ctx, Options{URL: url})
+// log receives what opening the store logs (its migration); nil means
+// slog.Default().
+func Restore(ctx context.Context, url, src string, log *slog.Logger) error {
+	db, err := Open(ctx, Options{URL: url, Logger: log})
 	if err != nil {
 		return err
 	}

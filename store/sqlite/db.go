@@ -221,6 +221,11 @@ func (db *DB) cacheShare() int64 {
 // dsn builds the driver's connection string: a file: URI (so any path is
 // safe) with the pragmas every connection needs.
 func dsn(path string, cacheBytes int64, readOnly bool) string {
+	// A relative path would be written file://dir/…, whose first
+	// directory SQLite reads as the URI's authority and refuses.
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path)}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busyTimeoutMs)+")")
