@@ -54,9 +54,9 @@ func cronListTable(f *Factory, crons []api.CronStats) error {
 	for _, g := range crons {
 		next, entry := "-", "-"
 		if g.NextEnqueueAt != 0 {
-			next, entry = formatTime(g.NextEnqueueAt)+" ("+formatUntil(int64(g.NextEnqueueAt), now)+")", g.NextEntry
+			next, entry = formatCronTime(g.NextEnqueueAt, time.Local)+" ("+formatUntil(int64(g.NextEnqueueAt), now)+")", g.NextEntry
 		}
-		t.row(g.Name, pausedWord(g.Paused), strconv.Itoa(g.Entries), strconv.Itoa(g.PausedEntries), next, entry, formatTime(g.LastEnqueueAt))
+		t.row(g.Name, pausedWord(g.Paused), strconv.Itoa(g.Entries), strconv.Itoa(g.PausedEntries), next, entry, formatCronTime(g.LastEnqueueAt, time.Local))
 	}
 	return t.flush()
 }

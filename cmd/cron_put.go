@@ -1,6 +1,12 @@
 package cmd
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/client"
+)
 
 // CronPutOptions are the settings of `cron put`.
 type CronPutOptions struct {
@@ -21,7 +27,10 @@ input) holding the body of PUT /crons/GROUP:
 
 Entries the file does not name are deleted; an entry whose expression and
 timezone are unchanged keeps its next and last run. "timezone" applies to
-the entries without their own; "paused" absent keeps the group's state.`,
+the entries without their own; "paused" absent keeps the group's state.
+A job without "payload" enqueues {}, as job enqueue does; a field name the
+file misspells is refused, naming its entry. A template that binds a budget
+that does not exist (without create_with) is refused: exit code 3.`,
 		Example:           `  zizq cron put nightly -f nightly.json`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeCronGroupArg,
@@ -42,11 +51,29 @@ the entries without their own; "paused" absent keeps the group's state.`,
 			}
 			g, err := cl.PutCronGroup(c.Context(), args[0], req)
 			if err != nil {
-				return err
+				return missingTemplateBudget(c.Context(), cl, req, err)
 			}
 			return printCronGroup(f, g)
 		},
 	}
 	c.Flags().StringVarP(&o.File, "file", "f", "", "JSON file of the group (- reads standard input)")
 	return c
+}
+
+// missingTemplateBudget makes a refusal of a template that binds a budget
+// that does not exist a not-found, as job enqueue does for --budget. A
+// binding with create_with makes its budget, so it is not looked up.
+func missingTemplateBudget(ctx context.Context, cl *client.Client, req api.CronGroupRequest, err error) error {
+	var bound api.EnqueueRequest
+	for _, e := range req.Entries {
+		if e.Job == nil {
+			continue
+		}
+		for _, b := range e.Job.Budgets {
+			if b.Key != nil && b.CreateWith == nil {
+				bound.Budgets = append(bound.Budgets, b)
+			}
+		}
+	}
+	return missingBudget(ctx, cl, bound, err)
 }

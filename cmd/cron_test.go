@@ -36,7 +36,8 @@ func TestCronCommands(t *testing.T) {
 	require.Equal(t, "GROUP nightly  active  timezone Europe/Paris  2 entries", rows[0])
 	require.Equal(t, []string{"ENTRY", "EXPRESSION", "TIMEZONE", "STATE", "NEXT", "RUN", "LAST", "RUN", "QUEUE", "TYPE"}, strings.Fields(rows[2]))
 	require.Equal(t, []string{"cleanup", "0", "0", "1", "1", "*", "UTC", "active"}, strings.Fields(rows[3])[:8])
-	require.Contains(t, rows[3], "2027-01-01 ", "next run")
+	require.Contains(t, rows[3], "2027-01-01 00:00:00 UTC (in ", "next run, in the entry's zone, which it names")
+	require.Contains(t, rows[4], "2027-01-01 03:00:00 CET (in ", "the group's zone")
 	require.Equal(t, []string{"-", "ops", "cleanup"}, last(strings.Fields(rows[3]), 3), "never ran yet")
 	require.Equal(t, "report", strings.Fields(rows[4])[0])
 
@@ -89,6 +90,28 @@ func TestCronCommands(t *testing.T) {
 	c.fails(cmd.ExitNotFound, "cron group 'nope' not found", "cron", "pause", "nope")
 	requireFails(t, c.runIn(`{"entries":[{"name":"e","expression":"soon","job":{"type":"t","queue":"q","payload":{}}}]}`, "cron", "put", "x", "-f", "-"),
 		cmd.ExitFailure, "invalid cron expression")
+
+	// The file's mistakes name their entry; a typo in a field name is one.
+	requireFails(t, c.runIn(`{"entries":[{"name":"a","expression":"0 0 1 1 *","job":{"type":"t","queue":"q"}},
+		{"name":"nightly","expresion":"0 3 * * *","job":{"type":"t","queue":"q"}}]}`, "cron", "put", "x", "-f", "-"),
+		cmd.ExitUsage, `-f -: entries[1] "nightly": unknown field "expresion"`)
+	requireFails(t, c.runIn(`{"entries":[{"name":"a","expression":"0 0 1 1 *","job":{"type":"t","queue":"q","budgets":[{"key":"k","cots":2}]}}]}`,
+		"cron", "put", "x", "-f", "-"), cmd.ExitUsage, `-f -: entries[0] "a": unknown field "job.budgets[0].cots"`)
+	requireFails(t, c.runIn(`{"timezon":"UTC","entries":[]}`, "cron", "put", "x", "-f", "-"), cmd.ExitUsage, `-f -: unknown field "timezon"`)
+	requireFails(t, c.runIn(`{"entries":[{"name":"a","expression":"0 0 1 1 *","job":{"type":"t","queue":"q"}},{"name":"b","job":{"type":"t","queue":"q"}}]}`,
+		"cron", "put", "x", "-f", "-"), cmd.ExitFailure, "entries[1] \"b\": invalid JSON: missing field `expression`")
+	// A budget that does not exist is not found, as with job enqueue,
+	// unless the binding creates it.
+	requireFails(t, c.runIn(`{"entries":[{"name":"nightly","expression":"0 3 * * *","job":{"type":"t","queue":"q","budgets":[{"key":"nitely"}]}}]}`,
+		"cron", "put", "x", "-f", "-"), cmd.ExitNotFound, `entries[0] "nightly": budget 'nitely' does not exist`)
+	requireFails(t, c.runIn(`{"entries":[{"name":"fast","expression":"@every 0s","job":{"type":"t","queue":"q","budgets":[{"key":"k","create_with":{"allocation":1,"strategy":{"type":"while_in_flight"}}}]}}]}`,
+		"cron", "put", "x", "-f", "-"), cmd.ExitFailure, `entries[0] "fast": invalid cron expression "@every 0s": the interval must be at least 1s`)
+	c.fails(cmd.ExitNotFound, "cron group 'x' not found", "cron", "get", "x")
+	// A template without a payload gets {}, as job enqueue sends.
+	r = c.runIn(`{"entries":[{"name":"e","expression":"0 0 1 1 *","job":{"type":"t","queue":"q"}}]}`, "cron", "put", "bare", "-f", "-", "-o", "json")
+	require.Equal(t, cmd.ExitOK, r.code, r.err)
+	require.NoError(t, api.Unmarshal(api.JSON, []byte(r.out), &g))
+	require.Equal(t, `{}`, string(g.Entries[0].Job.Payload))
 
 	r = c.run("cron", "delete", "idle")
 	require.Equal(t, cmd.ExitOK, r.code, r.err)

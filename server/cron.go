@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/zizq/zizq/api"
@@ -216,11 +217,24 @@ func cronGroupSpec(name string, req *api.CronGroupRequest, prefix string) (core.
 	for i := range req.Entries {
 		e, err := cronEntrySpec(&req.Entries[i], prefix)
 		if err != nil {
-			return core.CronGroupSpec{}, err
+			return core.CronGroupSpec{}, inCronEntry(i, req.Entries[i].Name, err)
 		}
 		spec.Entries = append(spec.Entries, e)
 	}
 	return spec, nil
+}
+
+// inCronEntry says which entry of a group's body a refusal is about.
+func inCronEntry(i int, name *string, err error) error {
+	var he *httpError
+	if !errors.As(err, &he) {
+		return err
+	}
+	label := core.CronEntryLabel(i, "")
+	if name != nil {
+		label = core.CronEntryLabel(i, *name)
+	}
+	return &httpError{status: he.status, msg: label + ": " + he.msg, supported: he.supported}
 }
 
 // cronEntrySpec checks one entry: its name and its job, validated as an

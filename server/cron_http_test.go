@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/servertest"
+	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -260,6 +262,7 @@ func TestCron_GroupLifecycle(t *testing.T) {
 func TestCron_WireShape(t *testing.T) {
 	t.Parallel()
 	c := setupCron(t, api.JSON)
+	c.budPut(t, "w", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
 	r := c.call(t, "PUT", "/crons/g", `{"paused":true,"entries":[{"name":"e","expression":"0 9 * * MON","timezone":"Australia/Melbourne",
 		"job":{"type":"t","queue":"q","payload":{"b":2,"a":"<&>"},"budgets":[{"key":"img","create_with":{"allocation":5,"strategy":{"type":"time_based","duration_ms":60000}}},{"key":"w","cost":2}]}}]}`, http.StatusOK, nil)
 	next := ms(time.Date(2026, 3, 1, 22, 0, 0, 0, time.UTC)) // Monday 9:00 in Melbourne (UTC+11)
@@ -328,11 +331,11 @@ func TestCron_BadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, path, body, msg string
 	}{
-		{"BadExpression", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"61 * * * *",` + job + `}]}`, "invalid cron expression: end of range (61) above maximum (59): 61"},
+		{"BadExpression", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"61 * * * *",` + job + `}]}`, `entries[0] "e": invalid cron expression: end of range (61) above maximum (59): 61`},
 		{"SevenFields", "POST", "/crons/g/entries", `{"name":"e","expression":"* * * * * * *",` + job + `}`, "invalid cron expression: expected 5 to 6 fields, found 7: [* * * * * * *]"},
 		{"EmptyExpression", "PUT", "/crons/g/entries/e", `{"name":"e","expression":"",` + job + `}`, "invalid cron expression: empty spec string"},
-		{"TimezonePrefix", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"TZ=UTC",` + job + `}]}`, "invalid cron expression: a timezone prefix is not supported: use the entry's timezone"},
-		{"BadTimezone", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","timezone":"Mars/Olympus",` + job + `}]}`, `invalid timezone: "Mars/Olympus"`},
+		{"TimezonePrefix", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"TZ=UTC",` + job + `}]}`, `entries[0] "e": invalid cron expression: a timezone prefix is not supported: use the entry's timezone`},
+		{"BadTimezone", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","timezone":"Mars/Olympus",` + job + `}]}`, `entries[0] "e": invalid timezone: "Mars/Olympus"`},
 		{"LocalIsNoTimezone", "POST", "/crons/g/entries", `{"name":"e","expression":"* * * * *","timezone":"Local",` + job + `}`, `invalid timezone: "Local"`},
 		{"EmptyTimezone", "POST", "/crons/g/entries", `{"name":"e","expression":"* * * * *","timezone":"",` + job + `}`, `invalid timezone: ""`},
 		{"BadGroupTimezone", "PUT", "/crons/g", `{"timezone":"Nowhere","entries":[]}`, `invalid timezone: "Nowhere"`},
@@ -341,17 +344,19 @@ func TestCron_BadInput(t *testing.T) {
 		{"UniqueWithBatch", "POST", "/crons/g/entries", `{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{},"unique_key":"k","batch":{"key":"b","when":"true","fold":"$new"}}}`, "unique_key and batch cannot be combined"},
 		{"GroupName", "PUT", "/crons/a,b", `{"entries":[]}`, "cron group name must not contain ','"},
 		{"GroupNameReserved", "POST", "/crons/a*/entries", `{"name":"e","expression":"* * * * *",` + job + `}`, "cron group name must not contain '*' (reserved)"},
-		{"EntryName", "PUT", "/crons/g", `{"entries":[{"name":"","expression":"* * * * *",` + job + `}]}`, "cron entry name must not be empty"},
+		{"EntryName", "PUT", "/crons/g", `{"entries":[{"name":"","expression":"* * * * *",` + job + `}]}`, `entries[0]: cron entry name must not be empty`},
 		{"URLEntryName", "PUT", "/crons/g/entries/x%5B", `{"name":"e","expression":"* * * * *",` + job + `}`, "cron entry name must not contain '[' (reserved)"},
-		{"QueueName", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"","payload":{}}}]}`, "queue must not be empty"},
+		{"QueueName", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"","payload":{}}}]}`, `entries[0] "e": queue must not be empty`},
 		{"MissingEntries", "PUT", "/crons/g", `{"paused":true}`, "invalid JSON: missing field `entries`"},
 		{"MissingName", "POST", "/crons/g/entries", `{"expression":"* * * * *",` + job + `}`, "invalid JSON: missing field `name`"},
 		{"MissingExpression", "POST", "/crons/g/entries", `{"name":"e",` + job + `}`, "invalid JSON: missing field `expression`"},
 		{"MissingJob", "PUT", "/crons/g/entries/e", `{"name":"e","expression":"* * * * *"}`, "invalid JSON: missing field `job`"},
-		{"MissingPayload", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q"}}]}`, "invalid JSON: missing field `payload`"},
+		{"MissingPayload", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q"}}]}`, `entries[0] "e": invalid JSON: missing field ` + "`payload`"},
+		{"SecondEntryNamed", "PUT", "/crons/g", `{"entries":[{"name":"a","expression":"* * * * *",` + job + `},{"name":"nightly",` + job + `}]}`, `entries[1] "nightly": invalid JSON: missing field ` + "`expression`"},
+		{"UnnamedEntry", "PUT", "/crons/g", `{"entries":[{"expression":"* * * * *",` + job + `}]}`, "entries[0]: invalid JSON: missing field `name`"},
 		{"MissingPaused", "PATCH", "/crons/g", `{}`, "invalid JSON: missing field `paused`"},
 		{"PausedNotBool", "PATCH", "/crons/g/entries/e", `{"paused":"yes"}`, ""},
-		{"BadBinding", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{},"budgets":[{"key":"b","cost":0}]}}]}`, "cost must be at least 1"},
+		{"BadBinding", "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{},"budgets":[{"key":"b","cost":0}]}}]}`, `entries[0] "e": cost must be at least 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := c.req(t, tc.method, tc.path, tc.body)
@@ -367,6 +372,50 @@ func TestCron_BadInput(t *testing.T) {
 	var list api.CronList
 	c.call(t, "GET", "/crons", "", http.StatusOK, &list)
 	require.Empty(t, list.Crons)
+}
+
+// TestCron_Unprocessable: a template that every fire would refuse (a
+// budget that does not exist and that it would not create), and an
+// interval the library would not run as written, are refused at put,
+// naming the entry of a group and the budget, and nothing is created.
+func TestCron_Unprocessable(t *testing.T) {
+	t.Parallel()
+	c := setupCron(t, api.JSON)
+	c.budPut(t, "real", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
+	entry := func(name, expr, budgets string) string {
+		return `{"name":"` + name + `","expression":"` + expr + `","job":{"type":"t","queue":"q","payload":{}` + budgets + `}}`
+	}
+	ok := entry("ok", "* * * * *", `,"budgets":[{"key":"real"}]`)
+	for _, tc := range []struct {
+		name, method, path, body, msg string
+	}{
+		{"MissingBudget", "PUT", "/crons/g", `{"entries":[` + ok + `,` + entry("nightly", "0 3 * * *", `,"budgets":[{"key":"real"},{"key":"nitely"}]`) + `]}`,
+			`entries[1] "nightly": budget 'nitely' does not exist (create it first, or give the binding create_with)`},
+		{"MissingBudgetEntry", "PUT", "/crons/g/entries/e", entry("e", "* * * * *", `,"budgets":[{"key":"nitely"}]`),
+			`budget 'nitely' does not exist (create it first, or give the binding create_with)`},
+		{"EveryZero", "PUT", "/crons/g", `{"entries":[` + entry("fast", "@every 0s", "") + `]}`,
+			`entries[0] "fast": invalid cron expression "@every 0s": the interval must be at least 1s`},
+		{"EveryNegative", "POST", "/crons/g/entries", entry("fast", "@every -1s", ""),
+			`invalid cron expression "@every -1s": the interval must be at least 1s`},
+		{"EveryBelowASecond", "PUT", "/crons/g/entries/fast", entry("fast", "@every 999ms", ""),
+			`invalid cron expression "@every 999ms": the interval must be at least 1s`},
+		{"EveryFraction", "PUT", "/crons/g", `{"entries":[` + ok + `,` + entry("odd", "@every 1500ms", "") + `]}`,
+			`entries[1] "odd": invalid cron expression "@every 1500ms": the interval must be a whole number of seconds`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c.fails(t, tc.method, tc.path, tc.body, http.StatusUnprocessableEntity, tc.msg)
+		})
+	}
+	var list api.CronList
+	c.call(t, "GET", "/crons", "", http.StatusOK, &list)
+	require.Empty(t, list.Crons, "nothing was created")
+
+	// create_with makes the binding good; so does a budget that exists;
+	// one second is the shortest interval.
+	var g api.CronGroup
+	c.call(t, "PUT", "/crons/g", `{"entries":[`+ok+`,`+entry("made", "@every 1s",
+		`,"budgets":[{"key":"new","create_with":{"allocation":1,"strategy":{"type":"while_in_flight"}}}]`)+`]}`, http.StatusOK, &g)
+	require.Len(t, g.Entries, 2)
 }
 
 func TestCron_Fires(t *testing.T) {
@@ -554,15 +603,20 @@ func TestCron_CatchUp(t *testing.T) {
 func TestCron_RefusedFireIsSkipped(t *testing.T) {
 	t.Parallel()
 	c := setupCron(t, api.JSON)
-	// The template binds a budget that does not exist (no create_with).
+	// The template binds a budget that is gone (no create_with): a put
+	// refuses that, and a delete of a bound budget too, so the store is
+	// made to lose it, as one written before those checks may have.
+	c.budPut(t, "gone", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
 	c.call(t, "PUT", "/crons/g", `{"entries":[{"name":"e","expression":"* * * * *","job":{"type":"t","queue":"q","payload":{},"budgets":[{"key":"gone"}]}}]}`, http.StatusOK, nil)
+	require.NoError(t, c.srv.Core().Store().Append(store.DeleteBudget("gone")).Wait(context.Background()))
+	c.restart(t)
 	first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
 	e := c.fireAt(t, "g", "e", first)
 	require.Equal(t, first+60_000, e.NextEnqueueAt, "the schedule moves on")
 	require.Zero(t, e.LastEnqueueAt, "nothing was enqueued")
 	require.Empty(t, c.jobs(t, "q"))
 	// Once the budget exists the next occurrence fires.
-	c.call(t, "PUT", "/budgets/gone", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`, http.StatusOK, nil)
+	c.budPut(t, "gone", `{"allocation":1,"strategy":{"type":"while_in_flight"}}`)
 	e = c.fireAt(t, "g", "e", first+60_000)
 	require.Equal(t, first+60_000, e.LastEnqueueAt)
 	require.Len(t, c.jobs(t, "q"), 1)

@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"cmp"
 	"context"
 	"strings"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 	"github.com/zizq/zizq/api"
@@ -139,4 +141,25 @@ func (m *Model) selectedEntry() (group string, e api.CronEntry, ok bool) {
 		}
 	}
 	return "", api.CronEntry{}, false
+}
+
+// entryZone is the timezone an opened group's entry is evaluated in: its
+// own, else its group's ("" when neither says).
+func (m *Model) entryZone(group string, e api.CronEntry) string {
+	if g := m.opened[group]; g != nil {
+		return cmp.Or(e.Timezone, g.Timezone)
+	}
+	return e.Timezone
+}
+
+// cronClock renders a cron time with its zone, "03:00:00 CET" (an offset
+// where the zone has no abbreviation): in zone, else in that of m.now.
+func (m *Model) cronClock(ms int64, zone string) string {
+	loc := m.now.Location()
+	if zone != "" {
+		if l, err := time.LoadLocation(zone); err == nil {
+			loc = l
+		}
+	}
+	return time.UnixMilli(ms).In(loc).Format("15:04:05 MST")
 }

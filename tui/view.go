@@ -385,7 +385,7 @@ func (m *Model) detail() (string, []string) {
 		}
 	case tabCrons:
 		if group, e, ok := m.selectedEntry(); ok {
-			return "cron entry " + group + "/" + e.Name, m.entryDetail(e)
+			return "cron entry " + group + "/" + e.Name, m.entryDetail(group, e)
 		}
 		if g, ok := m.selectedCron(); ok {
 			return "cron group " + g.Name, m.cronDetail(g)
@@ -475,17 +475,17 @@ func (m *Model) cronDetail(g api.CronStats) []string {
 	lines := []string{fmt.Sprintf("%s · %s, %d paused", state, plural(int64(g.Entries), "entry", "entries"), g.PausedEntries)}
 	if g.NextEnqueueAt != 0 {
 		lines = append(lines, fmt.Sprintf("next run: entry %s %s (%s)", g.NextEntry,
-			inUntil(m.now.UnixMilli(), int64(g.NextEnqueueAt)), m.clock(int64(g.NextEnqueueAt))))
+			inUntil(m.now.UnixMilli(), int64(g.NextEnqueueAt)), m.cronClock(int64(g.NextEnqueueAt), "")))
 	} else {
 		lines = append(lines, m.st.dim.Render("no run to come"))
 	}
 	if g.LastEnqueueAt != 0 {
-		lines = append(lines, "last run "+since(m.now.UnixMilli(), int64(g.LastEnqueueAt))+" ago ("+m.clock(int64(g.LastEnqueueAt))+")")
+		lines = append(lines, "last run "+since(m.now.UnixMilli(), int64(g.LastEnqueueAt))+" ago ("+m.cronClock(int64(g.LastEnqueueAt), "")+")")
 	}
 	return lines
 }
 
-func (m *Model) entryDetail(e api.CronEntry) []string {
+func (m *Model) entryDetail(group string, e api.CronEntry) []string {
 	state := "active"
 	if e.Paused {
 		state = "paused: its schedule moves on, nothing is enqueued"
@@ -498,7 +498,7 @@ func (m *Model) entryDetail(e api.CronEntry) []string {
 	}
 	lines := []string{fmt.Sprintf("%s · %s · enqueues %s in queue %s", e.Expression, state, deref(e.Job.Type), deref(e.Job.Queue))}
 	if e.NextEnqueueAt != 0 {
-		lines = append(lines, "next occurrence "+inUntil(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.clock(int64(e.NextEnqueueAt))+")")
+		lines = append(lines, "next occurrence "+inUntil(m.now.UnixMilli(), int64(e.NextEnqueueAt))+" ("+m.cronClock(int64(e.NextEnqueueAt), m.entryZone(group, e))+")")
 	}
 	return lines
 }

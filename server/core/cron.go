@@ -3,6 +3,7 @@ package core
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -202,14 +203,14 @@ func (s *Service) PutCronGroup(ctx context.Context, name string, spec CronGroupS
 		g.meta.Paused, g.meta.PausedAt = true, now
 	}
 	ops := []store.Op{store.PutCronGroup(g.meta)}
-	for _, es := range spec.Entries {
+	for i, es := range spec.Entries {
 		var prev *cronEntry
 		if old != nil {
 			prev = old.entries[es.Name]
 		}
-		e, err := newCronEntry(name, spec.Timezone, es, prev, now)
+		e, err := s.newCronEntry(name, spec.Timezone, es, prev, now)
 		if err != nil {
-			return CronGroup{}, err
+			return CronGroup{}, inEntry(CronEntryLabel(i, es.Name), err)
 		}
 		g.entries[es.Name] = e
 		ops = append(ops, store.PutCronEntry(e.row))
@@ -334,7 +335,7 @@ func (s *Service) writeCronEntry(ctx context.Context, group string, spec CronEnt
 	if prev != nil && !replace {
 		return CronEntry{}, refuse(KindConflict, "cron entry '%s' already exists in group '%s'", spec.Name, group)
 	}
-	e, err := newCronEntry(group, g.meta.Timezone, spec, prev, now)
+	e, err := s.newCronEntry(group, g.meta.Timezone, spec, prev, now)
 	if err != nil {
 		return CronEntry{}, err
 	}
@@ -417,18 +418,43 @@ func (s *Service) CronSummaries() ([]CronSummary, error) {
 	return out, nil
 }
 
+// CronEntryLabel names the i-th entry of a group's body (named name, ""
+// when it has none) in the errors about it: entries[1] "nightly".
+func CronEntryLabel(i int, name string) string {
+	if name == "" {
+		return fmt.Sprintf("entries[%d]", i)
+	}
+	return fmt.Sprintf("entries[%d] %q", i, name)
+}
+
+// inEntry says which entry of a group a refusal is about; other errors
+// pass as they are.
+func inEntry(label string, err error) error {
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return err
+	}
+	return &Error{Kind: ce.Kind, Msg: label + ": " + ce.Msg, Item: -1, err: err}
+}
+
 // newCronEntry compiles an entry of group (whose timezone is groupTZ) and
 // merges it with the entry it replaces, if any: an unchanged schedule
 // (expression and timezone it is evaluated in) keeps its next occurrence,
 // a changed one gets the next after now; the last occurrence is kept;
 // Paused nil keeps the pause state.
-func newCronEntry(group, groupTZ string, spec CronEntrySpec, prev *cronEntry, now int64) (*cronEntry, error) {
+func (s *Service) newCronEntry(group, groupTZ string, spec CronEntrySpec, prev *cronEntry, now int64) (*cronEntry, error) {
 	if spec.Job.ReadyAt != nil {
 		return nil, Invalid("ready_at is not supported for cron entries")
 	}
 	zone := cmp.Or(spec.Timezone, groupTZ)
 	sched, err := parseSchedule(spec.Expression, zone)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkInterval(spec.Expression); err != nil {
+		return nil, err
+	}
+	if err := s.checkTemplateBudgets(spec.Job); err != nil {
 		return nil, err
 	}
 	tmpl, err := encodeTemplate(spec.Job)
@@ -451,6 +477,22 @@ func newCronEntry(group, groupTZ string, spec CronEntrySpec, prev *cronEntry, no
 	state := store.CronGroup{Paused: prev.row.Paused, PausedAt: prev.row.PausedAt, ResumedAt: prev.row.ResumedAt}
 	e.row.Paused, e.row.PausedAt, e.row.ResumedAt = pauseChange(state, spec.Paused, now)
 	return e, nil
+}
+
+// checkTemplateBudgets refuses a template that binds a budget that does
+// not exist and that it would not create: every fire of it would be
+// skipped. A budget it binds cannot go away while it does (a delete is
+// refused), so the check at put holds.
+func (s *Service) checkTemplateBudgets(j engine.NewJob) error {
+	for _, b := range j.Budgets {
+		if b.CreateWith != nil {
+			continue
+		}
+		if _, err := s.engine.Budget(b.Key, false); err != nil {
+			return refuse(KindUnprocessable, "budget '%s' does not exist (create it first, or give the binding create_with)", b.Key)
+		}
+	}
+	return nil
 }
 
 // pauseChange applies a requested pause state (nil: keep) to the pause

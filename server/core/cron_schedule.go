@@ -54,6 +54,31 @@ func parseExpression(expression string) (spec cron.Schedule, err error) {
 	return cronParser.Parse(trimmed)
 }
 
+// everyPrefix starts the library's fixed-interval descriptor.
+const everyPrefix = "@every "
+
+// checkInterval refuses a fixed interval that the library would not run
+// as written: it runs one below a second every second, and drops the part
+// of one that is not whole seconds. Stored entries are not checked again
+// at start, so one put before the check still loads.
+func checkInterval(expression string) error {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(expression), everyPrefix)
+	if !ok {
+		return nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(rest))
+	if err != nil {
+		return nil // parseExpression has refused it
+	}
+	switch {
+	case d < time.Second:
+		return Unprocessable("invalid cron expression %q: the interval must be at least 1s", expression)
+	case d%time.Second != 0:
+		return Unprocessable("invalid cron expression %q: the interval must be a whole number of seconds", expression)
+	}
+	return nil
+}
+
 // loadTimezone resolves an IANA name; "" is the server's local zone.
 func loadTimezone(tz string) (*time.Location, error) {
 	if tz == "" {

@@ -60,12 +60,14 @@ func (h *alarmHeap) clear(name string) {
 		return
 	}
 	delete(h.byName, name)
-	last := len(h.items) - 1
-	h.swap(a.idx, last)
+	// The hole's index is taken before the swap, which moves a there: the
+	// alarm that fills the hole is the one to sift.
+	i, last := a.idx, len(h.items)-1
+	h.swap(i, last)
 	h.items[last] = nil
 	h.items = h.items[:last]
-	if a.idx < last {
-		fix(h, a.idx)
+	if i < last {
+		fix(h, i)
 	}
 }
 

@@ -101,6 +101,27 @@ func TestEngine_Alarms(t *testing.T) {
 		require.Equal(t, later, next.UnixMilli(), "the timer moves on to the scheduled job")
 	})
 
+	// The alarm that fills the place of one that came or was cleared is
+	// put back in order: a due alarm never waits under a later one.
+	t.Run("ThreeAlarmsStayInOrder", func(t *testing.T) {
+		t.Parallel()
+		tb, log := withAlarms(t)
+		tb.e.SetAlarms(Alarm{"a", ms + 1000}, Alarm{"b", ms + 2000}, Alarm{"c", ms + 3_600_000})
+		tb.clk.Advance(time.Second)
+		got, _ := log.take()
+		require.Equal(t, [][]string{{"a"}}, got)
+		next, _ := tb.clk.NextAt()
+		require.Equal(t, ms+2000, next.UnixMilli(), "b is the earliest left")
+		tb.clk.Advance(time.Second)
+		got, _ = log.take()
+		require.Equal(t, [][]string{{"b"}}, got)
+
+		tb.e.SetAlarms(Alarm{"d", ms + 3000}, Alarm{"e", ms + 4000})
+		tb.e.SetAlarms(Alarm{"d", 0})
+		next, _ = tb.clk.NextAt()
+		require.Equal(t, ms+4000, next.UnixMilli(), "clearing the earliest leaves the next earliest on top")
+	})
+
 	t.Run("ResetKeepsAlarms", func(t *testing.T) {
 		t.Parallel()
 		tb, _ := withAlarms(t)
