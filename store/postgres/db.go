@@ -41,6 +41,9 @@ var errClosed = fmt.Errorf("%w: database closed", store.ErrUnavailable)
 type Fence struct {
 	Holder string
 	Term   int64
+	// Lease is the lease's duration (0: 10 s): the database ends a
+	// transaction left idle for FrozenTxLimit of it.
+	Lease time.Duration
 }
 
 // Options configure a DB.
@@ -113,7 +116,11 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 		// transaction holds its share lock on the lease until the
 		// database ends the transaction: end it soon, so that the next
 		// leader can take over.
-		params = map[string]string{"idle_in_transaction_session_timeout": strconv.FormatInt(fencedIdleTimeout.Milliseconds(), 10)}
+		lease := opts.Fence.Lease
+		if lease <= 0 {
+			lease = defaultFenceLease
+		}
+		params = map[string]string{"idle_in_transaction_session_timeout": strconv.FormatInt(FrozenTxLimit(lease).Milliseconds(), 10)}
 	}
 	pool, err := NewPool(ctx, opts.URL, opts.MaxConns, params)
 	if err != nil {
@@ -142,8 +149,9 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	return db, nil
 }
 
-// fencedIdleTimeout ends a leader's transaction left idle this long.
-const fencedIdleTimeout = 2 * time.Second
+// defaultFenceLease is the lease of a Fence that does not say (the
+// cluster's default --lease).
+const defaultFenceLease = 10 * time.Second
 
 // NewPool connects a pool to url, with params set on every connection,
 // and checks that the database answers.
