@@ -67,6 +67,17 @@ func NewLease(pool *pgxpool.Pool, holder, url, adminURL string, ttl time.Duratio
 func (l *Lease) Acquire(ctx context.Context, term int64) (LeaseState, error) {
 	var st LeaseState
 	err := pgx.BeginFunc(ctx, l.pool, func(tx pgx.Tx) error {
+		if term == 0 {
+			// A candidate reads the lease first, without a lock: while
+			// another's runs there is nothing to take, and the row lock
+			// of taking would wait for the leader's write transactions
+			// under way (each holds a share lock on the row), and hold
+			// up the leader's next ones behind it.
+			found, err := readLease(ctx, tx, &st)
+			if err != nil || (found && st.Left > 0) {
+				return err
+			}
+		}
 		// Taking or renewing waits for the row as long as a stopped
 		// leader's transaction can hold it, and no longer.
 		lockTimeout := FrozenTxLimit(l.ttl).Milliseconds()
@@ -76,6 +87,7 @@ func (l *Lease) Acquire(ctx context.Context, term int64) (LeaseState, error) {
 		ttl := strconv.FormatInt(l.ttl.Milliseconds(), 10) + " milliseconds"
 		// Renew our own unexpired term, or take an expired (or missing)
 		// lease with the next term.
+		st = LeaseState{}
 		err := tx.QueryRow(ctx, `INSERT INTO leader (id, holder, url, admin_url, term, expires_at)
 			VALUES (1, $1, $2, $5, 1, now() + $3::interval)
 			ON CONFLICT (id) DO UPDATE SET holder = excluded.holder, url = excluded.url, admin_url = excluded.admin_url,
@@ -91,17 +103,30 @@ func (l *Lease) Acquire(ctx context.Context, term int64) (LeaseState, error) {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return err
 		}
-		var leftMs float64
-		err = tx.QueryRow(ctx, `SELECT holder, url, admin_url, term,
-			greatest(extract(epoch FROM expires_at - now()) * 1000, 0)::float8
-			FROM leader WHERE id = 1`).Scan(&st.Holder, &st.URL, &st.AdminURL, &st.Term, &leftMs)
-		st.Left = time.Duration(leftMs * float64(time.Millisecond))
+		_, err = readLease(ctx, tx, &st)
 		return err
 	})
 	if err != nil {
 		return LeaseState{}, fmt.Errorf("lease: %w", wrapConn(err))
 	}
 	return st, nil
+}
+
+// readLease reads the lease into st, with how long it runs on by the
+// database's clock; false when there is none yet.
+func readLease(ctx context.Context, tx pgx.Tx, st *LeaseState) (bool, error) {
+	var leftMs float64
+	err := tx.QueryRow(ctx, `SELECT holder, url, admin_url, term,
+		greatest(extract(epoch FROM expires_at - now()) * 1000, 0)::float8
+		FROM leader WHERE id = 1`).Scan(&st.Holder, &st.URL, &st.AdminURL, &st.Term, &leftMs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	st.Left = time.Duration(leftMs * float64(time.Millisecond))
+	return true, nil
 }
 
 // Release lets the lease of term go at once (a leader that stops), so that

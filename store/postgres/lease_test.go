@@ -210,3 +210,30 @@ func TestLease_FrozenTransactionHoldsTakeoverOffAFifthOfTheLease(t *testing.T) {
 	require.Equal(t, 100*time.Millisecond, FrozenTxLimit(ttl))
 	require.Equal(t, 2*time.Second, FrozenTxLimit(10*time.Second), "the default lease keeps 2 s")
 }
+
+// A candidate's attempt while the lease runs neither waits for the
+// leader's write transactions under way nor holds up the leader's next
+// ones: it only reads the row.
+func TestLease_CandidateDoesNotWaitForTheLeadersWrites(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url })
+	defer db.Close()
+
+	// The leader's write under way, as long as the test likes.
+	tx, err := db.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
+	require.NoError(t, err)
+
+	st, err := lease("b", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err, "the candidate's attempt does not queue for the row")
+	require.False(t, st.Held)
+	require.Equal(t, "a", st.Holder)
+	require.Positive(t, st.Left)
+}
