@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/postgres/pgtest"
@@ -186,12 +187,14 @@ func TestLease_FrozenTransactionHoldsTakeoverOffAFifthOfTheLease(t *testing.T) {
 	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1, Lease: ttl} })
 	defer db.Close()
 
-	// The stopped leader: its transaction passed the fence, then nothing.
+	// The stopped leader: its write transaction passed the fence, then
+	// nothing.
 	tx, err := db.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
-	require.NoError(t, err)
+	fence := &pgx.Batch{}
+	db.queueFence(fence)
+	require.NoError(t, tx.SendBatch(ctx, fence).Close())
 	start := time.Now()
 
 	b := lease("b", ttl)
@@ -236,4 +239,26 @@ func TestLease_CandidateDoesNotWaitForTheLeadersWrites(t *testing.T) {
 	require.False(t, st.Held)
 	require.Equal(t, "a", st.Holder)
 	require.Positive(t, st.Left)
+}
+
+// A read transaction of a leader's store (a backup streaming to a slow
+// client) may sit idle longer than a write: it holds no lock on the lease.
+func TestDB_FencedReadsKeepNoIdleLimit(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1, Lease: 500 * time.Millisecond} })
+	defer db.Close()
+
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n))
+	time.Sleep(400 * time.Millisecond) // four times the write transactions' limit
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n), "the read transaction is still there")
+	require.NoError(t, tx.Commit(ctx))
 }
