@@ -401,7 +401,7 @@ func (n *Node) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "1")
 	var msg string
 	switch {
-	case leaderURL == "":
+	case leaderURL == "" || leaderURL == n.cl.AdvertiseURL:
 		msg = "no leader: the cluster is electing one"
 	case leaderAdmin == "":
 		msg = "this server is a follower, and the leader (" + leaderURL + ") has no admin port"
