@@ -282,11 +282,16 @@ type Stats struct {
 	// Role is "leader" or "follower" (our extension): every SQLite server
 	// leads; in a cluster on PostgreSQL one server does, and Leader is the
 	// URL it is reached at, Term its lease's term.
-	Role     string       `json:"role"`
-	Leader   string       `json:"leader,omitempty"`
-	Term     int64        `json:"term,omitempty"`
+	Role   string `json:"role"`
+	Leader string `json:"leader,omitempty"`
+	Term   int64  `json:"term,omitempty"`
+	// Node is the URL of the server of a cluster that answered (a
+	// follower forwards the leader's figures); TermMs how long the leader
+	// has led its term (our extensions).
+	Node     string       `json:"node,omitempty"`
+	TermMs   int64        `json:"term_ms,omitempty"`
 	Version  string       `json:"version"`
-	UptimeMs int64        `json:"uptime_ms"`
+	UptimeMs int64        `json:"uptime_ms"` // since the process started
 	RSSBytes int64        `json:"rss_bytes"`
 	DBBytes  int64        `json:"db_bytes"`  // size of the database file (our extension)
 	WALBytes int64        `json:"wal_bytes"` // size of its write-ahead log (our extension)

@@ -54,7 +54,7 @@ Restore it with 'zizq restore', with the server stopped.`,
 			}
 			res, err := backupTo(c.Context(), cl, args[0], o.Force, f.IO.Out)
 			if err != nil {
-				return err
+				return adminError(admin, "POST /backup", err)
 			}
 			if args[0] == "-" {
 				return nil

@@ -68,3 +68,21 @@ func adminTLS(o *AdminOptions) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// adminError explains a failure of the admin port's endpoint what (POST
+// /backup, POST /compact): a 404 means --admin-url names something that
+// is not an admin port, most often the API port, whose routes do not
+// include the admin port's. Other errors pass through.
+func adminError(o *AdminOptions, what string, err error) error {
+	if !client.IsNotFound(err) {
+		return err
+	}
+	return usageError{notAdminPort(o.URL, what)}
+}
+
+// notAdminPort says that url, which answered what with 404, is not an
+// admin port, and which flags name one.
+func notAdminPort(url, what string) error {
+	return fmt.Errorf("%s at --admin-url %s: not found: that is not an admin port (the API port?). %s is served on the admin port only: "+
+		"point --admin-url (or ZIZQ_ADMIN_URL) at the server's --admin-host and --admin-port (default %s)", what, url, what, DefaultAdminURL)
+}

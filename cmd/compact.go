@@ -31,7 +31,7 @@ runs: compact is for reclaiming space at once, after deleting a large backlog.
 				return err
 			}
 			if err := cl.Compact(c.Context()); err != nil {
-				return err
+				return adminError(o, "POST /compact", err)
 			}
 			if f.JSON() {
 				return writeJSON(f.IO.Out, compactResult{Compacted: true})

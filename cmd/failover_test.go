@@ -3,8 +3,10 @@ package cmd_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -57,10 +59,11 @@ func leaderOf(t *testing.T, ps []*proc, after int64, within time.Duration) (int,
 
 // consumeAgain takes and acks jobs of queue through url until ctx ends,
 // opening a new take stream whenever one ends (as the official clients
-// do when the leader changes). A job delivered after its ack was answered
-// 204 is recorded in redelivered.
-func consumeAgain(ctx context.Context, url, queue string, l *ledger, redelivered *sync.Map) {
+// do when the leader changes). A job read after its ack was answered 204
+// is passed to again, with the time its stream was opened.
+func consumeAgain(ctx context.Context, url, queue string, l *ledger, again func(id string, opened time.Time)) {
 	for ctx.Err() == nil {
+		opened := time.Now()
 		req, _ := http.NewRequestWithContext(ctx, "GET", url+"/jobs/take?prefetch=8&queue="+queue, nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -75,7 +78,7 @@ func consumeAgain(ctx context.Context, url, queue string, l *ledger, redelivered
 			}
 			l.mu.Lock()
 			if l.acked[j.ID] {
-				redelivered.Store(j.ID, true)
+				again(j.ID, opened)
 			}
 			l.acking[j.ID] = true
 			l.mu.Unlock()
@@ -148,7 +151,10 @@ func TestFailover_LeaderLost(t *testing.T) {
 				f := followers[i%2]
 				wg.Add(2)
 				go func() { defer wg.Done(); produce(ctx, f.url, l, true) }()
-				go func() { defer wg.Done(); consumeAgain(ctx, f.url, "plain", l, &redelivered) }()
+				go func() {
+					defer wg.Done()
+					consumeAgain(ctx, f.url, "plain", l, func(id string, _ time.Time) { redelivered.Store(id, true) })
+				}()
 			}
 			time.Sleep(1500 * time.Millisecond)
 
@@ -237,4 +243,125 @@ func TestServe_ClusterFlags(t *testing.T) {
 			requireFails(t, runZizq(t, "", args...), cmd.ExitUsage, c.msg)
 		})
 	}
+}
+
+// answers counts the answers of a failover's clients that are neither
+// what they asked for nor a refusal: a 2xx enqueue without a job, a 2xx
+// ack that is not 204.
+type answers struct {
+	mu  sync.Mutex
+	odd []string
+}
+
+func (a *answers) add(format string, args ...any) {
+	a.mu.Lock()
+	a.odd = append(a.odd, fmt.Sprintf(format, args...))
+	a.mu.Unlock()
+}
+
+// produceAll enqueues through url until ctx ends, recording every 201 in
+// l and any other 2xx in odd.
+func produceAll(ctx context.Context, url string, l *ledger, odd *answers) {
+	for i := 0; ctx.Err() == nil; i++ {
+		status, data, err := tryDo("POST", url+"/jobs", map[string]any{"type": "t", "queue": "plain", "payload": i})
+		var j api.Job
+		switch {
+		case err != nil || status/100 != 2:
+		case status == http.StatusCreated && json.Unmarshal(data, &j) == nil && j.ID != "":
+			l.add(l.enqueued, j.ID)
+		default:
+			odd.add("enqueue through %s answered %d %q", url, status, data)
+		}
+	}
+}
+
+// TestFailover_FrozenLeaderTenSeconds stops the leader of three servers
+// for 10 s (SIGSTOP, then SIGCONT) under load: a producer and a worker on
+// every node, the frozen leader's included. Every enqueue answered 201 is
+// still there after the drain unless an ack of it was sent (an ack the old
+// or the new leader applied, whose answer the failover cut); no 2xx is
+// anything but the answer asked for; no job acknowledged with 204 is
+// delivered again or still there.
+func TestFailover_FrozenLeaderTenSeconds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 10 s freeze")
+	}
+	dsn := pgtest.Schema(t)
+	ps := make([]*proc, 3)
+	for i := range ps {
+		ps[i] = startServer(t, "--database-url", dsn, "--lease", failoverLease)
+	}
+	lead, term := leaderOf(t, ps, 0, 20*time.Second)
+	l := &ledger{enqueued: map[string]bool{}, acking: map[string]bool{}, acked: map[string]bool{}}
+	odd := &answers{}
+	// A job read after its ack was answered 204 is a frame the stopped
+	// leader had sent (or prepared) before it stopped, which its worker
+	// read late: it may run twice. A stream opened once the next leader
+	// leads must never deliver one.
+	var redelivered, stale sync.Map
+	var failedOver atomic.Int64 // unix ns: when the next leader was known
+	again := func(id string, opened time.Time) {
+		if at := failedOver.Load(); at != 0 && opened.UnixNano() > at {
+			redelivered.Store(id, true)
+		} else {
+			stale.Store(id, true)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Add(2)
+		go func() { defer wg.Done(); produceAll(ctx, p.url, l, odd) }()
+		go func() { defer wg.Done(); consumeAgain(ctx, p.url, "plain", l, again) }()
+	}
+	time.Sleep(1500 * time.Millisecond)
+
+	old := ps[lead]
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := time.Now()
+	others := append(append([]*proc{}, ps[:lead]...), ps[lead+1:]...)
+	next, nextTerm := leaderOf(t, others, term, 15*time.Second)
+	failedOver.Store(time.Now().UnixNano())
+	t.Logf("%s leads at term %d %s after the leader was stopped", others[next].url, nextTerm, time.Since(stopped).Round(time.Millisecond))
+	time.Sleep(time.Until(stopped.Add(10 * time.Second)))
+	require.NoError(t, old.cmd.Process.Signal(syscall.SIGCONT))
+	var last string
+	require.Eventually(t, func() bool {
+		status, data, err := tryDo("GET", old.url+"/stats", nil)
+		last = fmt.Sprintf("%d %.300s %v", status, data, err)
+		var st api.Stats
+		return err == nil && json.Unmarshal(data, &st) == nil && st.Role == "follower" && st.Term == nextTerm
+	}, 15*time.Second, 50*time.Millisecond, "the resumed leader steps down and follows; its /stats: %s", &last)
+	time.Sleep(time.Second) // load through all three
+	cancel()
+	wg.Wait()
+	require.NotEmpty(t, l.enqueued)
+	require.NotEmpty(t, l.acked)
+
+	require.Empty(t, odd.odd, "a 2xx that is not the answer asked for")
+	redelivered.Range(func(id, _ any) bool {
+		t.Errorf("job %s was delivered again after its ack was answered 204, by a stream opened after the failover", id)
+		return true
+	})
+	staleReads := 0
+	stale.Range(func(any, any) bool { staleReads++; return true })
+	leader := others[next].url
+	jobs := allJobs(t, leader)
+	for id := range l.acked {
+		require.NotContains(t, jobs, id, "an acknowledged job came back")
+	}
+	unanswered := 0
+	for id := range l.enqueued {
+		if _, ok := jobs[id]; ok || l.acked[id] {
+			continue
+		}
+		require.True(t, l.acking[id], "enqueue %s answered 201 is lost: no ack of it was sent", id)
+		// An ack sent, not answered 204, and the job gone: the ack was
+		// applied and its answer lost. Sent again, it finds no job.
+		status, data := do(t, "POST", leader+"/jobs/"+id+"/success", nil)
+		require.Equal(t, http.StatusNotFound, status, "%s", data)
+		unanswered++
+	}
+	t.Logf("%d enqueues answered 201, %d acks answered 204, %d acks applied whose answer the failover cut, %d jobs read from the stopped leader's frames after another worker's ack",
+		len(l.enqueued), len(l.acked), unanswered, staleReads)
 }

@@ -188,7 +188,11 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	dir := t.TempDir()
 	file := filepath.Join(dir, "zizq.tar.gz")
-	c.fails(cmd.ExitNotFound, "not found", "backup", "--admin-url", c.url, file) // not on the API port
+	// The API port has no backups: the message names the admin port's flag.
+	c.fails(cmd.ExitUsage, "POST /backup at --admin-url "+c.url+": not found: that is not an admin port (the API port?). "+
+		"POST /backup is served on the admin port only: point --admin-url (or ZIZQ_ADMIN_URL) at the server's --admin-host and --admin-port (default http://127.0.0.1:8901)",
+		"backup", "--admin-url", c.url, file)
+	c.fails(cmd.ExitUsage, "POST /compact at --admin-url "+c.url+": not found: that is not an admin port", "compact", "--admin-url", c.url)
 	out := c.ok("backup", "--admin-url", c.admin, file)
 	require.Regexp(t, `^Backed up to .*zizq\.tar\.gz \(\d+\.\d KiB; database \d+\.\d KiB\)\.\n$`, out)
 	c.fails(cmd.ExitUsage, "exists: choose another name, or --force to replace it", "backup", "--admin-url", c.admin, file)

@@ -3,17 +3,25 @@ package cmd
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
+	"syscall"
 
 	"github.com/zizq/zizq/server"
 )
 
-// listenAdmin opens the admin port, or nothing with --no-admin.
+// listenAdmin opens the admin port, or nothing with --no-admin. A port in
+// use (the default 8901 when a second server starts on the machine) names
+// the flags that choose another or none.
 func (o *ServeOptions) listenAdmin() (net.Listener, error) {
 	if o.NoAdmin {
 		return nil, nil
 	}
-	return listen(o.AdminHost, o.AdminPort)
+	l, err := listen(o.AdminHost, o.AdminPort)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%w: the admin port %d is taken (another zizq server?): choose a free one with --admin-port (0 picks one), or run without it with --no-admin", err, o.AdminPort)
+	}
+	return l, err
 }
 
 // adminTLSConfig returns the admin port's TLS from --admin-tls-cert,

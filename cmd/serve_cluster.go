@@ -46,6 +46,14 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	if opts.HTTP.AdminTLS == nil {
 		adminScheme = "http"
 	}
+	var adminURL string // where followers' admin ports send users
+	if al != nil {
+		if adminURL, err = advertiseURL("", adminScheme, al.Addr()); err != nil {
+			_ = l.Close()
+			_ = al.Close()
+			return err
+		}
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
@@ -53,6 +61,7 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
 		DatabaseURL:  o.DatabaseURL,
 		AdvertiseURL: advertise,
+		AdminURL:     adminURL,
 		Lease:        o.Lease,
 		Store: postgres.Options{
 			DefaultMode: opts.Store.DefaultMode, EnqueueMode: opts.Store.EnqueueMode, BatchSize: opts.Store.BatchSize,
@@ -76,7 +85,8 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 				fmt.Fprintf(streams.Out, "Listening on %s://%s (cluster %s, leader %s)\n", scheme, l.Addr(), role.Name(), role.LeaderURL)
 				opts.Logger.Info("listening", slog.Group("fields", "api", "primary", "addr", l.Addr().String(), "scheme", scheme))
 				if al != nil {
-					// The leader's while this node leads; 503 on a follower.
+					// The leader's while this node leads; on a follower
+					// 503 naming the leader's.
 					fmt.Fprintf(streams.Out, "Listening on %s://%s (admin)\n", adminScheme, al.Addr())
 					opts.Logger.Info("listening", slog.Group("fields", "api", "admin", "addr", al.Addr().String(), "scheme", adminScheme))
 				}

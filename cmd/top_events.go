@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -37,15 +38,38 @@ func eventsDialer(o *AdminOptions, userAgent string) (func(context.Context) (tui
 	}
 	return func(ctx context.Context) (tui.Stream, error) {
 		conn, resp, err := websocket.Dial(ctx, ws.String(), opts)
+		if err != nil {
+			return nil, dialError(o.URL, resp, err)
+		}
 		if resp != nil && resp.Body != nil {
 			_ = resp.Body.Close()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("open the event stream: %w", err)
 		}
 		conn.SetReadLimit(-1) // a snapshot in detail mode can be large
 		return eventStream{conn}, nil
 	}, nil
+}
+
+// dialError says why the event stream could not be opened: the server's
+// own reason when it refused the upgrade (a follower names the leader's
+// admin port), or that --admin-url is not an admin port when it answered
+// 404.
+func dialError(adminURL string, resp *http.Response, err error) error {
+	if resp == nil || resp.StatusCode == http.StatusSwitchingProtocols {
+		return fmt.Errorf("open the event stream: %w", err)
+	}
+	var body []byte
+	if resp.Body != nil {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		_ = resp.Body.Close()
+	}
+	if resp.StatusCode == http.StatusNotFound {
+		return notAdminPort(adminURL, "GET /events")
+	}
+	var e api.Error
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		return fmt.Errorf("open the event stream: %d %s: %s", resp.StatusCode, http.StatusText(resp.StatusCode), e.Error)
+	}
+	return fmt.Errorf("open the event stream: %w", err)
 }
 
 func (s eventStream) Next(ctx context.Context) (api.AdminFrame, error) {

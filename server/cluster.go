@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -45,6 +47,9 @@ type ClusterOptions struct {
 	DatabaseURL string
 	// AdvertiseURL is where the other servers reach this one.
 	AdvertiseURL string
+	// AdminURL is where this server's admin port is reached ("": it has
+	// none); a follower's admin port names the leader's.
+	AdminURL string
 	// Lease is how long a leader's lease lasts after each renewal; 0
 	// means DefaultLease.
 	Lease time.Duration
@@ -79,10 +84,12 @@ type nodeState struct {
 	leader    bool
 	term      int64
 	leaderURL string
-	reachable bool      // a follower reached the leader at its last probe
-	deadline  time.Time // a leader steps down at this time unless it renews
-	srv       *Server   // the leader's server of this term
-	changed   chan struct{}
+	// leaderAdmin is the leader's admin URL ("": it has none).
+	leaderAdmin string
+	reachable   bool      // a follower reached the leader at its last probe
+	deadline    time.Time // a leader steps down at this time unless it renews
+	srv         *Server   // the leader's server of this term
+	changed     chan struct{}
 }
 
 // NewNode connects to the cluster's database and returns a node that is a
@@ -112,7 +119,7 @@ func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error
 		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	n.lease = postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.Lease)
+	n.lease = postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.AdminURL, cl.Lease)
 	n.reg.MustRegister(roleCollector{n.Role}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return n, nil
@@ -166,8 +173,7 @@ func (n *Node) round(ctx context.Context) time.Duration {
 	if leader && srv != nil && srv.startFailed() {
 		// A leader that could not load the store would hold the lease and
 		// serve nothing: let it go, and try again like any candidate.
-		n.log.Warn("stepping down: the term's server failed to start", "term", term)
-		n.stepDown()
+		n.stepDown("the term's server failed to start")
 		n.release(ctx, term)
 		return interval
 	}
@@ -188,12 +194,14 @@ func (n *Node) round(ctx context.Context) time.Duration {
 			n.log.Warn("lease", "err", err)
 		}
 		if leader && !time.Now().Before(deadline) {
-			n.log.Warn("stepping down: the lease could not be renewed in time")
-			n.stepDown()
+			n.stepDown("the lease could not be renewed in time")
+			return interval
 		}
 		n.setReachable(false)
 		if leader {
-			return max(time.Until(deadline), 10*time.Millisecond)
+			// Try again soon: a renewal can fail once (it waits for the
+			// term's own write under way) and still succeed in time.
+			return max(min(interval/4, time.Until(deadline)), 10*time.Millisecond)
 		}
 		return interval
 	case st.Held && leader && st.Term == term:
@@ -202,13 +210,12 @@ func (n *Node) round(ctx context.Context) time.Duration {
 		n.mu.Unlock()
 	case st.Held:
 		if leader {
-			n.stepDown() // our term ended meanwhile: start afresh
+			n.stepDown("the term ended meanwhile: starting afresh")
 		}
 		n.lead(ctx, st.Term, sent)
 	default:
 		if leader {
-			n.log.Warn("stepping down: another server holds the lease", "leader", st.URL, "term", st.Term)
-			n.stepDown()
+			n.stepDown("another server holds the lease: " + st.URL)
 		}
 		n.follow(st)
 		// Try again as soon as the leader's lease could have expired.
@@ -222,31 +229,33 @@ func (n *Node) lead(ctx context.Context, term int64, sent time.Time) {
 	opts := n.opts
 	opts.Role = n.Role
 	opts.LeaseHeld = n.leaseHeld
+	opts.Started = n.bare.started // the uptime is the process's, not the term's
 	opts.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
 		so := n.cl.Store
 		so.URL = n.cl.DatabaseURL
-		so.Fence = &postgres.Fence{Holder: n.id, Term: term}
+		so.Fence = &postgres.Fence{Holder: n.id, Term: term, Lease: n.cl.Lease}
 		so.Logger = n.log
 		so.OnCommit = onCommit
 		return postgres.Open(ctx, so)
 	}
 	n.mu.Lock()
-	n.state.leader, n.state.term, n.state.leaderURL = true, term, n.cl.AdvertiseURL
+	n.state.leader, n.state.term, n.state.leaderURL, n.state.leaderAdmin = true, term, n.cl.AdvertiseURL, n.cl.AdminURL
 	n.state.deadline = sent.Add(n.cl.Lease - n.cl.Lease/4)
 	n.state.reachable = true
 	n.state.srv = Start(ctx, opts)
 	n.changedLocked()
 	n.mu.Unlock()
-	n.log.Info("leading the cluster", "term", term, "url", n.cl.AdvertiseURL)
+	n.log.Info("lease acquired: leading the cluster", "term", term, "node", n.id, "url", n.cl.AdvertiseURL)
 }
 
 // follow records the leader of st and probes it.
 func (n *Node) follow(st postgres.LeaseState) {
 	n.mu.Lock()
+	n.state.leaderAdmin = st.AdminURL
 	if n.state.leaderURL != st.URL || n.state.term != st.Term {
 		n.state.leaderURL, n.state.term = st.URL, st.Term
 		n.changedLocked()
-		n.log.Info("following", "leader", st.URL, "term", st.Term)
+		n.log.Info("following", "term", st.Term, "node", n.id, "leader", st.URL, "leader_node", st.Holder)
 	}
 	n.mu.Unlock()
 	n.setReachable(n.probe(st.URL))
@@ -282,14 +291,20 @@ func (n *Node) leaseHeld() bool {
 	return n.state.leader && time.Now().Before(n.state.deadline)
 }
 
-// stepDown stops leading: no more jobs go out, take streams end, the core
-// closes (its writes now fail the fence).
-func (n *Node) stepDown() {
+// stepDown stops leading, for reason: no more jobs go out, take streams
+// end, the core closes (its writes now fail the fence).
+func (n *Node) stepDown(reason string) {
 	n.mu.Lock()
-	srv := n.state.srv
-	n.state.leader, n.state.srv, n.state.leaderURL, n.state.reachable = false, nil, "", false
+	srv, leader, term := n.state.srv, n.state.leader, n.state.term
+	n.state.leader, n.state.srv, n.state.leaderURL, n.state.leaderAdmin, n.state.reachable = false, nil, "", "", false
 	n.changedLocked()
 	n.mu.Unlock()
+	switch {
+	case leader && reason == reasonShutdown:
+		n.log.Info("lease given up: stepping down", "term", term, "node", n.id, "reason", reason)
+	case leader:
+		n.log.Warn("lease lost: stepping down", "term", term, "node", n.id, "reason", reason)
+	}
 	if srv == nil {
 		return
 	}
@@ -299,12 +314,15 @@ func (n *Node) stepDown() {
 	}
 }
 
+// reasonShutdown is the step-down of a node that stops.
+const reasonShutdown = "shutting down"
+
 // shutdown steps down and lets the lease go.
 func (n *Node) shutdown() {
 	n.mu.Lock()
 	term, leader := n.state.term, n.state.leader
 	n.mu.Unlock()
-	n.stepDown()
+	n.stepDown(reasonShutdown)
 	if leader {
 		n.release(context.Background(), term)
 	}
@@ -368,23 +386,27 @@ func (n *Node) serveUntil(ctx context.Context, hs *http.Server, l net.Listener, 
 }
 
 // serveAdmin answers the admin port: the leader's server of the term while
-// this node leads. A follower answers 503 naming the leader: the event
-// stream, backups and compaction are the leader's, and its admin port is
-// not advertised (it listens on loopback by default).
+// this node leads. A follower answers 503 naming the leader's admin port:
+// the event stream, backups and compaction are the leader's. It does not
+// forward there: the admin port has (m)TLS of its own, and the leader's
+// listens on loopback by default, out of the other nodes' reach.
 func (n *Node) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
-	srv, leaderURL := n.state.srv, n.state.leaderURL
+	srv, leaderURL, leaderAdmin := n.state.srv, n.state.leaderURL, n.state.leaderAdmin
 	n.mu.Unlock()
 	if srv != nil && n.leaseHeld() {
 		srv.AdminHandler().ServeHTTP(w, r)
 		return
 	}
 	w.Header().Set("Retry-After", "1")
-	msg := "this server is a follower: use the admin port of the leader"
-	if leaderURL != "" {
-		msg += " (" + leaderURL + ")"
-	} else {
+	var msg string
+	switch {
+	case leaderURL == "" || leaderURL == n.cl.AdvertiseURL:
 		msg = "no leader: the cluster is electing one"
+	case leaderAdmin == "":
+		msg = "this server is a follower, and the leader (" + leaderURL + ") has no admin port"
+	default:
+		msg = "this server is a follower: use the admin port of the leader, " + leaderAdmin + " (the leader's API is " + leaderURL + ")"
 	}
 	n.bare.writeError(w, r, http.StatusServiceUnavailable, msg)
 }
@@ -422,15 +444,71 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// followerStats answers GET /stats on a follower: its role and the
-// leader's address; the jobs are the leader's to count.
+// followerStats answers GET /stats on a follower: the cluster's figures,
+// which are the leader's (it asks the leader), with this node's own role,
+// address, version, uptime and memory. Without a leader to ask it answers
+// 503, never empty lists that would read as an empty queue.
 func (n *Node) followerStats(w http.ResponseWriter, r *http.Request) {
 	role := n.Role()
-	n.bare.respond(w, r, http.StatusOK, api.Stats{
-		Role: role.Name(), Leader: role.LeaderURL, Term: role.Term, Version: n.bare.cfg.Version,
-		RSSBytes: residentBytes(), Queues: []api.QueueStats{}, Budgets: []api.Budget{}, Crons: []api.CronStats{},
-	})
+	if role.LeaderURL == "" || role.LeaderURL == n.cl.AdvertiseURL {
+		w.Header().Set("Retry-After", "1")
+		n.bare.writeError(w, r, http.StatusServiceUnavailable, "no leader: the cluster is electing one")
+		return
+	}
+	st, err := n.leaderStats(r.Context(), role.LeaderURL)
+	if err != nil {
+		w.Header().Set("Retry-After", "1")
+		n.bare.writeError(w, r, http.StatusServiceUnavailable, "this server is a follower and could not get the cluster's stats from the leader: "+err.Error())
+		return
+	}
+	st.Role, st.Leader, st.Term, st.Node = role.Name(), role.LeaderURL, role.Term, n.cl.AdvertiseURL
+	st.Version, st.RSSBytes = n.bare.cfg.Version, residentBytes()
+	st.UptimeMs = n.bare.clock.Now().Sub(n.bare.started).Milliseconds()
+	n.bare.respond(w, r, http.StatusOK, st)
 }
+
+// leaderStatsTimeout bounds a follower's GET /stats of the leader.
+const leaderStatsTimeout = 5 * time.Second
+
+// leaderStats gets GET /stats of the leader at leaderURL.
+func (n *Node) leaderStats(ctx context.Context, leaderURL string) (api.Stats, error) {
+	ctx, cancel := context.WithTimeout(ctx, leaderStatsTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, leaderURL+"/stats", nil)
+	if err != nil {
+		return api.Stats{}, err
+	}
+	req.Header.Set("Accept", api.ContentType(api.JSON))
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return api.Stats{}, fmt.Errorf("leader %s unreachable: %w", leaderURL, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxLeaderStats))
+	if err != nil {
+		return api.Stats{}, fmt.Errorf("read the leader's stats: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e api.Error
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			return api.Stats{}, fmt.Errorf("the leader answered %d: %s", resp.StatusCode, e.Error)
+		}
+		return api.Stats{}, fmt.Errorf("the leader answered %d", resp.StatusCode)
+	}
+	var st api.Stats
+	if err := json.Unmarshal(body, &st); err != nil {
+		return api.Stats{}, fmt.Errorf("decode the leader's stats: %w", err)
+	}
+	return st, nil
+}
+
+// maxLeaderStats bounds the leader's /stats body a follower reads (its
+// budgets and queues are listed whole).
+const maxLeaderStats = 256 << 20
+
+// leaderChangedMsg answers a forwarded request the leader did not answer
+// before another took over.
+const leaderChangedMsg = "the leader changed before it answered: the request may or may not have taken effect"
 
 // forward passes r to the leader, streaming the answer frame by frame; a
 // take stream ends when the leader changes (its client reconnects).
@@ -460,11 +538,14 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, leaderURL string,
 			pr.SetXForwarded()
 		},
 		FlushInterval: -1,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if ctx.Err() != nil && r.Context().Err() == nil {
-				return // the leader changed mid-answer
-			}
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			w.Header().Set("Retry-After", "1")
+			if ctx.Err() != nil && r.Context().Err() == nil {
+				// The leader changed before it answered: what the old
+				// one did with the request is unknown.
+				n.bare.writeError(w, r, http.StatusServiceUnavailable, leaderChangedMsg)
+				return
+			}
 			n.bare.writeError(w, r, http.StatusBadGateway, "leader unreachable: "+err.Error())
 		},
 		ErrorLog: slog.NewLogLogger(n.log.Handler(), slog.LevelDebug),

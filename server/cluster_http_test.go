@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,21 +29,27 @@ type clusterNode struct {
 	stop  func()
 }
 
-func startNode(t *testing.T, dsn string) *clusterNode {
+// startNode starts a node of the cluster on dsn; tune adjusts its options.
+func startNode(t *testing.T, dsn string, tune ...func(*server.Options)) *clusterNode {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	url := "http://" + l.Addr().String()
 	al, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	admin := "http://" + al.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
-	node, err := server.NewNode(ctx, servertest.Options(t.TempDir()), server.ClusterOptions{
-		DatabaseURL: dsn, AdvertiseURL: url, Lease: 900 * time.Millisecond,
+	opts := servertest.Options(t.TempDir())
+	for _, f := range tune {
+		f(&opts)
+	}
+	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
+		DatabaseURL: dsn, AdvertiseURL: url, AdminURL: admin, Lease: 900 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- node.Serve(ctx, l, al) }()
-	n := &clusterNode{node: node, url: url, admin: "http://" + al.Addr().String()}
+	n := &clusterNode{node: node, url: url, admin: admin}
 	var once bool
 	n.stop = func() {
 		if !once {
@@ -76,7 +84,8 @@ func nodePost(t *testing.T, url string) (int, []byte) {
 }
 
 // The admin port of a cluster node is the leader's: backups and
-// compaction there; a follower's answers 503 naming the leader.
+// compaction there; a follower's answers 503 naming the leader's admin
+// port.
 func TestNode_AdminPortIsTheLeaders(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Schema(t)
@@ -94,7 +103,7 @@ func TestNode_AdminPortIsTheLeaders(t *testing.T) {
 	for _, path := range []string{"/compact", "/backup"} {
 		status, body = nodePost(t, b.admin+path)
 		require.Equal(t, http.StatusServiceUnavailable, status, "%s", body)
-		require.Contains(t, string(body), "use the admin port of the leader ("+a.url+")")
+		require.Contains(t, string(body), "use the admin port of the leader, "+a.admin+" (the leader's API is "+a.url+")")
 	}
 }
 
@@ -106,6 +115,7 @@ func TestNode_FollowerForwardsThenLeads(t *testing.T) {
 	a := startNode(t, dsn)
 	require.Eventually(t, func() bool { s, _ := nodeGet(t, a.url+"/ready"); return s == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
 	b := startNode(t, dsn)
+	bStarted := time.Now()
 	require.True(t, a.node.Role().Leader)
 	require.Equal(t, server.Role{LeaderURL: a.url, Term: 1}, b.node.Role())
 
@@ -129,6 +139,18 @@ func TestNode_FollowerForwardsThenLeads(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 
+	// The follower's /stats are the cluster's (the leader's figures),
+	// with its own role and address.
+	status, body = nodeGet(t, b.url+"/stats")
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	st = api.Stats{}
+	require.NoError(t, json.Unmarshal(body, &st))
+	require.Equal(t, "follower", st.Role)
+	require.Equal(t, a.url, st.Leader)
+	require.Equal(t, b.url, st.Node)
+	require.EqualValues(t, 1, st.Jobs.Ready, "%s", body)
+	require.Equal(t, []api.QueueStats{{Name: "q", Ready: 1}}, st.Queues)
+
 	// A forwarded take stream ends when the leader goes.
 	take, err := http.Get(b.url + "/jobs/take?queue=q")
 	require.NoError(t, err)
@@ -147,6 +169,15 @@ func TestNode_FollowerForwardsThenLeads(t *testing.T) {
 	require.Eventually(t, func() bool { return b.node.Role().Leader }, 10*time.Second, 20*time.Millisecond, "the follower takes the released lease")
 	require.EqualValues(t, 2, b.node.Role().Term)
 	require.Eventually(t, func() bool { s, _ := nodeGet(t, b.url+"/ready"); return s == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
+	ledAt := time.Now()
+	status, body = nodeGet(t, b.url+"/stats")
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	st = api.Stats{}
+	require.NoError(t, json.Unmarshal(body, &st))
+	require.Equal(t, "leader", st.Role)
+	require.Equal(t, b.url, st.Node)
+	require.GreaterOrEqual(t, st.UptimeMs, ledAt.Sub(bStarted).Milliseconds(), "the uptime is the process's, from before it led")
+	require.Less(t, st.TermMs, st.UptimeMs, "the term began after the process")
 	status, body = nodeGet(t, b.url+"/jobs/"+job.ID)
 	require.Equal(t, http.StatusOK, status, "%s", body)
 	require.Contains(t, string(body), `"status":"ready"`, "the job in flight on the old leader is ready again")
@@ -166,7 +197,7 @@ func TestNode_FollowerNotReadyWithoutLeader(t *testing.T) {
 	gone, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	require.NoError(t, gone.Close())
-	_, err = postgres.NewLease(pool, "gone", "http://"+gone.Addr().String(), time.Hour).Acquire(ctx, 0)
+	_, err = postgres.NewLease(pool, "gone", "http://"+gone.Addr().String(), "", time.Hour).Acquire(ctx, 0)
 	require.NoError(t, err)
 
 	b := startNode(t, dsn)
@@ -204,4 +235,138 @@ func TestNode_LeaderThatCannotStartLetsGo(t *testing.T) {
 		"each failed term lets the lease go, and the next try raises the term")
 	cancel()
 	<-done
+}
+
+// logRecords keeps every record logged to it, for tests that read the
+// log.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []map[string]any
+}
+
+func (l *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (l *logRecords) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecords) WithGroup(string) slog.Handler            { return l }
+
+func (l *logRecords) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]any{"msg": r.Message, "level": r.Level.String()}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.Any()
+		return true
+	})
+	l.mu.Lock()
+	l.recs = append(l.recs, m)
+	l.mu.Unlock()
+	return nil
+}
+
+// find returns the records whose message starts with msg.
+func (l *logRecords) find(msg string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	for _, r := range l.recs {
+		if strings.HasPrefix(r["msg"].(string), msg) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// takeLease takes the cluster's lease on dsn for holder at url, at once
+// (the lease in force is made to expire first), and returns its term.
+func takeLease(t *testing.T, dsn, holder, url string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := postgres.NewPool(ctx, dsn, 1, nil)
+	require.NoError(t, err)
+	defer pool.Close()
+	require.NoError(t, postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
+	expireLease(t, dsn)
+	st, err := postgres.NewLease(pool, holder, url, "", time.Hour).Acquire(ctx, 0)
+	require.NoError(t, err)
+	require.True(t, st.Held)
+	return st.Term
+}
+
+// A request a follower forwards to a leader that is deposed before it
+// answers gets 503 saying so (its outcome is unknown), not an error that
+// blames the network; every term change is logged with its term and node.
+func TestNode_ForwardCutByLeaderChange(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	// A leader that takes requests and never answers them (stopped).
+	received := make(chan struct{}, 1)
+	release := make(chan struct{})
+	frozen := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case received <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer frozen.Close()
+	defer close(release)
+	frozenTerm := takeLease(t, dsn, "frozen", frozen.URL)
+
+	logs := &logRecords{}
+	b := startNode(t, dsn, func(o *server.Options) { o.Logger = slog.New(logs) })
+	require.Equal(t, frozen.URL, b.node.Role().LeaderURL)
+
+	type answer struct {
+		status int
+		body   string
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post(b.url+"/jobs", "application/json", strings.NewReader(`{"type":"t","queue":"q","payload":1}`))
+		if err != nil {
+			answered <- answer{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		answered <- answer{resp.StatusCode, string(body)}
+	}()
+	<-received
+	// The frozen leader's lease expires: b takes over.
+	expireLease(t, dsn)
+	got := <-answered
+	require.Equal(t, http.StatusServiceUnavailable, got.status, "%s", got.body)
+	require.Contains(t, got.body, "the leader changed before it answered: the request may or may not have taken effect")
+	require.True(t, b.node.Role().Leader)
+
+	following := logs.find("following")
+	require.NotEmpty(t, following)
+	require.EqualValues(t, frozenTerm, following[0]["term"])
+	require.Equal(t, frozen.URL, following[0]["leader"])
+	require.NotEmpty(t, following[0]["node"])
+	acquired := logs.find("lease acquired")
+	require.Len(t, acquired, 1)
+	require.EqualValues(t, frozenTerm+1, acquired[0]["term"])
+	require.Equal(t, following[0]["node"], acquired[0]["node"], "the node names itself alike in each line")
+
+	// Another takes the lease from b, once it serves: b logs that it lost
+	// its term.
+	require.Eventually(t, func() bool { s, _ := nodeGet(t, b.url+"/ready"); return s == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
+	takeLease(t, dsn, "other", frozen.URL)
+	require.Eventually(t, func() bool { return len(logs.find("lease lost")) > 0 }, 10*time.Second, 20*time.Millisecond)
+	lost := logs.find("lease lost")[0]
+	require.EqualValues(t, frozenTerm+1, lost["term"])
+	require.Equal(t, acquired[0]["node"], lost["node"])
+	require.Contains(t, lost["reason"], "another server holds the lease")
+}
+
+// expireLease ends the lease in force at once.
+func expireLease(t *testing.T, dsn string) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := postgres.NewPool(ctx, dsn, 1, nil)
+	require.NoError(t, err)
+	defer pool.Close()
+	_, err = pool.Exec(ctx, `UPDATE leader SET expires_at = now() - interval '1 second'`)
+	require.NoError(t, err)
 }

@@ -57,12 +57,16 @@ func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
 		DBBytes:  dbBytes,
 		WALBytes: walBytes,
 		Version:  s.cfg.Version,
-		UptimeMs: s.clock.Now().Sub(st.Started).Milliseconds(),
+		UptimeMs: s.clock.Now().Sub(s.started).Milliseconds(),
 		RSSBytes: residentBytes(),
 		Jobs:     api.JobCounts{Scheduled: st.Jobs.Scheduled, Ready: st.Jobs.Ready, Parked: st.Jobs.Parked, InFlight: st.Jobs.InFlight},
 		Queues:   make([]api.QueueStats, 0, len(st.Queues)),
 		Budgets:  make([]api.Budget, 0, len(st.Budgets)),
 		Crons:    wireCronStats(crons),
+	}
+	if role.Term > 0 {
+		// A cluster's leader: its core started with its term.
+		out.Node, out.TermMs = role.LeaderURL, s.clock.Now().Sub(st.Started).Milliseconds()
 	}
 	for _, q := range st.Queues {
 		out.Queues = append(out.Queues, api.QueueStats{Name: q.Name, Scheduled: q.Scheduled, Ready: q.Ready, Parked: q.Parked, InFlight: q.InFlight})

@@ -34,6 +34,10 @@ type Options struct {
 	// LeaseHeld, when set, reports whether the server may still hand jobs
 	// out: a leader that may have lost its lease writes no more frames.
 	LeaseHeld func() bool
+	// Started, when set, is when the process started: a cluster's leader
+	// starts a server for each term, and its uptime is still the
+	// process's. Zero means now.
+	Started time.Time
 
 	// beforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
@@ -64,6 +68,9 @@ func Start(ctx context.Context, opts Options) *Server {
 		s.role = opts.Role
 	}
 	s.leaseHeld = opts.LeaseHeld
+	if !opts.Started.IsZero() {
+		s.started = opts.Started
+	}
 	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
 	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
 	s.core = core.Start(ctx, core.Options{

@@ -114,17 +114,11 @@ func (m *Model) headerLines() []string {
 	}
 	top := []string{title, url, status}
 	if m.haveStats {
-		top = append(top,
-			"v"+strings.TrimPrefix(m.stats.Version, "v"),
-			"up "+fmtMs(m.stats.UptimeMs))
-		if m.stats.RSSBytes > 0 {
-			top = append(top, "rss "+fmtBytes(m.stats.RSSBytes))
-		}
+		top = append(top, m.serverParts()...)
 	}
 	lines := []string{joinFit(top, "  ", m.width), m.totalsLine()}
 	if m.push.mode == pushDown {
-		why := st.warn.Render("polling every "+fmtAge(m.opts.Refresh)+": no event stream at "+m.opts.AdminURL+": ") + oneLine(m.push.err)
-		lines = append(lines, why)
+		lines = append(lines, m.streamDownLines()...)
 	}
 
 	if m.conn == connReconnecting {

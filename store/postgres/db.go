@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +40,9 @@ var errClosed = fmt.Errorf("%w: database closed", store.ErrUnavailable)
 type Fence struct {
 	Holder string
 	Term   int64
+	// Lease is the lease's duration (0: 10 s): the database ends a write
+	// transaction left idle for FrozenTxLimit of it.
+	Lease time.Duration
 }
 
 // Options configure a DB.
@@ -107,15 +109,7 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	var params map[string]string
-	if opts.Fence != nil {
-		// A leader stopped (SIGSTOP, a long pause) in the middle of a
-		// transaction holds its share lock on the lease until the
-		// database ends the transaction: end it soon, so that the next
-		// leader can take over.
-		params = map[string]string{"idle_in_transaction_session_timeout": strconv.FormatInt(fencedIdleTimeout.Milliseconds(), 10)}
-	}
-	pool, err := NewPool(ctx, opts.URL, opts.MaxConns, params)
+	pool, err := NewPool(ctx, opts.URL, opts.MaxConns, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +136,19 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	return db, nil
 }
 
-// fencedIdleTimeout ends a leader's transaction left idle this long.
-const fencedIdleTimeout = 2 * time.Second
+// defaultFenceLease is the lease of a Fence that does not say (the
+// cluster's default --lease).
+const defaultFenceLease = 10 * time.Second
+
+// idleLimit is how long the database lets a write transaction fenced by
+// f sit idle.
+func (f *Fence) idleLimit() time.Duration {
+	lease := f.Lease
+	if lease <= 0 {
+		lease = defaultFenceLease
+	}
+	return FrozenTxLimit(lease)
+}
 
 // NewPool connects a pool to url, with params set on every connection,
 // and checks that the database answers.

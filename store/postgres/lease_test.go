@@ -1,11 +1,16 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/postgres/pgtest"
@@ -21,7 +26,7 @@ func leasePool(t *testing.T) (string, func(holder string, ttl time.Duration) *Le
 	t.Cleanup(pool.Close)
 	require.NoError(t, Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
 	return url, func(holder string, ttl time.Duration) *Lease {
-		return NewLease(pool, holder, "http://"+holder, ttl)
+		return NewLease(pool, holder, "http://"+holder, "", ttl)
 	}
 }
 
@@ -78,7 +83,12 @@ func TestDB_Fence(t *testing.T) {
 	url, lease := leasePool(t)
 	_, err := lease("a", time.Minute).Acquire(ctx, 0)
 	require.NoError(t, err)
-	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1} })
+	var logs bytes.Buffer // written by the writer goroutine, read once the DB is closed
+	db := open(t, func(o *Options) {
+		o.URL = url
+		o.Fence = &Fence{Holder: "a", Term: 1}
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	})
 	defer db.Close()
 
 	kept := store.Job{ID: "0job000000000000000000001", Type: "t", Queue: "q", Status: store.Ready, ReadyAt: 1}
@@ -92,6 +102,12 @@ func TestDB_Fence(t *testing.T) {
 	err = db.Append(store.InsertJob(late), store.SetStatus(kept.ID, store.InFlight, 5)).Wait(ctx)
 	require.ErrorIs(t, err, ErrFenced, "a deposed leader's writes fail")
 	require.ErrorIs(t, err, store.ErrUnavailable)
+
+	require.NoError(t, db.Close())
+	fenced := logLine(t, logs.String(), "write fenced")
+	require.EqualValues(t, 1, fenced["term"], "%v", fenced)
+	require.Equal(t, "a", fenced["holder"])
+	require.ElementsMatch(t, []any{late.ID, kept.ID}, fenced["jobs"], "the line names the jobs of the refused write")
 
 	reader := open(t, func(o *Options) { o.URL = url })
 	defer reader.Close()
@@ -140,4 +156,109 @@ func TestDB_FenceSerialisesWithTakeover(t *testing.T) {
 	st, err := lease("b", time.Minute).Acquire(ctx, 0)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), st.Term)
+}
+
+// logLine returns the first JSON log line of logs whose message starts
+// with msg.
+func logLine(t *testing.T, logs, msg string) map[string]any {
+	t.Helper()
+	for _, l := range strings.Split(logs, "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && strings.HasPrefix(fmt.Sprint(m["msg"]), msg) {
+			return m
+		}
+	}
+	t.Fatalf("no log line %q in:\n%s", msg, logs)
+	return nil
+}
+
+// A leader stopped inside a write transaction holds its share lock on the
+// lease's row: the database ends the transaction a fifth of the lease
+// after it went idle, so the next leader takes over that soon after the
+// lease expires, whatever the lease (not after a fixed 2 s).
+func TestLease_FrozenTransactionHoldsTakeoverOffAFifthOfTheLease(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	const ttl = 500 * time.Millisecond
+	url, lease := leasePool(t)
+	_, err := lease("a", ttl).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1, Lease: ttl} })
+	defer db.Close()
+
+	// The stopped leader: its write transaction passed the fence, then
+	// nothing.
+	tx, err := db.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	fence := &pgx.Batch{}
+	db.queueFence(fence)
+	require.NoError(t, tx.SendBatch(ctx, fence).Close())
+	start := time.Now()
+
+	b := lease("b", ttl)
+	for {
+		st, err := b.Acquire(ctx, 0)
+		if err == nil && st.Held {
+			require.EqualValues(t, 2, st.Term)
+			break
+		}
+		require.Less(t, time.Since(start), 10*time.Second, "no takeover: %v", err)
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The lease expires at 500 ms and the transaction ends at 100 ms idle;
+	// a fixed 2 s would hold the takeover off until then.
+	require.Less(t, time.Since(start), 1600*time.Millisecond, "the takeover waited for the stopped transaction longer than a fifth of the lease")
+	require.Equal(t, 100*time.Millisecond, FrozenTxLimit(ttl))
+	require.Equal(t, 2*time.Second, FrozenTxLimit(10*time.Second), "the default lease keeps 2 s")
+}
+
+// A candidate's attempt while the lease runs neither waits for the
+// leader's write transactions under way nor holds up the leader's next
+// ones: it only reads the row.
+func TestLease_CandidateDoesNotWaitForTheLeadersWrites(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url })
+	defer db.Close()
+
+	// The leader's write under way, as long as the test likes.
+	tx, err := db.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
+	require.NoError(t, err)
+
+	st, err := lease("b", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err, "the candidate's attempt does not queue for the row")
+	require.False(t, st.Held)
+	require.Equal(t, "a", st.Holder)
+	require.Positive(t, st.Left)
+}
+
+// A read transaction of a leader's store (a backup streaming to a slow
+// client) may sit idle longer than a write: it holds no lock on the lease.
+func TestDB_FencedReadsKeepNoIdleLimit(t *testing.T) {
+	t.Parallel()
+	pgtest.Require(t)
+	ctx := context.Background()
+	url, lease := leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db := open(t, func(o *Options) { o.URL = url; o.Fence = &Fence{Holder: "a", Term: 1, Lease: 500 * time.Millisecond} })
+	defer db.Close()
+
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	var n int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n))
+	time.Sleep(400 * time.Millisecond) // four times the write transactions' limit
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&n), "the read transaction is still there")
+	require.NoError(t, tx.Commit(ctx))
 }

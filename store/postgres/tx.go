@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,9 +28,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 	} else {
 		b.Queue(`SET LOCAL synchronous_commit = off`)
 	}
-	if f := db.opts.Fence; f != nil {
-		b.Queue(`SELECT zizq_fence($1, $2)`, f.Holder, f.Term)
-	}
+	db.queueFence(b)
 	maxID := ""
 	for _, ph := range plan(groups) {
 		if id := queuePhase(b, ph); id > maxID {
@@ -59,6 +58,21 @@ func (db *DB) runTx(groups []*group) (err error) {
 		return wrapWrite("commit", err)
 	}
 	return nil
+}
+
+// queueFence queues the fence of a write transaction, when the DB has
+// one. A leader stopped (SIGSTOP, a long pause) inside the transaction
+// holds its share lock on the lease until the database ends the
+// transaction: the transaction's own idle limit ends it soon, so that the
+// next leader can take over. Read transactions (a backup streaming to a
+// slow client) hold no such lock and keep no such limit.
+func (db *DB) queueFence(b *pgx.Batch) {
+	f := db.opts.Fence
+	if f == nil {
+		return
+	}
+	b.Queue(`SET LOCAL idle_in_transaction_session_timeout = ` + strconv.FormatInt(f.idleLimit().Milliseconds(), 10))
+	b.Queue(`SELECT zizq_fence($1, $2)`, f.Holder, f.Term)
 }
 
 // queuePhase queues the statements of one phase and returns the greatest

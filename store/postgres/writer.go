@@ -179,16 +179,72 @@ func (db *DB) commit(batch []*group) {
 	if err == nil {
 		return
 	}
+	if err == ErrFenced {
+		db.logFenced(batch)
+	}
 	if len(batch) == 1 || unavailableReason(err) != "" || err == ErrFenced {
 		for _, g := range batch {
 			g.err = err
 		}
 	} else {
 		for _, g := range batch {
-			g.err = db.runTx([]*group{g})
+			if g.err = db.runTx([]*group{g}); g.err == ErrFenced {
+				db.logFenced([]*group{g})
+			}
 		}
 	}
 	db.log.Warn("store write failed", "groups", len(batch), "err", err)
+}
+
+// fencedLogIDs bounds the job IDs a fenced write's log line names.
+const fencedLogIDs = 50
+
+// logFenced logs a transaction the fence refused: the lease of this
+// store's term is lost, and nothing of it was written. The line names the
+// jobs it would have written, so that a failover's history can be checked
+// against what clients were told.
+func (db *DB) logFenced(batch []*group) {
+	ops := 0
+	var ids []string
+	for _, g := range batch {
+		ops += len(g.ops)
+		for _, o := range g.ops {
+			if id := opJobID(o); id != "" && len(ids) < fencedLogIDs {
+				ids = append(ids, id)
+			}
+		}
+	}
+	f := db.opts.Fence
+	if f == nil {
+		return // only a fenced store's writes are refused so
+	}
+	db.log.Warn("write fenced: the lease of this term is lost, nothing written",
+		"term", f.Term, "holder", f.Holder, "groups", len(batch), "ops", ops, "jobs", ids)
+}
+
+// opJobID is the job an op writes, "" for an op of no single job.
+func opJobID(o store.Op) string {
+	switch o := o.(type) {
+	case store.InsertJobOp:
+		return o.Job.ID
+	case store.PutJobOp:
+		return o.Job.ID
+	case store.SetStatusOp:
+		return o.ID
+	case store.RetryOp:
+		return o.ID
+	case store.FinishOp:
+		return o.ID
+	case store.DeleteJobOp:
+		return o.ID
+	case store.SetBudgetsOp:
+		return o.ID
+	case store.SetPayloadOp:
+		return o.ID
+	case store.UniqueHolderOp:
+		return o.ID
+	}
+	return ""
 }
 
 // finish publishes the outcome of batch and wakes every waiter.
