@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
@@ -34,6 +35,10 @@ type Options struct {
 	// LeaseHeld, when set, reports whether the server may still hand jobs
 	// out: a leader that may have lost its lease writes no more frames.
 	LeaseHeld func() bool
+
+	// BatchSandbox tunes the worker processes that run batch programs
+	// (zero fields: the defaults; see batchexpr.SandboxOptions).
+	BatchSandbox batchexpr.SandboxOptions
 
 	// beforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
@@ -79,6 +84,7 @@ func Start(ctx context.Context, opts Options) *Server {
 		Logger:            opts.Logger,
 		BeforeRestore:     opts.beforeRestore,
 		MaxPayloadBytes:   opts.HTTP.MaxBodyBytes,
+		BatchSandbox:      opts.BatchSandbox,
 	})
 	go s.runReadyHooks()
 	return s

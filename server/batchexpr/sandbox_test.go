@@ -2,6 +2,8 @@ package batchexpr_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server/batchexpr"
 )
@@ -129,15 +132,25 @@ func TestSandbox_BoundsEvaluationsAtOnce(t *testing.T) {
 	s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) {
 		o.Limits.Timeout = 200 * time.Millisecond
 	})
+	// Copies of one program never seen to work: the general workers take
+	// two, the kept one none.
 	slow := batchexpr.Config{When: "true", Fold: "def f: f; f"}
 	var wg sync.WaitGroup
+	var overran atomic.Int32
 	for range 6 {
 		wg.Go(func() {
 			_, err := s.Run(ctx, batchexpr.Task{Into: &slow, Existing: []byte("1"), New: []byte("2")})
-			require.ErrorContains(t, err, "took longer than 200ms")
+			var e *batchexpr.Error
+			if errors.As(err, &e) {
+				assert.ErrorContains(t, err, "took longer than 200ms")
+				overran.Add(1)
+				return
+			}
+			assert.ErrorIs(t, err, batchexpr.ErrBusy, "the deadline ends the wait too")
 		})
 	}
 	wg.Wait()
+	require.GreaterOrEqual(t, overran.Load(), int32(2))
 	require.EqualValues(t, 2, starts.Load(), "two workers served the six tasks, one at a time each")
 
 	waiting, cancel := context.WithCancel(ctx)
@@ -146,6 +159,42 @@ func TestSandbox_BoundsEvaluationsAtOnce(t *testing.T) {
 	if err != nil {
 		require.ErrorIs(t, err, context.Canceled, "a cancelled wait for a worker")
 	}
+}
+
+// A task's deadline counts from its queueing: one that waits for a worker
+// as long as the limit is answered then, busy, instead of running a limit
+// later (and its program is not blamed for the wait).
+func TestSandbox_DeadlineCountsFromQueueing(t *testing.T) {
+	t.Parallel()
+	const limit = 2 * time.Second
+	s, _ := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+		o.Workers = 1
+		o.Limits.Timeout = limit
+	})
+	_, err := s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")}) // a worker started
+	require.NoError(t, err)
+
+	// Two new programs that loop: neither may have the kept worker, so one
+	// runs into the deadline while the other waits.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	took := make([]time.Duration, 2)
+	for i := range errs {
+		loop := batchexpr.Config{When: "true", Fold: fmt.Sprintf("def f%d: f%d; f%d", i, i, i)}
+		wg.Go(func() {
+			began := time.Now()
+			_, errs[i] = s.Run(ctx, batchexpr.Task{Check: &loop, New: []byte("1")})
+			took[i] = time.Since(began)
+		})
+	}
+	wg.Wait()
+	ran, waited := 0, 1
+	if errors.Is(errs[0], batchexpr.ErrBusy) {
+		ran, waited = 1, 0
+	}
+	require.EqualError(t, errs[ran], "batch dry-run: fold: fold expression took longer than 2s")
+	require.ErrorIs(t, errs[waited], batchexpr.ErrBusy)
+	require.Less(t, took[waited], limit+limit/2, "answered at its deadline, not a limit after it; %v", errs[waited])
 }
 
 func TestSandbox_WorkerThatDoesNotStart(t *testing.T) {
