@@ -19,7 +19,9 @@ import (
 )
 
 // newSandbox returns a sandbox of test workers (this test binary) that
-// counts the workers it starts.
+// counts the workers it starts. Its deadline is a minute: a test of
+// another limit must meet that limit however slow the machine is; the
+// tests of the deadline set their own.
 func newSandbox(t *testing.T, tune func(*batchexpr.SandboxOptions)) (*batchexpr.Sandbox, *atomic.Int32) {
 	t.Helper()
 	var starts atomic.Int32
@@ -27,7 +29,7 @@ func newSandbox(t *testing.T, tune func(*batchexpr.SandboxOptions)) (*batchexpr.
 	require.NoError(t, err)
 	o := batchexpr.SandboxOptions{
 		Workers: 2,
-		Limits:  batchexpr.Limits{Timeout: time.Second, MaxPayloadBytes: 1 << 20},
+		Limits:  batchexpr.Limits{Timeout: time.Minute, MaxPayloadBytes: 1 << 20},
 		Command: func() *exec.Cmd {
 			starts.Add(1)
 			return exec.Command(exe, "-test.run=^$")
@@ -85,6 +87,9 @@ type hostileCase struct {
 	// killed: the worker dies of it; either: it may die or time out,
 	// depending on the machine's speed.
 	killed, either bool
+	// deadline, when set, replaces the minute of newSandbox: for the
+	// programs that are to run into it.
+	deadline time.Duration
 }
 
 // A hostile program costs its worker, never the server: each is refused,
@@ -94,8 +99,10 @@ type hostileCase struct {
 func TestSandbox_HostilePrograms(t *testing.T) {
 	t.Parallel()
 	runHostile(t, map[string]hostileCase{
-		"InfiniteLoop": {fold: `def f: f; f`, err: "batch fold failed: fold expression took longer than 1s"},
-		"GrowingArray": {fold: `[range(1e9)]`, err: "batch fold failed: ", either: true},
+		"InfiniteLoop": {fold: `def f: f; f`, err: "batch fold failed: fold expression took longer than 1s", deadline: time.Second},
+		// Without the address-space limit (a race build, not Linux) it
+		// would take 16 GB: the deadline stops it first.
+		"GrowingArray": {fold: `[range(1e9)]`, err: "batch fold failed: ", either: true, deadline: time.Second},
 		"HugeOutput":   {fold: `"x" * 100000000`, err: "batch fold failed: fold output exceeds the 1048576-byte payload limit"},
 	})
 }
@@ -104,7 +111,12 @@ func runHostile(t *testing.T, cases map[string]hostileCase) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) { o.Workers = 1 })
+			s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+				o.Workers = 1
+				if tc.deadline > 0 {
+					o.Limits.Timeout = tc.deadline
+				}
+			})
 			hostile := batchexpr.Config{When: "true", Fold: tc.fold}
 			began := time.Now()
 			_, err := s.Run(ctx, batchexpr.Task{Into: &hostile, Existing: []byte("[1]"), New: []byte("[2]")})
@@ -216,6 +228,7 @@ func TestSandbox_CloseEndsWorkers(t *testing.T) {
 	require.NoError(t, err)
 	s := batchexpr.NewSandbox(batchexpr.SandboxOptions{
 		Workers: 2,
+		Limits:  batchexpr.Limits{Timeout: time.Minute},
 		Command: func() *exec.Cmd {
 			c := exec.Command(exe, "-test.run=^$")
 			mu.Lock()
