@@ -97,12 +97,17 @@ func TestCrash_KillNineDuringFolds(t *testing.T) {
 	for range 8 {
 		wg.Go(func() { storm(ctx, p.url, &next, &mu, &told) })
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// Mid-storm, once it has folded a hundred items, however long a loaded
+	// machine takes to.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(told) > 100
+	}, time.Minute, 10*time.Millisecond, "the storm folded")
 	workers := childrenOf(p.cmd.Process.Pid)
 	p.kill() // mid-storm
 	cancel()
 	wg.Wait()
-	require.Greater(t, len(told), 100, "the storm folded")
 	t.Logf("%d items answered, %d batch workers", len(told), len(workers))
 	if runtime.GOOS == "linux" {
 		require.NotEmpty(t, workers, "batch workers ran")

@@ -8,9 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
@@ -466,4 +468,110 @@ func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 	require.Equal(t, `[1,3]`, payloadOf(t, tb, a.ID))
 	status, _ = tb.enqueueAs(t, api.JSON, sealer(`[4]`))
 	require.Equal(t, http.StatusCreated, status, "a was dispatched before the restart: its batch is closed")
+}
+
+// Eight clients whose programs run into the deadline, over and over, on
+// the sandbox of a 2-CPU machine (one general worker): the ordinary folds
+// of another client answer within 1.5 s all along (before, they queued
+// behind the storm for 6 s), and the hostile enqueues are answered within
+// their deadline and the kill's grace: 422 when they ran out of time, 503
+// when they found no worker in time. Each hostile client has a program of
+// its own, so telling them apart by program cannot be what saves the
+// ordinary folds.
+func TestBatch_HostileStormLeavesOrdinaryFoldsAWorker(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *server.Options) { o.BatchSandbox.Workers = 1 })
+	_, pending := tb.enqueueAs(t, api.JSON, concat(`[0]`, 100))
+
+	stop := make(chan struct{})
+	var storm sync.WaitGroup
+	var answered atomic.Int32
+	var mu sync.Mutex
+	var slowest time.Duration // of the hostile answers
+	var once sync.Once
+	end := func() { once.Do(func() { close(stop); storm.Wait() }) }
+	t.Cleanup(end) // before the server stops, whatever failed
+	for c := range 8 {
+		loop := fmt.Sprintf("def loop%d: loop%d; loop%d", c, c, c)
+		storm.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				began := time.Now()
+				r := tb.req(t, "POST", "/jobs", batched(`[1]`, fmt.Sprintf("hostile-%d-%d", c, i), loop, "$new"))
+				assert.Contains(t, []int{http.StatusUnprocessableEntity, http.StatusServiceUnavailable}, r.status, "body: %s", r.body)
+				mu.Lock()
+				slowest = max(slowest, time.Since(began))
+				mu.Unlock()
+				answered.Add(1)
+			}
+		})
+	}
+	// Hostile answers come once the first deadline passed: the storm is
+	// under way, its enqueues queued for the sandbox.
+	eventually(t, 30*time.Second, func() bool { return answered.Load() > 0 }, "a hostile enqueue answered")
+	// Spread over two deadlines of the storm.
+	want := []string{"0"}
+	for i := 1; i <= 5; i++ {
+		time.Sleep(400 * time.Millisecond)
+		began := time.Now()
+		status, j := tb.enqueueAs(t, api.JSON, concat(fmt.Sprintf("[%d]", i), 100))
+		took := time.Since(began)
+		t.Logf("ordinary fold %d: %s", i, took)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, pending.ID, j.ID)
+		require.Less(t, took, 1500*time.Millisecond, "ordinary fold %d during the storm", i)
+		want = append(want, fmt.Sprint(i))
+	}
+	require.Equal(t, "["+strings.Join(want, ",")+"]", payloadOf(t, tb, pending.ID))
+	end()
+	require.Less(t, slowest, 5*time.Second, "a hostile enqueue is answered within its deadline and the kill's grace")
+}
+
+// A sandbox without room for an enqueue's fold answers 503 with
+// Retry-After and an error body, and enqueues nothing.
+func TestBatch_BusySandboxAnswers503(t *testing.T) {
+	t.Parallel()
+	tb := setup(t, func(o *server.Options) {
+		o.BatchSandbox.Workers, o.BatchSandbox.MaxQueued = 1, 1
+		o.BatchSandbox.Limits.Timeout = 3 * time.Second
+	})
+	// Four at once of a program never seen to work: one runs into the
+	// deadline, one waits for the worker until its deadline, two find the
+	// queue full.
+	replies := make([]reply, 4)
+	var wg sync.WaitGroup
+	for i := range replies {
+		wg.Go(func() {
+			replies[i] = tb.req(t, "POST", "/jobs", batched(`[1]`, fmt.Sprint("busy-", i), "def f: f; f", "$new"))
+		})
+	}
+	wg.Wait()
+	var overran, queueFull, late int
+	for _, r := range replies {
+		if r.status == http.StatusUnprocessableEntity {
+			require.Equal(t, "batch dry-run: when: expression took longer than 3s", r.errorText(t))
+			overran++
+			continue
+		}
+		require.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
+		require.Equal(t, "1", r.header.Get("Retry-After"))
+		// The one that waited gives up at its deadline, or, if the worker
+		// came free just before, runs out of what the wait left it.
+		msg := r.errorText(t)
+		require.True(t, strings.HasPrefix(msg, "batch sandbox busy: "), "got %q", msg)
+		if msg == "batch sandbox busy: every worker is taken and the queue is full (1 waiting)" {
+			queueFull++
+		} else {
+			late++
+		}
+	}
+	require.Equal(t, []int{1, 2, 1}, []int{overran, queueFull, late})
+	require.Zero(t, jobCount(t, tb, ""))
+
+	r := tb.req(t, "POST", "/jobs/bulk", api.BulkEnqueueRequest{Jobs: []api.EnqueueRequest{concat(`[1]`, 3)}})
+	require.Equal(t, http.StatusCreated, r.status, "the sandbox serves again; body: %s", r.body)
 }

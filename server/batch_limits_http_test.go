@@ -5,9 +5,11 @@ package server_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/batchexpr"
 )
 
@@ -20,21 +22,25 @@ import (
 func TestBatch_HostileFolds(t *testing.T) {
 	t.Parallel()
 	require.True(t, batchexpr.MemoryLimited(), "this build limits the batch workers' address space")
-	tb := setup(t)
+	// The deadline is a minute but for the program that is to run into
+	// it: the others must meet their own limits however slow the machine.
+	tb := setup(t, func(o *server.Options) { o.BatchSandbox.Limits.Timeout = time.Minute })
+	onTime := setup(t)
 	for name, tc := range map[string]struct {
 		// orErr, when set, may come instead of err (see the sandbox's
 		// DeepCompare: which limit a deep recursion meets first depends on
 		// the load).
 		when, fold, err, orErr string
+		tb                     *testBundle
 	}{
-		"StringRepeat2GB": {when: "true", fold: `"x" * 2147483000`, err: "batch dry-run: evaluation ran out of memory and was stopped"},
-		"InfiniteLoop":    {when: "def f: f; f", fold: "$new", err: "batch dry-run: when: expression took longer than 1s"},
+		"StringRepeat2GB": {when: "true", fold: `"x" * 2147483000`, err: "batch dry-run: evaluation ran out of memory and was stopped", tb: tb},
+		"InfiniteLoop":    {when: "def f: f; f", fold: "$new", err: "batch dry-run: when: expression took longer than 1s", tb: onTime},
 		"DeepNesting": {when: "true", fold: `reduce range(400000) as $i (null; [.]) | . == .`, err: "batch dry-run: evaluation nested too deep (stack overflow) and was stopped",
-			orErr: "batch dry-run: evaluation ran out of memory and was stopped"},
-		"PastBodySize": {when: "true", fold: `"x" * 17000000`, err: "batch dry-run: fold: fold output exceeds the 16777216-byte payload limit (--max-body-size)"},
+			orErr: "batch dry-run: evaluation ran out of memory and was stopped", tb: tb},
+		"PastBodySize": {when: "true", fold: `"x" * 17000000`, err: "batch dry-run: fold: fold output exceeds the 16777216-byte payload limit (--max-body-size)", tb: tb},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := tb.req(t, "POST", "/jobs", batched(`[1]`, "hostile-"+name, tc.when, tc.fold))
+			r := tc.tb.req(t, "POST", "/jobs", batched(`[1]`, "hostile-"+name, tc.when, tc.fold))
 			require.Equal(t, http.StatusUnprocessableEntity, r.status, "body: %s", r.body)
 			if got := r.errorText(t); tc.orErr == "" || got != tc.orErr {
 				require.Equal(t, tc.err, got)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
@@ -38,6 +39,10 @@ type Options struct {
 	// starts a server for each term, and its uptime is still the
 	// process's. Zero means now.
 	Started time.Time
+
+	// BatchSandbox tunes the worker processes that run batch programs
+	// (zero fields: the defaults; see batchexpr.SandboxOptions).
+	BatchSandbox batchexpr.SandboxOptions
 
 	// beforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
@@ -86,6 +91,7 @@ func Start(ctx context.Context, opts Options) *Server {
 		Logger:            opts.Logger,
 		BeforeRestore:     opts.beforeRestore,
 		MaxPayloadBytes:   opts.HTTP.MaxBodyBytes,
+		BatchSandbox:      opts.BatchSandbox,
 	})
 	go s.runReadyHooks()
 	return s

@@ -88,8 +88,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.As(err, &ce) && ce.Kind == core.KindStarting:
 		s.notReady(w, r)
 	case errors.As(err, &ce):
-		if ce.Kind == core.KindUnavailable {
+		switch ce.Kind {
+		case core.KindUnavailable:
 			s.log.Warn("storage unavailable", "path", r.URL.Path, "err", err)
+		case core.KindBusy:
+			w.Header().Set("Retry-After", "1")
 		}
 		s.writeError(w, r, coreStatus[ce.Kind], ce.Msg)
 	case errors.Is(err, store.ErrUnavailable):
@@ -111,6 +114,7 @@ var coreStatus = map[core.Kind]int{
 	core.KindInvalid:       http.StatusBadRequest,
 	core.KindUnavailable:   http.StatusServiceUnavailable,
 	core.KindStarting:      http.StatusServiceUnavailable,
+	core.KindBusy:          http.StatusServiceUnavailable,
 }
 
 // decode reads the body into v: 415 for an unknown Content-Type, 413 past

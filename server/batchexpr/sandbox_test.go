@@ -2,6 +2,8 @@ package batchexpr_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -11,12 +13,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server/batchexpr"
 )
 
 // newSandbox returns a sandbox of test workers (this test binary) that
-// counts the workers it starts.
+// counts the workers it starts. Its deadline is a minute: a test of
+// another limit must meet that limit however slow the machine is; the
+// tests of the deadline set their own.
 func newSandbox(t *testing.T, tune func(*batchexpr.SandboxOptions)) (*batchexpr.Sandbox, *atomic.Int32) {
 	t.Helper()
 	var starts atomic.Int32
@@ -24,7 +29,7 @@ func newSandbox(t *testing.T, tune func(*batchexpr.SandboxOptions)) (*batchexpr.
 	require.NoError(t, err)
 	o := batchexpr.SandboxOptions{
 		Workers: 2,
-		Limits:  batchexpr.Limits{Timeout: time.Second, MaxPayloadBytes: 1 << 20},
+		Limits:  batchexpr.Limits{Timeout: time.Minute, MaxPayloadBytes: 1 << 20},
 		Command: func() *exec.Cmd {
 			starts.Add(1)
 			return exec.Command(exe, "-test.run=^$")
@@ -82,6 +87,9 @@ type hostileCase struct {
 	// killed: the worker dies of it; either: it may die or time out,
 	// depending on the machine's speed.
 	killed, either bool
+	// deadline, when set, replaces the minute of newSandbox: for the
+	// programs that are to run into it.
+	deadline time.Duration
 }
 
 // A hostile program costs its worker, never the server: each is refused,
@@ -91,8 +99,10 @@ type hostileCase struct {
 func TestSandbox_HostilePrograms(t *testing.T) {
 	t.Parallel()
 	runHostile(t, map[string]hostileCase{
-		"InfiniteLoop": {fold: `def f: f; f`, err: "batch fold failed: fold expression took longer than 1s"},
-		"GrowingArray": {fold: `[range(1e9)]`, err: "batch fold failed: ", either: true},
+		"InfiniteLoop": {fold: `def f: f; f`, err: "batch fold failed: fold expression took longer than 1s", deadline: time.Second},
+		// Without the address-space limit (a race build, not Linux) it
+		// would take 16 GB: the deadline stops it first.
+		"GrowingArray": {fold: `[range(1e9)]`, err: "batch fold failed: ", either: true, deadline: time.Second},
 		"HugeOutput":   {fold: `"x" * 100000000`, err: "batch fold failed: fold output exceeds the 1048576-byte payload limit"},
 	})
 }
@@ -101,7 +111,12 @@ func runHostile(t *testing.T, cases map[string]hostileCase) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) { o.Workers = 1 })
+			s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+				o.Workers = 1
+				if tc.deadline > 0 {
+					o.Limits.Timeout = tc.deadline
+				}
+			})
 			hostile := batchexpr.Config{When: "true", Fold: tc.fold}
 			began := time.Now()
 			_, err := s.Run(ctx, batchexpr.Task{Into: &hostile, Existing: []byte("[1]"), New: []byte("[2]")})
@@ -129,15 +144,25 @@ func TestSandbox_BoundsEvaluationsAtOnce(t *testing.T) {
 	s, starts := newSandbox(t, func(o *batchexpr.SandboxOptions) {
 		o.Limits.Timeout = 200 * time.Millisecond
 	})
+	// Copies of one program never seen to work: the general workers take
+	// two, the kept one none.
 	slow := batchexpr.Config{When: "true", Fold: "def f: f; f"}
 	var wg sync.WaitGroup
+	var overran atomic.Int32
 	for range 6 {
 		wg.Go(func() {
 			_, err := s.Run(ctx, batchexpr.Task{Into: &slow, Existing: []byte("1"), New: []byte("2")})
-			require.ErrorContains(t, err, "took longer than 200ms")
+			var e *batchexpr.Error
+			if errors.As(err, &e) {
+				assert.ErrorContains(t, err, "took longer than 200ms")
+				overran.Add(1)
+				return
+			}
+			assert.ErrorIs(t, err, batchexpr.ErrBusy, "the deadline ends the wait too")
 		})
 	}
 	wg.Wait()
+	require.GreaterOrEqual(t, overran.Load(), int32(2))
 	require.EqualValues(t, 2, starts.Load(), "two workers served the six tasks, one at a time each")
 
 	waiting, cancel := context.WithCancel(ctx)
@@ -146,6 +171,42 @@ func TestSandbox_BoundsEvaluationsAtOnce(t *testing.T) {
 	if err != nil {
 		require.ErrorIs(t, err, context.Canceled, "a cancelled wait for a worker")
 	}
+}
+
+// A task's deadline counts from its queueing: one that waits for a worker
+// as long as the limit is answered then, busy, instead of running a limit
+// later (and its program is not blamed for the wait).
+func TestSandbox_DeadlineCountsFromQueueing(t *testing.T) {
+	t.Parallel()
+	const limit = 2 * time.Second
+	s, _ := newSandbox(t, func(o *batchexpr.SandboxOptions) {
+		o.Workers = 1
+		o.Limits.Timeout = limit
+	})
+	_, err := s.Run(ctx, batchexpr.Task{Check: &sumArrays, New: []byte("[1]")}) // a worker started
+	require.NoError(t, err)
+
+	// Two new programs that loop: neither may have the kept worker, so one
+	// runs into the deadline while the other waits.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	took := make([]time.Duration, 2)
+	for i := range errs {
+		loop := batchexpr.Config{When: "true", Fold: fmt.Sprintf("def f%d: f%d; f%d", i, i, i)}
+		wg.Go(func() {
+			began := time.Now()
+			_, errs[i] = s.Run(ctx, batchexpr.Task{Check: &loop, New: []byte("1")})
+			took[i] = time.Since(began)
+		})
+	}
+	wg.Wait()
+	ran, waited := 0, 1
+	if errors.Is(errs[0], batchexpr.ErrBusy) {
+		ran, waited = 1, 0
+	}
+	require.EqualError(t, errs[ran], "batch dry-run: fold: fold expression took longer than 2s")
+	require.ErrorIs(t, errs[waited], batchexpr.ErrBusy)
+	require.Less(t, took[waited], limit+limit/2, "answered at its deadline, not a limit after it; %v", errs[waited])
 }
 
 func TestSandbox_WorkerThatDoesNotStart(t *testing.T) {
@@ -167,6 +228,7 @@ func TestSandbox_CloseEndsWorkers(t *testing.T) {
 	require.NoError(t, err)
 	s := batchexpr.NewSandbox(batchexpr.SandboxOptions{
 		Workers: 2,
+		Limits:  batchexpr.Limits{Timeout: time.Minute},
 		Command: func() *exec.Cmd {
 			c := exec.Command(exe, "-test.run=^$")
 			mu.Lock()

@@ -8,18 +8,19 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 )
 
 // The worker protocol, gob over the worker's stdin and stdout: the worker
-// says hello, the parent sends the setup, then tasks and answers alternate,
-// one at a time, until the parent closes stdin.
+// says hello, the parent sends the setup, then requests and answers
+// alternate, one at a time, until the parent closes stdin.
 
 // workerEnv marks a process started as a worker; the value guards against
 // an accidental match.
 const (
 	workerEnv   = "ZIZQ_INTERNAL_BATCHEXPR_WORKER"
 	workerValue = "1"
-	protocol    = 1
+	protocol    = 2
 )
 
 type hello struct{ Protocol int }
@@ -49,10 +50,19 @@ type Answer struct {
 	Payload []byte
 }
 
+// request is a task with the time it has left: its deadline counts from
+// its queueing in the parent, so a task that waited runs for less than the
+// limit.
+type request struct {
+	Task
+	Timeout time.Duration
+}
+
 type answer struct {
 	Answer
-	Stage Stage // 0: no refusal
-	Msg   string
+	Stage   Stage // 0: no refusal
+	Msg     string
+	Overran bool // the refusal is the deadline's
 }
 
 // ServeIfWorker turns the process into a batch worker, and never returns,
@@ -81,11 +91,11 @@ func serveWorker(r io.Reader, w io.Writer) int {
 	confine(s.MemoryBytes)
 	cache := newProgramCache(programCacheSize)
 	for {
-		var t Task
-		if err := dec.Decode(&t); err != nil {
+		var req request
+		if err := dec.Decode(&req); err != nil {
 			return 0 // the parent closed stdin (or died)
 		}
-		a := run(t, cache, s.Limits)
+		a := run(req, cache, s.Limits)
 		if enc.Encode(a) != nil || bw.Flush() != nil {
 			return 1
 		}
@@ -106,17 +116,18 @@ func confine(memoryBytes int64) {
 	}
 }
 
-// run evaluates a task under one deadline.
-func run(t Task, cache *programCache, lim Limits) answer {
-	ctx, cancel := context.WithTimeout(context.Background(), lim.Timeout)
+// run evaluates a task under the time it has left; its refusals name the
+// whole limit, which is what the deadline stands for.
+func run(req request, cache *programCache, lim Limits) answer {
+	ctx, cancel := context.WithTimeout(context.Background(), req.Timeout)
 	defer cancel()
-	a, err := evaluate(ctx, t, cache, lim)
+	a, err := evaluate(ctx, req.Task, cache, lim)
 	if err != nil {
 		e, ok := err.(*Error)
 		if !ok {
 			e = &Error{Stage: StageFold, Msg: err.Error()}
 		}
-		return answer{Stage: e.Stage, Msg: e.Msg}
+		return answer{Stage: e.Stage, Msg: e.Msg, Overran: ctx.Err() != nil}
 	}
 	return answer{Answer: a}
 }

@@ -298,11 +298,15 @@ func (d *batchDecision) commit(ctx context.Context) ([]engine.Enqueued, error) {
 	return out, nil
 }
 
-// batchRefusal makes an evaluator's refusal of item i the client's error.
+// batchRefusal makes an evaluator's refusal of item i the client's error,
+// and a sandbox without room for it a busy service.
 func batchRefusal(i int, err error) error {
 	var be *batchexpr.Error
-	if errors.As(err, &be) {
+	switch {
+	case errors.As(err, &be):
 		return &Error{Kind: KindUnprocessable, Msg: be.Error(), Item: i, err: err}
+	case errors.Is(err, batchexpr.ErrBusy):
+		return &Error{Kind: KindBusy, Msg: err.Error(), Item: i, err: err}
 	}
 	return fmt.Errorf("evaluate batch of item %d: %w", i, err)
 }

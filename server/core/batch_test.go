@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -173,4 +174,22 @@ func TestKeyLocks(t *testing.T) {
 	unlock()
 	<-done
 	require.Empty(t, l.held, "no lock is left behind")
+}
+
+// A sandbox without room for a fold is the service being busy, not the
+// client's mistake: a cron fire retries it instead of skipping it.
+func TestBatchRefusal_BusyIsTransient(t *testing.T) {
+	t.Parallel()
+	err := batchRefusal(2, fmt.Errorf("%w: every worker is taken", batchexpr.ErrBusy))
+	var ce *Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, KindBusy, ce.Kind)
+	require.Equal(t, 2, ce.Item)
+	require.ErrorIs(t, err, batchexpr.ErrBusy)
+	require.False(t, isRefusal(err), "a cron fire retries it")
+
+	err = batchRefusal(0, &batchexpr.Error{Stage: batchexpr.StageFold, Msg: "fold expression took longer than 1s"})
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, KindUnprocessable, ce.Kind)
+	require.True(t, isRefusal(err))
 }

@@ -64,6 +64,9 @@ type Options struct {
 	// MaxPayloadBytes bounds a payload that a fold makes, as the transport
 	// bounds one sent (0: 16 MiB). Used when Batches is nil.
 	MaxPayloadBytes int64
+	// BatchSandbox tunes the sandbox made when Batches is nil; its payload
+	// limit and logger come from MaxPayloadBytes and Logger when unset.
+	BatchSandbox batchexpr.SandboxOptions
 }
 
 // DefaultPayloadCacheBytes is the payload cache's default bound: enough for
@@ -112,10 +115,14 @@ func Start(ctx context.Context, opts Options) *Service {
 		opts.PayloadCacheBytes = DefaultPayloadCacheBytes
 	}
 	if opts.Batches == nil {
-		opts.Batches = batchexpr.NewSandbox(batchexpr.SandboxOptions{
-			Limits: batchexpr.Limits{MaxPayloadBytes: int(opts.MaxPayloadBytes)},
-			Logger: opts.Logger,
-		})
+		so := opts.BatchSandbox
+		if so.Limits.MaxPayloadBytes == 0 {
+			so.Limits.MaxPayloadBytes = int(opts.MaxPayloadBytes)
+		}
+		if so.Logger == nil {
+			so.Logger = opts.Logger
+		}
+		opts.Batches = batchexpr.NewSandbox(so)
 	}
 	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes),
 		cron: newCronState(), batches: opts.Batches, batchKeys: newKeyLocks()}

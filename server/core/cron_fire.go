@@ -171,8 +171,8 @@ func (s *Service) settleFire(f *cronFire) engine.Alarm {
 }
 
 // isRefusal reports whether err is the state refusing an enqueue, as
-// opposed to a failure to commit it.
+// opposed to a failure to commit it (or a busy batch sandbox).
 func isRefusal(err error) bool {
 	var ce *Error
-	return errors.As(err, &ce) && ce.Kind != KindUnavailable && ce.Kind != KindStarting
+	return errors.As(err, &ce) && ce.Kind != KindUnavailable && ce.Kind != KindStarting && ce.Kind != KindBusy
 }

@@ -26,6 +26,9 @@ const (
 	KindUnavailable
 	// KindStarting: the service is still loading its state.
 	KindStarting
+	// KindBusy: the service has no room for the request now (the batch
+	// sandbox's queue is full); the same request may succeed shortly.
+	KindBusy
 )
 
 // Error is a refusal with a message meant for the client.
@@ -55,6 +58,7 @@ var (
 	ErrInvalid       = &Error{Kind: KindInvalid}
 	ErrUnavailable   = &Error{Kind: KindUnavailable}
 	ErrStarting      = &Error{Kind: KindStarting}
+	ErrBusy          = &Error{Kind: KindBusy}
 )
 
 func refuse(kind Kind, format string, args ...any) *Error {
