@@ -147,7 +147,11 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 		switch {
 		case err == nil:
 			delete(a.pending, k.id)
+			back := k.lastErr != nil && client.IsNotFound(k.lastErr)
 			a.mu.Unlock()
+			if back {
+				a.report(fmt.Sprintf("job %s came back to this worker: its result is delivered, and it did not run again", k.id))
+			}
 			a.notify()
 			return
 		case ctx.Err() != nil:
