@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/internal/worker"
 )
@@ -115,6 +116,11 @@ func newWorkCmd(shared *Factory) *cobra.Command {
 		PreRunE: func(c *cobra.Command, args []string) error {
 			if err := checkWorkCommand(c, args); err != nil {
 				return err
+			}
+			for _, q := range o.Queues {
+				if err := api.ValidateName("queue", q); err != nil {
+					return usageError{fmt.Errorf("invalid --queue %q: %w", q, err)}
+				}
 			}
 			return checkWorkOutput(c, f.Opts)
 		},

@@ -351,6 +351,22 @@ func TestWork_SigtermFinishesRunning(t *testing.T) {
 	require.Equal(t, 3, strings.Count(w.out.String(), "exited with status 0"))
 }
 
+// TestWork_GraceEnds: a command still running --grace after SIGTERM is
+// killed and its job fails "worker stopped"; the worker exits 0.
+func TestWork_GraceEnds(t *testing.T) {
+	t.Parallel()
+	url := serveInProcess(t)
+	ids := enqueueBulk(t, url, "q", "t", 1)
+	w := startWork(t, url, "-q", "q", "--grace", "300ms", "--", "sleep", "30")
+	w.waitOut("running in process", 1, 20*time.Second)
+	w.signal(syscall.SIGTERM)
+	require.Equal(t, cmd.ExitOK, w.wait(20*time.Second), "stderr: %s", w.err)
+	require.Contains(t, w.out.String(), "Job "+ids[0]+" killed: worker stopped")
+	errs := jobErrors(t, url, ids[0])
+	require.Len(t, errs, 1)
+	require.Equal(t, "worker stopped", errs[0].Message)
+}
+
 // TestWork_SecondSignalKills: a second signal kills the commands at once;
 // their jobs go back to ready without a failure, and it exits 1.
 func TestWork_SecondSignalKills(t *testing.T) {
@@ -515,6 +531,8 @@ func TestWork_BadInput(t *testing.T) {
 	}
 	enqueueBulk(t, url, "not-yet", "t", 1)
 	require.Equal(t, cmd.ExitOK, w.wait(20*time.Second), "stderr: %s", w.err)
+
+	requireFails(t, runZizq(t, "", "work", "--url", url, "-q", "a*b", "--", "true"), cmd.ExitUsage, `invalid --queue "a*b": queue must not contain '*' (reserved)`)
 
 	r = runZizq(t, "", "work", "--url", freeURL(t), "--", "true")
 	require.Equal(t, cmd.ExitUnreachable, r.code, "%s", r.err)

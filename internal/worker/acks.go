@@ -52,6 +52,8 @@ type ack struct {
 	redelivered bool
 	// orphan: the server said 404 and the job has not come back.
 	orphan bool
+	// refused: the server refused it for good (not a 404); it is reported.
+	refused bool
 	// unsure: an attempt got no answer, so it may have taken effect.
 	unsure  bool
 	lastErr error
@@ -98,13 +100,13 @@ func (a *acker) redeliver(j jobRef) bool {
 }
 
 // busy is how many results are still being sent (orphans do not count:
-// they wait for a job that may never come back).
+// they wait for a job that may never come back; nor do refused ones).
 func (a *acker) busy() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
 	for _, k := range a.pending {
-		if !k.orphan {
+		if !k.orphan && !k.refused {
 			n++
 		}
 	}
@@ -175,7 +177,7 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 			k.unsure, k.lastErr = k.unsure || !client.IsValidation(err), err
 			a.mu.Unlock()
 		default: // refused: sending it again would not help
-			k.lastErr = err
+			k.refused, k.lastErr = true, err
 			a.mu.Unlock()
 			a.report(fmt.Sprintf("job %s: the server refused its result: %v", k.id, err))
 			a.notify()

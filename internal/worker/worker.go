@@ -500,7 +500,7 @@ func (l *loop) beginStop(signal string) {
 
 func (l *loop) doAbort() {
 	if !l.stopping {
-		l.emit(Event{Kind: EventStopping, Signal: "abort", Running: len(l.running)}, nil)
+		l.emit(Event{Kind: EventStopping, Running: len(l.running)}, nil)
 	}
 	l.stopping, l.aborted = true, true
 	l.waiting = nil
