@@ -68,6 +68,14 @@ func newAcker(cl *client.Client, report func(string)) *acker {
 func (a *acker) submit(ctx context.Context, j jobRef, fail *api.FailureRequest) {
 	k := &ack{id: j.id, fail: fail, attempts: j.attempts, wake: make(chan struct{}, 1)}
 	a.mu.Lock()
+	if old := a.pending[j.id]; old != nil {
+		// A later run of the job (a new attempt) replaces a result kept
+		// for an earlier one: wake that one's sender, which then ends.
+		select {
+		case old.wake <- struct{}{}:
+		default:
+		}
+	}
 	a.pending[j.id] = k
 	a.mu.Unlock()
 	a.wg.Add(1)
@@ -143,10 +151,13 @@ func (a *acker) notify() {
 
 func (a *acker) deliver(ctx context.Context, k *ack) {
 	delay := ackRetryFirst
-	for {
+	for a.current(k) {
 		err := a.send(ctx, k)
 		a.mu.Lock()
 		switch {
+		case a.pending[k.id] != k:
+			a.mu.Unlock()
+			return // superseded by a later result of the same job
 		case err == nil:
 			delete(a.pending, k.id)
 			back := k.lastErr != nil && client.IsNotFound(k.lastErr)
@@ -174,14 +185,13 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 			delay = ackRetryFirst
 			continue
 		case retryable(err):
-			k.unsure, k.lastErr = k.unsure || !client.IsValidation(err), err
+			k.unsure, k.lastErr = true, err
 			a.mu.Unlock()
 		default: // refused: sending it again would not help
 			k.refused, k.lastErr = true, err
 			a.mu.Unlock()
 			a.report(fmt.Sprintf("job %s: the server refused its result: %v", k.id, err))
 			a.notify()
-			<-ctx.Done()
 			return
 		}
 		if !a.sleep(ctx, k, delay) {
@@ -189,6 +199,13 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 		}
 		delay = min(2*delay, ackRetryMax)
 	}
+}
+
+// current reports whether k is still the job's result to send.
+func (a *acker) current(k *ack) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending[k.id] == k
 }
 
 // sleep waits for d (forever when negative), a redelivery, or the end of

@@ -325,8 +325,11 @@ func (l *loop) onFrame(f frame) {
 	}
 	l.activity++
 	j := f.job
-	if r, ok := l.running[j.ID]; ok && j.Attempts <= r.job.Attempts {
-		return // back while it still runs here: its result will answer this delivery
+	if _, ok := l.running[j.ID]; ok {
+		// Back while it still runs here (the server requeued it when a
+		// stream dropped): its result will answer this delivery. One job
+		// never runs twice at once in one worker.
+		return
 	}
 	if l.acks.redeliver(refOf(&j)) {
 		return // finished here already: its result is sent now
