@@ -328,7 +328,7 @@ func TestWork_SigtermFinishesRunning(t *testing.T) {
 	dir := t.TempDir()
 	ids := enqueueBulk(t, url, "q", "t", 6)
 	w := startWork(t, url, "-q", "q", "--concurrency", "3", "--", "sh", "-c",
-		`touch `+dir+`/$ZIZQ_JOB_ID.started; sleep 1.5; touch `+dir+`/$ZIZQ_JOB_ID.done`)
+		`touch `+dir+`/$ZIZQ_JOB_ID.started; sleep 3; touch `+dir+`/$ZIZQ_JOB_ID.done`)
 	w.waitOut("running in process", 3, 20*time.Second)
 	w.signal(syscall.SIGTERM)
 	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
