@@ -221,7 +221,7 @@ func TestWork_Success(t *testing.T) {
 	dir := t.TempDir()
 	ids := enqueueBulk(t, url, "mail", "send", 3)
 	w := startWork(t, url, "--queue", "mail", "--drain", "--", "sh", "-c",
-		`cat > `+dir+`/$ZIZQ_JOB_ID.json; env | grep '^ZIZQ_' | sort > `+dir+`/$ZIZQ_JOB_ID.env; echo "hello from $ZIZQ_JOB_ID"`)
+		`cat > `+dir+`/$ZIZQ_JOB_ID.json; env | grep -E '^ZIZQ_(JOB_[A-Z]+|URL)=' | sort > `+dir+`/$ZIZQ_JOB_ID.env; echo "hello from $ZIZQ_JOB_ID"`)
 	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
 	for i, id := range ids {
 		payload, err := os.ReadFile(filepath.Join(dir, id+".json"))
