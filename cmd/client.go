@@ -78,6 +78,7 @@ func addClientCommands(root *cobra.Command, streams IO) {
 		addClientFlags(c, o)
 		root.AddCommand(c)
 	}
+	root.AddCommand(newWorkCmd(f)) // its --timeout is the job's: it declares its own client flags
 	acceptClientFlagsFirst(root)
 }
 

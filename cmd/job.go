@@ -16,6 +16,7 @@ import (
 func newJobCmd(f *Factory) *cobra.Command {
 	return parentCmd("job", "Enqueue, inspect, change and delete jobs",
 		newJobEnqueueCmd(f),
+		newJobBulkCmd(f),
 		newJobGetCmd(f),
 		newJobListCmd(f),
 		newJobCountCmd(f),

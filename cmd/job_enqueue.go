@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
+	"github.com/zizq/zizq/server/batchexpr"
 )
 
 // JobEnqueueOptions are the flags of `job enqueue`.
@@ -29,6 +31,9 @@ type JobEnqueueOptions struct {
 	Budgets     []string
 	UniqueKey   string
 	UniqueWhile string
+	BatchKey    string
+	BatchWhen   string
+	BatchFold   string
 }
 
 // uniqueScopes are the values of --unique-while.
@@ -37,7 +42,7 @@ var uniqueScopes = []string{api.UniqueWhileQueued, api.UniqueWhileActive, api.Un
 func newJobEnqueueCmd(f *Factory) *cobra.Command {
 	o := &JobEnqueueOptions{}
 	c := &cobra.Command{
-		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]... [--unique-key K [--unique-while SCOPE]]",
+		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]... [--unique-key K [--unique-while SCOPE] | --batch-key K --batch-when EXPR --batch-fold EXPR]",
 		Short: "Enqueue a job",
 		Long: `Enqueue a job and print its ID (-o json: the job as the server answers).
 
@@ -52,11 +57,20 @@ last ':' only when digits follow it.
 in the scope --unique-while names (queued, the default: scheduled or
 ready; active: also in flight; exists: until it is deleted or purged), no
 job is created and the existing job's ID is printed instead, with a note
-on standard error (-o json: the existing job, "duplicate": true).`,
+on standard error (-o json: the existing job, "duplicate": true).
+
+--batch-key makes the job batched, with --batch-when and --batch-fold (jq
+programs over $existing and $new, the pending job's payload and this one's):
+while the pending job of the key is ready and --batch-when holds, no job
+is created: the payloads fold into the pending job with --batch-fold, and
+its ID is printed, with a note on standard error (-o json: that job,
+"folded": true). A job is unique or batched, not both.`,
 		Example: `  zizq job enqueue --queue images --type resize --payload '{"url":"https://…"}' \
     --budget image-workers --budget image-service:5
   echo '{"to":"a@b.c"}' | zizq job enqueue --queue emails --type send --payload-file - --in 10m
-  zizq job enqueue -q reports -t nightly --unique-key report:2026-01-02 --unique-while exists`,
+  zizq job enqueue -q reports -t nightly --unique-key report:2026-01-02 --unique-while exists
+  zizq job enqueue -q push -t send --payload '{"ids":["a"]}' --batch-key push:tenant-1 \
+    --batch-when '($existing.ids + $new.ids) | length <= 100' --batch-fold '$existing | .ids += $new.ids'`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			req, err := o.request(c, time.Now())
@@ -77,6 +91,9 @@ on standard error (-o json: the existing job, "duplicate": true).`,
 			if j.Duplicate != nil && *j.Duplicate {
 				fmt.Fprintf(f.IO.Err, "Not enqueued: job %s (%s) holds unique key %q.\n", j.ID, j.Status, j.UniqueKey)
 			}
+			if j.Folded != nil && *j.Folded {
+				fmt.Fprintf(f.IO.Err, "Folded into job %s, the pending job of batch %q.\n", j.ID, o.BatchKey)
+			}
 			_, err = fmt.Fprintln(f.IO.Out, j.ID)
 			return err
 		},
@@ -92,6 +109,9 @@ on standard error (-o json: the existing job, "duplicate": true).`,
 	fs.StringArrayVar(&o.Budgets, "budget", nil, "bind to a budget, KEY or KEY:COST (repeatable)")
 	fs.StringVar(&o.UniqueKey, "unique-key", "", "do not enqueue while a job with this key is in the --unique-while scope")
 	fs.StringVar(&o.UniqueWhile, "unique-while", "", "scope of --unique-key: queued (default), active or exists")
+	fs.StringVar(&o.BatchKey, "batch-key", "", "fold into the pending job of this batch key while --batch-when holds")
+	fs.StringVar(&o.BatchWhen, "batch-when", "", "jq program over $existing and $new: fold while it is true")
+	fs.StringVar(&o.BatchFold, "batch-fold", "", "jq program over $existing and $new: the folded payload")
 	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
 	_ = c.RegisterFlagCompletionFunc("budget", f.completeBudgetKeys)
 	_ = c.RegisterFlagCompletionFunc("unique-while", cobra.FixedCompletions(uniqueScopes, cobra.ShellCompDirectiveNoFileComp))
@@ -139,7 +159,40 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 	if err := o.unique(c, &req); err != nil {
 		return req, err
 	}
+	if err := o.batch(c, &req); err != nil {
+		return req, err
+	}
 	return req, nil
+}
+
+// batchFlags are the flags of a batched job, all three or none.
+var batchFlags = []string{"batch-key", "batch-when", "batch-fold"}
+
+// batch sets the request's batch from the flags; the programs are
+// compiled here, so that a mistake is a usage error.
+func (o *JobEnqueueOptions) batch(c *cobra.Command, req *api.EnqueueRequest) error {
+	if !anyChanged(c, batchFlags...) {
+		return nil
+	}
+	if err := requireFlags(c, batchFlags...); err != nil {
+		return usageError{fmt.Errorf("--batch-key, --batch-when and --batch-fold go together: %w", err)}
+	}
+	if err := exclusiveFlags(c, "unique-key", "batch-key"); err != nil {
+		return err
+	}
+	if o.BatchKey == "" {
+		return usageError{fmt.Errorf("--batch-key must not be empty")}
+	}
+	// The server's own compile, with $existing and $new declared: "when:
+	// …" or "fold: …" names the program at fault.
+	var be *batchexpr.Error
+	if _, err := batchexpr.Compile(batchexpr.Config{When: o.BatchWhen, Fold: o.BatchFold}); errors.As(err, &be) {
+		return usageError{fmt.Errorf("invalid --batch-%s", be.Msg)}
+	} else if err != nil {
+		return usageError{fmt.Errorf("invalid batch programs: %w", err)}
+	}
+	req.Batch = &api.BatchRequest{Key: &o.BatchKey, When: &o.BatchWhen, Fold: &o.BatchFold}
+	return nil
 }
 
 // unique sets the request's unique key and scope from the flags.
