@@ -155,3 +155,19 @@ func TestBudgetCommands_Forecast(t *testing.T) {
 	c.fails(cmd.ExitFailure, "burst is only valid for time_based budgets", "budget", "forecast", "empty", "--burst", "2")
 	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "forecast", "nope")
 }
+
+// TestBudgetCommands_PauseUntilPast: a pause whose end has passed is
+// refused, and the budget's pause stays.
+func TestBudgetCommands_PauseUntilPast(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "api", "--allocation", "3", "--strategy", "while_in_flight")
+	c.ok("budget", "pause", "api")
+	c.fails(cmd.ExitFailure, "paused_until must be in the future: 1000 (1970-01-01T00:00:01Z) has passed", "budget", "pause", "api", "--until", "1000")
+	past := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	c.fails(cmd.ExitFailure, "paused_until must be in the future", "budget", "pause", "api", "--until", past.Format(time.RFC3339))
+	var b api.Budget
+	c.json(&b, "budget", "get", "api")
+	require.True(t, b.Paused)
+	require.Zero(t, b.PausedUntil)
+}

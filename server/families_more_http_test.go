@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -46,5 +49,48 @@ func TestFamilies_KeyNotUTF8(t *testing.T) {
 				require.Equal(t, before, b.snapshot(t, "/jobs/"+job.ID), "%s %s changed something", c.method, c.path)
 			}
 		}
+	})
+}
+
+// TestFamilies_PauseEndInThePast: a paused_until that has already come is
+// refused with 422 by every request that sets one (PUT, POST, PATCH; the
+// CLI's pause is a PATCH), and an existing pause stays as it was: it was
+// taken and lifted at once.
+func TestFamilies_PauseEndInThePast(t *testing.T) {
+	t.Parallel()
+	famEachFormat(t, func(t *testing.T, b *famBundle) {
+		until := famT0 + 60_000
+		b.call(t, "PUT", "/budgets/api", fmt.Sprintf(`{"allocation":3,"strategy":{"type":"while_in_flight"},"paused_until":%d}`, until), http.StatusOK, nil)
+		b.call(t, "PUT", "/budgets/held", `{"allocation":3,"strategy":{"type":"while_in_flight"},"paused":true}`, http.StatusOK, nil)
+		b.clk.Advance(time.Second)
+		now := famT0 + 1000
+		msg := func(at int64) string {
+			return fmt.Sprintf("paused_until must be in the future: %d (%s) has passed, it is 2026-05-01T12:00:01Z now",
+				at, time.UnixMilli(at).UTC().Format(time.RFC3339Nano))
+		}
+		wif := func(pause string) string {
+			return `{"allocation":3,"strategy":{"type":"while_in_flight"},` + pause + `}`
+		}
+		for _, c := range []struct{ method, path, body string }{
+			{"PATCH", "/budgets/api", fmt.Sprintf(`{"paused_until":%d}`, now)},
+			{"PATCH", "/budgets/api", fmt.Sprintf(`{"paused":true,"paused_until":%d}`, now-1)},
+			{"PATCH", "/budgets/held", fmt.Sprintf(`{"paused_until":%d}`, 1)},
+			{"PATCH", "/budgets/held", fmt.Sprintf(`{"allocation":4,"paused_until":%d}`, now-500)},
+			{"PUT", "/budgets/api", wif(fmt.Sprintf(`"paused_until":%d`, now))},
+			{"PUT", "/budgets/held", wif(fmt.Sprintf(`"paused":true,"paused_until":%d`, famT0))},
+			{"PUT", "/budgets/new", wif(fmt.Sprintf(`"paused_until":%d`, now-1))},
+			{"POST", "/budgets/new", wif(fmt.Sprintf(`"paused":true,"paused_until":%d`, 5))},
+		} {
+			var at int64
+			_, err := fmt.Sscanf(c.body[strings.Index(c.body, `"paused_until":`)+len(`"paused_until":`):], "%d", &at)
+			require.NoError(t, err)
+			before := b.snapshot(t, "/budgets/api")
+			b.fails(t, c.method, c.path, c.body, http.StatusUnprocessableEntity, msg(at))
+			require.Equal(t, before, b.snapshot(t, "/budgets/api"), "%s %s changed something", c.method, c.path)
+		}
+		require.Equal(t, uint64(until), b.budget(t, "/budgets/api").PausedUntil, "the pause stands")
+		require.True(t, b.budget(t, "/budgets/held").Paused, "the pause stands")
+		// An end still to come is taken, to the millisecond.
+		b.call(t, "PATCH", "/budgets/held", fmt.Sprintf(`{"paused_until":%d}`, now+1), http.StatusOK, nil)
 	})
 }

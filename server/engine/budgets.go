@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sort"
+	"time"
 
 	"github.com/zizq/zizq/store"
 )
@@ -45,7 +46,9 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 	defer e.finishOp()
 	ms := e.nowMs()
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, ms, ms
-	cfg = e.pastPauseCleared(cfg)
+	if err := e.checkPauseEnd(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	if err := e.checkManaged(key); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -86,7 +89,9 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 		return store.Budget{}, nil, err
 	}
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, e.nowMs()
-	cfg = e.pastPauseCleared(cfg)
+	if err := e.checkPauseEnd(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -163,7 +168,21 @@ func (e *Engine) checkTemplate(a *account, t *store.BudgetTemplate) error {
 	return nil
 }
 
-// pastPauseCleared drops a pause that has already ended.
+// checkPauseEnd refuses a pause whose end has already come: taken as
+// given it would lift at once, ending any pause the budget had, which a
+// caller who meant to pause it never wants.
+func (e *Engine) checkPauseEnd(cfg store.Budget) error {
+	if cfg.PausedUntil <= 0 || cfg.PausedUntil*int64(time.Millisecond) > e.vnow {
+		return nil
+	}
+	return errorf(Unprocessable, "paused_until must be in the future: %d (%s) has passed, it is %s now",
+		cfg.PausedUntil, formatMs(cfg.PausedUntil), formatMs(e.nowMs()))
+}
+
+// formatMs writes a unix time in ms as the engine's messages do.
+func formatMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// pastPauseCleared drops a pause that ended while the server was down.
 func (e *Engine) pastPauseCleared(cfg store.Budget) store.Budget {
 	if end := pauseEnd(cfg); end != 0 && end <= e.vnow {
 		cfg.Paused, cfg.PausedUntil = false, 0
