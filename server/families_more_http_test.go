@@ -3,11 +3,13 @@ package server_test
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 )
 
 // famMoreFamily is a family of while_in_flight sub-budgets of one token.
@@ -92,5 +94,41 @@ func TestFamilies_PauseEndInThePast(t *testing.T) {
 		require.True(t, b.budget(t, "/budgets/held").Paused, "the pause stands")
 		// An end still to come is taken, to the millisecond.
 		b.call(t, "PATCH", "/budgets/held", fmt.Sprintf(`{"paused_until":%d}`, now+1), http.StatusOK, nil)
+	})
+}
+
+// TestFamilies_SubKeyRefused: a family key with an empty sub-key or a '/'
+// inside it is refused with 422 wherever a job is bound to it (enqueue,
+// bulk, a binding's change) and wherever it is read as a sub-budget; a
+// valid sub-key beside it works.
+func TestFamilies_SubKeyRefused(t *testing.T) {
+	t.Parallel()
+	famEachFormat(t, func(t *testing.T, b *famBundle) {
+		b.call(t, "PUT", "/budgets/tenants", famMoreFamily, http.StatusOK, nil)
+		b.famJob(t, "nobody", `[{"key":"tenants/ok"}]`)
+		job := b.famJob(t, "nobody", `[]`)
+		for _, c := range []struct{ key, path, msg string }{
+			{"tenants/", "tenants%2F", "budget key 'tenants/' has an empty sub-key: a key of family 'tenants' is 'tenants/<sub-key>'"},
+			{"tenants//x", "tenants%2F%2Fx", "budget key 'tenants//x': the sub-key '/x' of family 'tenants' must not contain '/'"},
+			{"tenants/a/b", "tenants%2Fa%2Fb", "budget key 'tenants/a/b': the sub-key 'a/b' of family 'tenants' must not contain '/'"},
+		} {
+			one := `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"` + c.key + `"}]}`
+			for _, r := range []struct{ method, path, body, msg string }{
+				{"POST", "/jobs", one, c.msg},
+				{"POST", "/jobs/bulk", `{"jobs":[{"type":"t","queue":"q","payload":{}},` + one + `]}`, "jobs[1]: " + c.msg},
+				{"POST", "/jobs/" + job.ID + "/budgets/" + c.path, "", c.msg},
+				{"PUT", "/jobs/" + job.ID + "/budgets", `{"budgets":[{"key":"` + c.key + `"}]}`, c.msg},
+				{"POST", "/jobs/budgets/" + c.path + "?queue=nobody", "", c.msg},
+				{"GET", "/budgets/" + c.path, "", c.msg},
+				{"GET", "/budgets/" + c.path + "/forecast", "", c.msg},
+			} {
+				before := b.snapshot(t, "/jobs/"+job.ID)
+				b.failsLike(t, r.method, r.path, r.body, http.StatusUnprocessableEntity, "^"+regexp.QuoteMeta(r.msg)+"$")
+				require.Equal(t, before, b.snapshot(t, "/jobs/"+job.ID), "%s %s changed something", r.method, r.path)
+			}
+		}
+		var list api.BudgetList
+		b.call(t, "GET", "/budgets?parent=tenants", "", http.StatusOK, &list)
+		require.Equal(t, []string{"tenants/ok"}, famKeys(list.Budgets))
 	})
 }

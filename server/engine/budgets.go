@@ -311,7 +311,11 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 	e.catchUp()
 	a := e.accounts[key]
 	if a == nil {
-		if fam := e.familyOf(key); fam != nil {
+		fam, err := e.subFamily(key)
+		if err != nil {
+			return BudgetView{}, err
+		}
+		if fam != nil {
 			// An idle sub-budget: as it would be made, with a full pool.
 			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), e.vnow), head: none}
 			return e.budgetView(&fresh, state), nil

@@ -51,6 +51,31 @@ func (e *Engine) familyOf(key string) *account {
 	return nil
 }
 
+// checkSubKey refuses a key of family fam whose sub-key (what follows
+// "<family>/") is empty or holds a '/': a script whose $TENANT came out
+// empty would otherwise put every job in one shared sub-budget, and
+// "a/b" would be a tenant no one can tell from a nested family's.
+func checkSubKey(fam *account, key string) *Error {
+	sub := key[len(fam.cfg.Key)+1:]
+	switch {
+	case sub == "":
+		return errorf(Unprocessable, "budget key '%s' has an empty sub-key: a key of family '%s' is '%s/<sub-key>'", key, fam.cfg.Key, fam.cfg.Key)
+	case strings.IndexByte(sub, '/') >= 0:
+		return errorf(Unprocessable, "budget key '%s': the sub-key '%s' of family '%s' must not contain '/'", key, sub, fam.cfg.Key)
+	}
+	return nil
+}
+
+// subFamily returns the family that would make key a sub-budget, or nil;
+// Unprocessable when key's sub-key is not one (checkSubKey).
+func (e *Engine) subFamily(key string) (*account, *Error) {
+	fam := e.familyOf(key)
+	if fam == nil {
+		return nil, nil
+	}
+	return fam, checkSubKey(fam, key)
+}
+
 // managedBy returns the family that manages key: key is not a plain
 // budget's and a family would make it a sub-budget.
 func (e *Engine) managedBy(key string) *account {
@@ -119,10 +144,18 @@ func (e *Engine) idleAt(a *account) (int64, bool) {
 	return a.pool.AffordableAt(a.pool.Capacity(), e.vnow)
 }
 
-// checkFamilyBindings refuses a job bound to a family and one of its
-// sub-budgets, or to two sub-budgets of one family: the sub-budget charges
-// its family already, and twice would be a double charge nobody means.
+// checkFamilyBindings refuses a binding whose sub-key is not one
+// (checkSubKey), and a job bound to a family and one of its sub-budgets, or
+// to two sub-budgets of one family: the sub-budget charges its family
+// already, and twice would be a double charge nobody means.
 func (e *Engine) checkFamilyBindings(specs []BindingSpec) *Error {
+	for _, b := range specs {
+		if e.accounts[b.Key] == nil {
+			if _, err := e.subFamily(b.Key); err != nil {
+				return err
+			}
+		}
+	}
 	if len(specs) < 2 {
 		return nil
 	}

@@ -55,7 +55,10 @@ func (e *Engine) Forecast(key string, w *WhatIf) (Forecast, error) {
 	e.catchUp()
 	a := e.accounts[key]
 	if a == nil {
-		fam := e.familyOf(key)
+		fam, err := e.subFamily(key)
+		if err != nil {
+			return Forecast{}, err
+		}
 		if fam == nil {
 			return Forecast{}, errorf(NotFound, "budget '%s' not found", key)
 		}
