@@ -61,6 +61,8 @@ func TestBudgetCommands_Families(t *testing.T) {
 	require.NotNil(t, b.PerKey)
 
 	c.fails(cmd.ExitNotFound, "budget family 'nope' not found", "budget", "list", "--parent", "nope")
+	c.ok("budget", "put", "solo", "--allocation", "3", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitFailure, "budget 'solo' is not a family: it has no per_key, so no sub-budgets", "budget", "list", "--parent", "solo")
 	c.fails(cmd.ExitFailure, "per_key.strategy.type is required to make 'shops' a family", "budget", "patch", "shops", "--per-key-allocation", "1")
 	c.fails(cmd.ExitFailure, "family", "budget", "put", "tenants/acme", "--allocation", "1", "--strategy", "while_in_flight")
 	c.fails(cmd.ExitFailure, "unfinished jobs", "budget", "delete", "tenants")

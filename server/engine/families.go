@@ -234,15 +234,18 @@ func restoredTag(binds []bind, tag int64, restored map[*account]bool) {
 }
 
 // SubBudgets returns the live sub-budgets of the family parent, by key,
-// with live figures when state is true; NotFound when parent is not a
-// family.
+// with live figures when state is true; NotFound when there is no budget
+// parent, Unprocessable when it is not a family.
 func (e *Engine) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.catchUp()
 	a := e.accounts[parent]
-	if a == nil || a.fam == nil {
+	switch {
+	case a == nil && e.familyOf(parent) == nil:
 		return nil, errorf(NotFound, "budget family '%s' not found", parent)
+	case a == nil || a.fam == nil:
+		return nil, errorf(Unprocessable, "budget '%s' is not a family: it has no per_key, so no sub-budgets", parent)
 	}
 	out := make([]BudgetView, 0, len(a.fam.subs))
 	for _, s := range a.fam.subs {
