@@ -132,3 +132,62 @@ func TestFamilies_SubKeyRefused(t *testing.T) {
 		require.Equal(t, []string{"tenants/ok"}, famKeys(list.Budgets))
 	})
 }
+
+// TestFamilies_FilterByFamilyKey: a family's key in budgets.key finds the
+// jobs bound through its sub-budgets as well as those bound to it, and
+// not those of a plain budget under its name; in every request that
+// filters by budget (list, count, delete, patch, /jobs/budgets/{key}),
+// agreeing with the count a refused delete of the family names.
+func TestFamilies_FilterByFamilyKey(t *testing.T) {
+	t.Parallel()
+	famEachFormat(t, func(t *testing.T, b *famBundle) {
+		b.call(t, "PUT", "/budgets/tenants%2Feu", famPlain, http.StatusOK, nil) // before the family: plain
+		b.call(t, "PUT", "/budgets/tenants", famMoreFamily, http.StatusOK, nil)
+		b.call(t, "PUT", "/budgets/other", famPlain, http.StatusOK, nil)
+		var mine []string
+		for _, j := range b.famJobs(t, 3, "q", `[{"key":"tenants/acme"}]`) {
+			mine = append(mine, j.ID)
+		}
+		mine = append(mine, b.famJob(t, "q", `[{"key":"other"},{"key":"tenants/zeta"}]`).ID)
+		mine = append(mine, b.famJob(t, "q", `[{"key":"tenants"}]`).ID)
+		b.famJob(t, "q", `[{"key":"tenants/eu"}]`)
+		b.famJob(t, "q", `[{"key":"other"}]`)
+
+		count := func(query string) int64 {
+			t.Helper()
+			var c api.Count
+			b.call(t, "GET", "/jobs/count?"+query, "", http.StatusOK, &c)
+			return c.Count
+		}
+		require.Equal(t, int64(5), count("budgets.key=tenants"))
+		require.Equal(t, int64(3), count("budgets.key=tenants%2Facme"), "a sub-budget's key finds its own")
+		require.Equal(t, int64(1), count("budgets.key=tenants%2Feu"))
+		require.Equal(t, int64(6), count("budgets.key=tenants,tenants%2Feu"))
+		var list api.JobList
+		b.call(t, "GET", "/jobs?budgets.key=tenants", "", http.StatusOK, &list)
+		var got []string
+		for _, j := range list.Jobs {
+			got = append(got, j.ID)
+		}
+		require.ElementsMatch(t, mine, got)
+		b.failsLike(t, "DELETE", "/budgets/tenants", "", http.StatusConflict, `^budget 'tenants' is referenced by 5 unfinished jobs\.`)
+
+		var patched api.Patched
+		b.call(t, "PATCH", "/jobs?budgets.key=tenants", `{"priority":7}`, http.StatusOK, &patched)
+		require.Equal(t, int64(5), patched.Patched)
+		require.Equal(t, int64(5), count("budgets.key=tenants&priority=7"))
+		var changed api.BindingChange
+		b.call(t, "PUT", "/jobs/budgets/other?budgets.key=tenants", `{"cost":2}`, http.StatusOK, &changed)
+		require.Equal(t, int64(5), changed.Changed)
+		b.call(t, "DELETE", "/jobs/budgets/other?budgets.key=tenants", "", http.StatusOK, &changed)
+		require.Equal(t, int64(5), changed.Changed)
+		require.Equal(t, int64(1), count("budgets.key=other"), "only the job outside the family is left bound to other")
+
+		var deleted api.Deleted
+		b.call(t, "DELETE", "/jobs?budgets.key=tenants", "", http.StatusOK, &deleted)
+		require.Equal(t, int64(5), deleted.Deleted)
+		require.Equal(t, int64(0), count("budgets.key=tenants"))
+		require.Equal(t, int64(1), count("budgets.key=tenants%2Feu"), "the plain budget's job stays")
+		b.call(t, "DELETE", "/budgets/tenants", "", http.StatusNoContent, nil)
+	})
+}

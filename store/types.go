@@ -267,9 +267,15 @@ type Filter struct {
 	Types      []string
 	Statuses   []Status
 	BudgetKeys []string
-	Priority   *Range
-	ReadyAt    *Range
-	Attempts   *Range
+	// SubBudgetsOf holds the budget families among BudgetKeys: a job bound
+	// through one of their sub-budgets, by a key under "<family>/", is
+	// selected too, unless that key is one of NotSubBudgets or under one
+	// ("<key>/…"): budgets of their own that a family's name prefixes.
+	SubBudgetsOf  []string
+	NotSubBudgets []string
+	Priority      *Range
+	ReadyAt       *Range
+	Attempts      *Range
 	// Within, when set, narrows the selection to the jobs whose IDs it
 	// holds; an empty set selects nothing. Unlike IDs it may be large (the
 	// parked jobs of a live server, say): the store looks its IDs up by

@@ -254,3 +254,34 @@ func (e *Engine) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Key < out[j].Budget.Key })
 	return out, nil
 }
+
+// SubBudgetFilter returns, for a filter of jobs by the budget keys keys,
+// the families among them, whose jobs bound through a sub-budget a filter
+// by the family's key must find too, and the budgets of their own under
+// those families' names ("<family>/…": a plain budget made before the
+// family, or a family of its own), whose jobs it must not.
+func (e *Engine) SubBudgetFilter(keys []string) (families, own []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range keys {
+		if a := e.accounts[k]; a != nil && a.fam != nil && a.parent == nil {
+			families = append(families, k)
+		}
+	}
+	if len(families) == 0 {
+		return nil, nil
+	}
+	for key, a := range e.accounts {
+		if a.parent != nil {
+			continue
+		}
+		for _, f := range families {
+			if len(key) > len(f) && key[len(f)] == '/' && strings.HasPrefix(key, f) {
+				own = append(own, key)
+				break
+			}
+		}
+	}
+	sort.Strings(own)
+	return families, own
+}

@@ -545,8 +545,9 @@ func conditions(f *store.Filter) *conds {
 		c.add("status = ANY($)", st)
 	}
 	if len(f.BudgetKeys) > 0 {
+		cond, args := budgetKeyCond(f)
 		c.add(`budgets IS NOT NULL AND EXISTS (SELECT 1 FROM json_array_elements(budgets::json) AS b
-			WHERE b->>'key' = ANY($))`, f.BudgetKeys)
+			WHERE `+cond+`)`, args...)
 	}
 	for _, r := range []struct {
 		col string
@@ -572,6 +573,31 @@ func conditions(f *store.Filter) *conds {
 		c.add("(purge_at IS NULL OR purge_at > $)", f.Now)
 	}
 	return c
+}
+
+// budgetKeyCond renders the condition on one binding (b) of Filter's
+// budget keys: one of BudgetKeys, or under one of SubBudgetsOf but not
+// one of NotSubBudgets nor under one. starts_with tests a prefix without
+// LIKE's wildcards, which keys may hold.
+func budgetKeyCond(f *store.Filter) (string, []any) {
+	cond, args := `b->>'key' = ANY($)`, []any{f.BudgetKeys}
+	if len(f.SubBudgetsOf) == 0 {
+		return cond, args
+	}
+	under := func(keys []string) string {
+		prefixes := make([]string, len(keys))
+		for i, k := range keys {
+			prefixes[i] = k + "/"
+		}
+		args = append(args, prefixes)
+		return `EXISTS (SELECT 1 FROM unnest($::text[]) AS p WHERE starts_with(b->>'key', p))`
+	}
+	cond += ` OR (` + under(f.SubBudgetsOf)
+	if len(f.NotSubBudgets) > 0 {
+		args = append(args, f.NotSubBudgets)
+		cond += ` AND NOT (b->>'key' = ANY($) OR ` + under(f.NotSubBudgets) + `)`
+	}
+	return `(` + cond + `))`, args
 }
 
 func byteSlices(ss []string) [][]byte {

@@ -562,8 +562,8 @@ func conditions(f *store.Filter) (string, []any) {
 		}
 	}
 	if len(f.BudgetKeys) > 0 {
-		keyIn, keys := inList("json_extract(b.value, '$.key')", f.BudgetKeys)
-		add(`EXISTS (SELECT 1 FROM json_each(jobs.budgets) AS b WHERE `+keyIn+`)`, keys...)
+		cond, keys := budgetKeyCond(f)
+		add(`EXISTS (SELECT 1 FROM json_each(jobs.budgets) AS b WHERE `+cond+`)`, keys...)
 	}
 	for _, r := range []struct {
 		col string
@@ -592,6 +592,34 @@ func conditions(f *store.Filter) (string, []any) {
 		return "1", nil
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// budgetKeyCond renders the condition on one binding (b) of Filter's
+// budget keys: one of BudgetKeys, or under one of SubBudgetsOf but not
+// one of NotSubBudgets nor under one. instr(k, p) = 1 tests a prefix
+// without LIKE's wildcards, which keys may hold.
+func budgetKeyCond(f *store.Filter) (string, []any) {
+	const key = "json_extract(b.value, '$.key')"
+	cond, args := inList(key, f.BudgetKeys)
+	if len(f.SubBudgetsOf) == 0 {
+		return cond, args
+	}
+	under := func(keys []string) string {
+		prefixes := make([]string, len(keys))
+		for i, k := range keys {
+			prefixes[i] = k + "/"
+		}
+		buf, _ := json.Marshal(prefixes) // strings: cannot fail
+		args = append(args, string(buf))
+		return `EXISTS (SELECT 1 FROM json_each(?) AS p WHERE instr(` + key + `, p.value) = 1)`
+	}
+	cond = cond + ` OR (` + under(f.SubBudgetsOf)
+	if len(f.NotSubBudgets) > 0 {
+		own, ownArgs := inList(key, f.NotSubBudgets)
+		args = append(args, ownArgs...)
+		cond += ` AND NOT (` + own + ` OR ` + under(f.NotSubBudgets) + `)`
+	}
+	return `(` + cond + `))`, args
 }
 
 // inList renders "col IN (…)" for values: one placeholder per value, or, for
