@@ -173,3 +173,27 @@ func TestBudgetCommands_PauseUntilPast(t *testing.T) {
 	require.True(t, b.Paused)
 	require.Zero(t, b.PausedUntil)
 }
+
+// TestBudgetCommands_PauseOneTenant: one sub-budget of a family is paused
+// and resumed on its own, and list --parent shows it.
+func TestBudgetCommands_PauseOneTenant(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "create", "tenants", "--allocation", "10", "--strategy", "while_in_flight",
+		"--per-key-allocation", "2", "--per-key-strategy", "while_in_flight")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "tenants/acme")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "tenants/zeta")
+	var b api.Budget
+	c.json(&b, "budget", "pause", "tenants/acme")
+	require.True(t, b.Paused)
+	require.Equal(t, int64(2), b.Allocation)
+	out := c.ok("budget", "list", "--parent", "tenants")
+	require.Equal(t, []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN", "FLIGHT", "PARKED", "NEXT", "TOKEN", "PAUSED"}, cells(out)[0])
+	require.Equal(t, []string{"tenants/acme", "yes"}, []string{cells(out)[1][0], cells(out)[1][len(cells(out)[1])-1]})
+	require.Len(t, cells(out)[2], 10, "zeta is not paused: %q", cells(out)[2])
+	c.fails(cmd.ExitFailure, "paused_until must be in the future", "budget", "pause", "tenants/zeta", "--until", "1000")
+	b = api.Budget{}
+	c.json(&b, "budget", "resume", "tenants/acme")
+	require.False(t, b.Paused)
+	require.NotContains(t, c.ok("budget", "list", "--parent", "tenants"), "PAUSED")
+}

@@ -191,3 +191,94 @@ func TestFamilies_FilterByFamilyKey(t *testing.T) {
 		b.call(t, "DELETE", "/budgets/tenants", "", http.StatusNoContent, nil)
 	})
 }
+
+// TestFamilies_SubBudgetPause: one tenant of a family is paused on its
+// own (PATCH of the sub-budget, with or without an end); only its jobs
+// wait; its pause shows in the family's list, idle or not, survives a
+// change of the template, a PUT of the family and a restart, and ends by
+// itself or by a resume. Anything but the pause stays the family's.
+func TestFamilies_SubBudgetPause(t *testing.T) {
+	t.Parallel()
+	famEachFormat(t, func(t *testing.T, b *famBundle) {
+		b.call(t, "PUT", "/budgets/tenants", famMoreFamily, http.StatusOK, nil)
+		acme := b.famJobs(t, 2, "q", `[{"key":"tenants/acme"}]`)
+		zeta := b.famJob(t, "q", `[{"key":"tenants/zeta"}]`)
+		stamps := famStamps(famT0, famT0)
+		b.exact(t, "PATCH", "/budgets/tenants%2Facme", `{"paused":true}`, http.StatusOK,
+			`{"key":"tenants/acme","allocation":1,"strategy":{"type":"while_in_flight"},"paused":true,`+stamps+`}`)
+		until := famT0 + 60_000
+		b.exact(t, "PATCH", "/budgets/tenants%2Fidle", fmt.Sprintf(`{"paused_until":%d}`, until), http.StatusOK,
+			fmt.Sprintf(`{"key":"tenants/idle","allocation":1,"strategy":{"type":"while_in_flight"},"paused_until":%d,%s}`, until, stamps))
+		b.failsLike(t, "PATCH", "/budgets/tenants%2Facme", `{"allocation":5,"paused":false}`, http.StatusConflict,
+			`^budget 'tenants/acme' is managed by family 'tenants': change the family's per_key instead; only its pause \(paused, paused_until\) is its own$`)
+		b.failsLike(t, "PUT", "/budgets/tenants%2Facme", famPlain, http.StatusConflict, `managed by family 'tenants'`)
+
+		paused := func(t *testing.T) map[string]string {
+			t.Helper()
+			var list api.BudgetList
+			b.call(t, "GET", "/budgets?parent=tenants", "", http.StatusOK, &list)
+			out := map[string]string{}
+			for _, s := range list.Budgets {
+				out[s.Key] = fmt.Sprintf("paused=%v until=%d allocation=%d", s.Paused, s.PausedUntil, s.Allocation)
+			}
+			return out
+		}
+		want := map[string]string{
+			"tenants/acme": "paused=true until=0 allocation=1",
+			"tenants/idle": fmt.Sprintf("paused=false until=%d allocation=1", until),
+			"tenants/zeta": "paused=false until=0 allocation=1",
+		}
+		require.Equal(t, want, paused(t))
+
+		// Only the paused tenant's jobs wait.
+		ts := b.take(t, "queue=q&prefetch=10")
+		require.Equal(t, zeta.ID, ts.next(t, budArrives).ID)
+		var w api.Why
+		require.Eventually(t, func() bool {
+			b.call(t, "GET", "/jobs/"+acme[0].ID+"/why", "", http.StatusOK, &w)
+			return w.WaitingFor == api.WaitingBudget
+		}, 10*time.Second, 10*time.Millisecond)
+		require.Equal(t, "budget 'tenants/acme' is paused", w.Reason)
+		ts.none(t, 200*time.Millisecond)
+
+		// A new template, and a PUT of the family, keep the pauses.
+		b.call(t, "PATCH", "/budgets/tenants", `{"per_key":{"allocation":2}}`, http.StatusOK, nil)
+		b.call(t, "PUT", "/budgets/tenants", `{"allocation":10,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":2,"strategy":{"type":"while_in_flight"}}}`, http.StatusOK, nil)
+		for k, v := range want {
+			want[k] = strings.Replace(v, "allocation=1", "allocation=2", 1)
+		}
+		require.Equal(t, want, paused(t))
+		ts.none(t, 200*time.Millisecond)
+
+		// And so does a restart.
+		ts.close()
+		b.restart(t)
+		delete(want, "tenants/zeta") // in flight before: ready again, live again
+		got := paused(t)
+		delete(got, "tenants/zeta")
+		require.Equal(t, want, got)
+
+		// The idle tenant's pause ends by itself, and it is gone.
+		b.clk.Advance(time.Minute)
+		got = paused(t)
+		delete(got, "tenants/zeta")
+		require.Equal(t, map[string]string{"tenants/acme": "paused=true until=0 allocation=2"}, got)
+		b.restart(t)
+		got = paused(t)
+		delete(got, "tenants/zeta")
+		require.Equal(t, map[string]string{"tenants/acme": "paused=true until=0 allocation=2"}, got, "its end was stored")
+
+		// A resume lets the tenant's jobs go.
+		ts = b.take(t, "queue=q&prefetch=10")
+		var zetaAgain bool
+		b.call(t, "PATCH", "/budgets/tenants%2Facme", `{"paused":false}`, http.StatusOK, nil)
+		seen := map[string]bool{}
+		for range 3 {
+			j := ts.next(t, budArrives)
+			seen[j.ID] = true
+			zetaAgain = zetaAgain || j.ID == zeta.ID
+		}
+		require.True(t, zetaAgain)
+		require.True(t, seen[acme[0].ID] && seen[acme[1].ID], "both of acme's jobs go: allocation 2")
+	})
+}

@@ -64,6 +64,9 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 		return store.Budget{}, nil, errorf(Conflict, "budget '%s' already exists", key)
 	}
 	cfg.CreatedAt = a.cfg.CreatedAt
+	if cfg.PerKey != nil {
+		cfg.SubPauses = a.cfg.SubPauses // its sub-budgets' own, not its configuration
+	}
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -77,8 +80,8 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	if err := e.checkManaged(key); err != nil {
-		return store.Budget{}, nil, err
+	if fam := e.managedBy(key); fam != nil {
+		return e.patchSub(fam, key, change)
 	}
 	a := e.accounts[key]
 	if a == nil {
@@ -87,6 +90,9 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	cfg := a.cfg
 	if err := change(&cfg); err != nil {
 		return store.Budget{}, nil, err
+	}
+	if cfg.PerKey == nil {
+		cfg.SubPauses = nil // no family, no sub-budgets (checkTemplate)
 	}
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, e.nowMs()
 	if err := e.checkPauseEnd(cfg); err != nil {

@@ -102,12 +102,14 @@ func (e *Engine) resolve(key string) (a, fam *account) {
 	return e.newSub(fam, key), fam
 }
 
-// subConfig is the configuration of the sub-budget key of family fam.
+// subConfig is the configuration of the sub-budget key of family fam: the
+// family's template, and the sub-budget's own pause.
 func subConfig(fam *account, key string, ms int64) store.Budget {
 	t := fam.cfg.PerKey
+	p := fam.cfg.SubPauses[key]
 	return store.Budget{
 		Key: key, Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst,
-		CreatedAt: ms, UpdatedAt: ms,
+		CreatedAt: ms, UpdatedAt: ms, Paused: p.Paused, PausedUntil: p.PausedUntil,
 	}
 }
 
@@ -119,11 +121,12 @@ func (e *Engine) newSub(fam *account, key string) *account {
 	return a
 }
 
-// releaseSub drops an idle sub-budget: nothing bound, pool full. A
-// time_based one that is not full yet is looked at again when it will be
+// releaseSub drops an idle sub-budget: nothing bound, pool full, not
+// paused (a paused one stays listed, and is released when its pause ends).
+// A time_based one that is not full yet is looked at again when it will be
 // (refreshDeadlines).
 func (e *Engine) releaseSub(a *account) bool {
-	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || a.gone {
+	if a.parent == nil || a.bound > 0 || a.pauseEnd != 0 || !a.pool.Full(e.vnow) || a.gone {
 		return false
 	}
 	if a.dl != nil {

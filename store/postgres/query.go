@@ -380,7 +380,8 @@ func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
 
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.Query(ctx, `SELECT key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until,
+			sub_pauses
 		FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
@@ -397,10 +398,14 @@ func scanBudget(r pgx.CollectableRow) (store.Budget, error) {
 		tAlloc, tDur, tBurst *int64
 		tStrategy            *string
 		pausedUntil          *int64
+		subPauses            *string
 	)
 	err := r.Scan(&key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
-		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses)
 	if err != nil {
+		return store.Budget{}, err
+	}
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
 	b.Key = string(key)

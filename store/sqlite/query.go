@@ -411,7 +411,7 @@ type querier interface {
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
 		created_at, updated_at, per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst,
-		paused, paused_until FROM budgets ORDER BY key`)
+		paused, paused_until, sub_pauses FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
@@ -435,10 +435,14 @@ func scanBudget(s scanner) (store.Budget, error) {
 		tAlloc, tDur, tBurst *int64
 		tStrategy            *string
 		pausedUntil          *int64
+		subPauses            *string
 	)
 	err := s.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
-		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses)
 	if err != nil {
+		return store.Budget{}, err
+	}
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
 	if tAlloc != nil && tStrategy != nil {
