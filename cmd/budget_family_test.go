@@ -197,3 +197,41 @@ func TestBudgetCommands_PauseOneTenant(t *testing.T) {
 	require.False(t, b.Paused)
 	require.NotContains(t, c.ok("budget", "list", "--parent", "tenants"), "PAUSED")
 }
+
+// TestJobWhy_PausedBudget: why on a job held by a paused while_in_flight
+// budget says when the pause ends (or that it waits for a resume), in the
+// format of every other time of why, and not that it waits for running
+// jobs; the forecast of a budget with nothing observed says why it is
+// unknown, and a what-if says it is one.
+func TestJobWhy_PausedBudget(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "w", "--allocation", "1", "--strategy", "while_in_flight")
+	for range 2 {
+		c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "w")
+	}
+	c.worker("q", 10, 1)
+	var jobs api.JobList
+	c.json(&jobs, "job", "list", "--status", "ready")
+	require.Len(t, jobs.Jobs, 1)
+	id := jobs.Jobs[0].ID
+
+	c.ok("budget", "pause", "w", "--for", "1h")
+	out := c.ok("job", "why", id)
+	when := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (59m\d+s|1h)\)`
+	require.Regexp(t, regexp.MustCompile(`\nReason: budget 'w' is paused until `+when+`\.\n`), out)
+	require.Regexp(t, regexp.MustCompile(`\nw +1 +0 +0 +not before `+when+`\n`), out)
+	require.NotContains(t, out, "when running jobs finish")
+
+	c.ok("budget", "pause", "w")
+	out = c.ok("job", "why", id)
+	require.Contains(t, out, "\nReason: budget 'w' is paused.\n")
+	require.Regexp(t, regexp.MustCompile(`\nw +1 +0 +0 +when resumed\n`), out)
+	require.NotContains(t, out, "when running jobs finish")
+
+	require.Equal(t, "Budget 'w': 1 job waiting; unknown: paused without an end.\n", c.ok("budget", "forecast", "w"))
+	c.ok("budget", "resume", "w")
+	require.Equal(t, "Budget 'w': 1 job waiting; unknown: no job of it has finished yet: no time in flight observed.\n", c.ok("budget", "forecast", "w"))
+	require.Equal(t, "What if (nothing is changed): with allocation 2,\nBudget 'w': 1 job waiting; unknown: no job of it has finished yet: no time in flight observed.\n",
+		c.ok("budget", "forecast", "w", "--allocation", "2"))
+}

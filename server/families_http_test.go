@@ -235,7 +235,13 @@ func TestFamilies_Shapes(t *testing.T) {
 			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false}`, famT0+400))
 		// What if it were twice as fast: nothing changes.
 		b.exact(t, "GET", "/budgets/paced/forecast?allocation=20", "", http.StatusOK,
-			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false}`, famT0+200))
+			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false,"what_if":{"allocation":20}}`, famT0+200))
+		b.exact(t, "GET", "/budgets/paced/forecast?allocation=20&burst=2&duration_ms=500", "", http.StatusOK,
+			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false,"what_if":{"allocation":20,"duration_ms":500,"burst":2}}`, famT0+100))
+		// Unknown: it says why.
+		b.famJobs(t, 2, "nobody", `[{"key":"api"}]`)
+		b.exact(t, "GET", "/budgets/api/forecast", "", http.StatusOK,
+			`{"key":"api","parked":2,"drains_at":null,"estimated":true,"unknown":"paused without an end"}`)
 		require.Equal(t, before, b.snapshot(t, "/budgets/paced?state=true"), "a what-if changes nothing")
 	})
 }
