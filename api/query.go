@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // QueryError is a rejected query string. Every error of the query parsers is
@@ -166,6 +167,9 @@ func ParseJobQuery(v url.Values, paging bool) (JobQuery, error) {
 		return q, err
 	}
 	q.BudgetKeys = parseList(v, keyBudgetKeys)
+	if err := checkUTF8(keyBudgetKeys, q.BudgetKeys...); err != nil {
+		return q, err
+	}
 	if q.Priority, err = parseRangeParam(v, keyPriority, MaxPriority); err != nil {
 		return q, err
 	}
@@ -456,6 +460,9 @@ func ParseBudgetListQuery(v url.Values) (BudgetListQuery, error) {
 	if ok && parent == "" {
 		return BudgetListQuery{}, invalidQuery("parent must not be empty")
 	}
+	if err := checkUTF8(keyParent, parent); err != nil {
+		return BudgetListQuery{}, err
+	}
 	q.Parent = parent
 	return q, nil
 }
@@ -592,6 +599,17 @@ func single(v url.Values, key string) (string, bool, error) {
 
 // parseList reads a comma list, joining repeated keys: empty parts are
 // skipped, and the result is sorted, without duplicates, and nil when empty.
+// checkUTF8 refuses a budget key of the query string that is not UTF-8:
+// it would be echoed back as U+FFFD, another key than the one sent.
+func checkUTF8(key string, values ...string) error {
+	for _, s := range values {
+		if !utf8.ValidString(s) {
+			return invalidQuery("%s must be valid UTF-8", key)
+		}
+	}
+	return nil
+}
+
 func parseList(v url.Values, key string) []string {
 	var out []string
 	for _, val := range v[key] {

@@ -231,6 +231,22 @@ type Forecast struct {
 	// from paused_until for a paused budget, null while paused without end.
 	DrainsAt  *int64 `json:"drains_at"`
 	Estimated bool   `json:"estimated"`
+	// Unknown says why DrainsAt is null: "paused without an end", "no job
+	// of it has finished yet: …", "jobs run longer than observed" (every
+	// token is held by a job in flight for longer than the mean). Omitted
+	// when DrainsAt is set.
+	Unknown string `json:"unknown,omitempty" msgpack:"unknown,omitempty"`
+	// WhatIf echoes the query's what-if: the forecast is for the budget so
+	// changed, not as it is. Omitted for a plain forecast.
+	WhatIf *ForecastWhatIf `json:"what_if,omitempty" msgpack:"what_if,omitempty"`
+}
+
+// ForecastWhatIf is the what-if a forecast answered for: the values the
+// query changed.
+type ForecastWhatIf struct {
+	Allocation *int64 `json:"allocation,omitempty" msgpack:"allocation,omitempty"`
+	DurationMs *int64 `json:"duration_ms,omitempty" msgpack:"duration_ms,omitempty"`
+	Burst      *int64 `json:"burst,omitempty" msgpack:"burst,omitempty"`
 }
 
 // Why explains what a job waits for (GET /jobs/{id}/why).

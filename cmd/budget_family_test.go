@@ -61,6 +61,8 @@ func TestBudgetCommands_Families(t *testing.T) {
 	require.NotNil(t, b.PerKey)
 
 	c.fails(cmd.ExitNotFound, "budget family 'nope' not found", "budget", "list", "--parent", "nope")
+	c.ok("budget", "put", "solo", "--allocation", "3", "--strategy", "while_in_flight")
+	c.fails(cmd.ExitFailure, "budget 'solo' is not a family: it has no per_key, so no sub-budgets", "budget", "list", "--parent", "solo")
 	c.fails(cmd.ExitFailure, "per_key.strategy.type is required to make 'shops' a family", "budget", "patch", "shops", "--per-key-allocation", "1")
 	c.fails(cmd.ExitFailure, "family", "budget", "put", "tenants/acme", "--allocation", "1", "--strategy", "while_in_flight")
 	c.fails(cmd.ExitFailure, "unfinished jobs", "budget", "delete", "tenants")
@@ -154,4 +156,82 @@ func TestBudgetCommands_Forecast(t *testing.T) {
 	c.fails(cmd.ExitUsage, `--allocation must be 1..2147483647, got "0"`, "budget", "forecast", "paced", "--allocation", "0")
 	c.fails(cmd.ExitFailure, "burst is only valid for time_based budgets", "budget", "forecast", "empty", "--burst", "2")
 	c.fails(cmd.ExitNotFound, "budget 'nope' not found", "budget", "forecast", "nope")
+}
+
+// TestBudgetCommands_PauseUntilPast: a pause whose end has passed is
+// refused, and the budget's pause stays.
+func TestBudgetCommands_PauseUntilPast(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "api", "--allocation", "3", "--strategy", "while_in_flight")
+	c.ok("budget", "pause", "api")
+	c.fails(cmd.ExitFailure, "paused_until must be in the future: 1000 (1970-01-01T00:00:01Z) has passed", "budget", "pause", "api", "--until", "1000")
+	past := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	c.fails(cmd.ExitFailure, "paused_until must be in the future", "budget", "pause", "api", "--until", past.Format(time.RFC3339))
+	var b api.Budget
+	c.json(&b, "budget", "get", "api")
+	require.True(t, b.Paused)
+	require.Zero(t, b.PausedUntil)
+}
+
+// TestBudgetCommands_PauseOneTenant: one sub-budget of a family is paused
+// and resumed on its own, and list --parent shows it.
+func TestBudgetCommands_PauseOneTenant(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "create", "tenants", "--allocation", "10", "--strategy", "while_in_flight",
+		"--per-key-allocation", "2", "--per-key-strategy", "while_in_flight")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "tenants/acme")
+	c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "tenants/zeta")
+	var b api.Budget
+	c.json(&b, "budget", "pause", "tenants/acme")
+	require.True(t, b.Paused)
+	require.Equal(t, int64(2), b.Allocation)
+	out := c.ok("budget", "list", "--parent", "tenants")
+	require.Equal(t, []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN", "FLIGHT", "PARKED", "NEXT", "TOKEN", "PAUSED"}, cells(out)[0])
+	require.Equal(t, []string{"tenants/acme", "yes"}, []string{cells(out)[1][0], cells(out)[1][len(cells(out)[1])-1]})
+	require.Len(t, cells(out)[2], 10, "zeta is not paused: %q", cells(out)[2])
+	c.fails(cmd.ExitFailure, "paused_until must be in the future", "budget", "pause", "tenants/zeta", "--until", "1000")
+	b = api.Budget{}
+	c.json(&b, "budget", "resume", "tenants/acme")
+	require.False(t, b.Paused)
+	require.NotContains(t, c.ok("budget", "list", "--parent", "tenants"), "PAUSED")
+}
+
+// TestJobWhy_PausedBudget: why on a job held by a paused while_in_flight
+// budget says when the pause ends (or that it waits for a resume), in the
+// format of every other time of why, and not that it waits for running
+// jobs; the forecast of a budget with nothing observed says why it is
+// unknown, and a what-if says it is one.
+func TestJobWhy_PausedBudget(t *testing.T) {
+	t.Parallel()
+	c := newCLI(t)
+	c.ok("budget", "put", "w", "--allocation", "1", "--strategy", "while_in_flight")
+	for range 2 {
+		c.ok("job", "enqueue", "-q", "q", "-t", "t", "--budget", "w")
+	}
+	c.worker("q", 10, 1)
+	var jobs api.JobList
+	c.json(&jobs, "job", "list", "--status", "ready")
+	require.Len(t, jobs.Jobs, 1)
+	id := jobs.Jobs[0].ID
+
+	c.ok("budget", "pause", "w", "--for", "1h")
+	out := c.ok("job", "why", id)
+	when := `\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in (59m\d+s|1h)\)`
+	require.Regexp(t, regexp.MustCompile(`\nReason: budget 'w' is paused until `+when+`\.\n`), out)
+	require.Regexp(t, regexp.MustCompile(`\nw +1 +0 +0 +not before `+when+`\n`), out)
+	require.NotContains(t, out, "when running jobs finish")
+
+	c.ok("budget", "pause", "w")
+	out = c.ok("job", "why", id)
+	require.Contains(t, out, "\nReason: budget 'w' is paused.\n")
+	require.Regexp(t, regexp.MustCompile(`\nw +1 +0 +0 +when resumed\n`), out)
+	require.NotContains(t, out, "when running jobs finish")
+
+	require.Equal(t, "Budget 'w': 1 job waiting; unknown: paused without an end.\n", c.ok("budget", "forecast", "w"))
+	c.ok("budget", "resume", "w")
+	require.Equal(t, "Budget 'w': 1 job waiting; unknown: no job of it has finished yet: no time in flight observed.\n", c.ok("budget", "forecast", "w"))
+	require.Equal(t, "What if (nothing is changed): with allocation 2,\nBudget 'w': 1 job waiting; unknown: no job of it has finished yet: no time in flight observed.\n",
+		c.ok("budget", "forecast", "w", "--allocation", "2"))
 }

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -87,12 +88,26 @@ func printForecast(f *Factory, fc *api.Forecast, now time.Time) error {
 	case fc.Parked == 0:
 		when = "nothing to dispatch"
 	case fc.DrainsAt == nil:
-		when = "no forecast yet: the budget is paused without an end, or none of its jobs has finished to measure the time in flight"
+		when = "unknown: " + or(fc.Unknown, "no forecast yet")
 	default:
 		when = "the last dispatched at " + formatTime(uint64(*fc.DrainsAt)) + " (" + formatUntil(*fc.DrainsAt, now) + ")"
 		if fc.Estimated {
 			when += ", estimated from the observed time in flight"
 		}
+	}
+	if w := fc.WhatIf; w != nil {
+		// Said first: this is not the budget as it is.
+		var changes []string
+		if w.Allocation != nil {
+			changes = append(changes, "allocation "+strconv.FormatInt(*w.Allocation, 10))
+		}
+		if w.DurationMs != nil {
+			changes = append(changes, "duration "+formatMs(*w.DurationMs))
+		}
+		if w.Burst != nil {
+			changes = append(changes, "burst "+strconv.FormatInt(*w.Burst, 10))
+		}
+		fmt.Fprintf(f.IO.Out, "What if (nothing is changed): with %s,\n", strings.Join(changes, ", "))
 	}
 	_, err := fmt.Fprintf(f.IO.Out, "Budget '%s': %s waiting; %s.\n", fc.Key, jobs, when)
 	return err

@@ -3,6 +3,7 @@ package cmd
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -64,11 +65,13 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 		return err
 	}
 	fmt.Fprintf(out, "Job %s is ready but parked: %s cannot pay for it yet.\n", w.ID, plural(len(w.Budgets), "a budget", "its budgets"))
-	if w.Reason != "" {
+	if reason := pauseReason(w.Budgets, now); reason != "" {
+		fmt.Fprintf(out, "Reason: %s.\n", reason)
+	} else if w.Reason != "" {
 		fmt.Fprintf(out, "Reason: %s.\n", w.Reason)
 	}
 	if w.ExpectedAt != nil {
-		fmt.Fprintf(out, "Expected dispatch: %s (%s).\n", formatTime(uint64(*w.ExpectedAt)), formatUntil(*w.ExpectedAt, now))
+		fmt.Fprintf(out, "Expected dispatch: %s.\n", formatWhen(*w.ExpectedAt, now))
 	}
 	fmt.Fprintln(out)
 	reserved := false
@@ -82,10 +85,7 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 	}
 	t := newTable(out, cols...)
 	for _, b := range w.Budgets {
-		when := "when running jobs finish"
-		if b.AffordableAt != nil {
-			when = formatUntil(*b.AffordableAt, now)
-		}
+		when := affordableWhen(b, now)
 		row := []string{b.Key, strconv.FormatInt(b.Cost, 10), formatTokens(b.Available), strconv.FormatInt(b.Ahead, 10), when}
 		if reserved {
 			row = append(row, or(b.ReservedBy, "-"))
@@ -93,6 +93,42 @@ func printWhy(f *Factory, w *api.Why, now time.Time) error {
 		t.row(row...)
 	}
 	return t.flush()
+}
+
+// formatWhen writes a time as every line of why does: the local time and
+// how long until it.
+func formatWhen(ms int64, now time.Time) string {
+	return formatTime(uint64(max(ms, 0))) + " (" + formatUntil(ms, now) + ")"
+}
+
+// affordableWhen says when a budget will pay for the job: at a time, when
+// resumed (a pause without an end), not before a pause's end, or when the
+// running jobs finish (while_in_flight).
+func affordableWhen(b api.WhyBudget, now time.Time) string {
+	switch {
+	case b.AffordableAt != nil:
+		return formatWhen(*b.AffordableAt, now)
+	case b.Paused && b.PausedUntil == nil:
+		return "when resumed"
+	case b.Paused:
+		return "not before " + formatWhen(*b.PausedUntil, now)
+	}
+	return "when running jobs finish"
+}
+
+// pauseReason names the paused budgets a job waits for, with the times in
+// the format of the other lines (the server's reason has its own).
+func pauseReason(bs []api.WhyBudget, now time.Time) string {
+	var parts []string
+	for _, b := range bs {
+		switch {
+		case b.Paused && b.PausedUntil != nil:
+			parts = append(parts, fmt.Sprintf("budget '%s' is paused until %s", b.Key, formatWhen(*b.PausedUntil, now)))
+		case b.Paused:
+			parts = append(parts, fmt.Sprintf("budget '%s' is paused", b.Key))
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func plural(n int, one, many string) string {

@@ -261,7 +261,11 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.respond(w, r, http.StatusOK, api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated})
+	out := api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated, Unknown: f.Unknown}
+	if !q.IsZero() {
+		out.WhatIf = &api.ForecastWhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
+	}
+	s.respond(w, r, http.StatusOK, out)
 }
 
 // checkWhatIf checks a what-if against the value rules of the budget's

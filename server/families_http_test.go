@@ -235,7 +235,13 @@ func TestFamilies_Shapes(t *testing.T) {
 			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false}`, famT0+400))
 		// What if it were twice as fast: nothing changes.
 		b.exact(t, "GET", "/budgets/paced/forecast?allocation=20", "", http.StatusOK,
-			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false}`, famT0+200))
+			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false,"what_if":{"allocation":20}}`, famT0+200))
+		b.exact(t, "GET", "/budgets/paced/forecast?allocation=20&burst=2&duration_ms=500", "", http.StatusOK,
+			fmt.Sprintf(`{"key":"paced","parked":5,"drains_at":%d,"estimated":false,"what_if":{"allocation":20,"duration_ms":500,"burst":2}}`, famT0+100))
+		// Unknown: it says why.
+		b.famJobs(t, 2, "nobody", `[{"key":"api"}]`)
+		b.exact(t, "GET", "/budgets/api/forecast", "", http.StatusOK,
+			`{"key":"api","parked":2,"drains_at":null,"estimated":true,"unknown":"paused without an end"}`)
 		require.Equal(t, before, b.snapshot(t, "/budgets/paced?state=true"), "a what-if changes nothing")
 	})
 }
@@ -311,7 +317,8 @@ func TestFamilies_BadInput(t *testing.T) {
 		{"ParentEmpty", "GET", "/budgets?parent=", "", 400, "invalid query parameters: parent must not be empty"},
 		{"ParentUnknownField", "GET", "/budgets?family=f", "", 400, "invalid query parameters: unknown field `family`, expected one of `state`, `parent`"},
 		{"ParentMissing", "GET", "/budgets?parent=nope", "", 404, "budget family 'nope' not found"},
-		{"ParentNotAFamily", "GET", "/budgets?parent=plain", "", 404, "budget family 'plain' not found"},
+		{"ParentNotAFamily", "GET", "/budgets?parent=plain", "", 422, "budget 'plain' is not a family: it has no per_key, so no sub-budgets"},
+		{"ParentSubBudget", "GET", "/budgets?parent=f%2Fa", "", 422, "budget 'f/a' is not a family: it has no per_key, so no sub-budgets"},
 		{"ForecastMissing", "GET", "/budgets/nope/forecast", "", 404, "budget 'nope' not found"},
 		{"ForecastMissingWhatIf", "GET", "/budgets/nope/forecast?allocation=2", "", 404, "budget 'nope' not found"},
 		{"WhatIfNotANumber", "GET", "/budgets/f/forecast?allocation=lots", "", 400, `invalid query parameters: allocation must be a non-negative integer, not "lots"`},

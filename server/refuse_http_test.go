@@ -109,8 +109,8 @@ func TestRefuse_InvalidUTF8(t *testing.T) {
 	rt := newRefuseTarget(t)
 	budget := `{"allocation":1,"strategy":{"type":"while_in_flight"}}`
 	rt.run(t, []refusal{
-		{"PutBudget", "PUT", "/budgets/%FF", budget, false, 422, "budget key must be valid UTF-8"},
-		{"PostBudget", "POST", "/budgets/a%C3", budget, false, 422, "budget key must be valid UTF-8"},
+		{"PutBudget", "PUT", "/budgets/%FF", budget, false, 400, "invalid path: budget key must be valid UTF-8"},
+		{"PostBudget", "POST", "/budgets/a%C3", budget, false, 400, "invalid path: budget key must be valid UTF-8"},
 		{"BindingKey", "POST", "/jobs", "{\"type\":\"t\",\"queue\":\"a\",\"payload\":null,\"budgets\":[{\"key\":\"\xff\"}]}", false, 400, "invalid JSON: invalid UTF-8"},
 		{"CreateWithKey", "POST", "/jobs", "{\"type\":\"t\",\"queue\":\"a\",\"payload\":null,\"budgets\":[{\"key\":\"n\xff\",\"create_with\":" + budget + "}]}", false, 400, "invalid JSON: invalid UTF-8"},
 		{"Queue", "POST", "/jobs", "{\"type\":\"t\",\"queue\":\"\xfe\",\"payload\":null}", false, 400, "invalid JSON: invalid UTF-8"},

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/zizq/zizq/api"
 )
@@ -81,6 +82,12 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !best.early && !rt.s.isReady() {
 		rt.s.notReady(w, r)
+		return
+	}
+	// A budget key is looked up as sent and echoed back: one that is not
+	// UTF-8 would come back as U+FFFD, another key than the one asked for.
+	if key, ok := params["key"]; ok && !utf8.ValidString(key) {
+		rt.s.writeError(w, r, http.StatusBadRequest, "invalid path: budget key must be valid UTF-8")
 		return
 	}
 	for k, v := range params {

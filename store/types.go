@@ -7,7 +7,10 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -190,6 +193,52 @@ type Budget struct {
 	// set on a budget that is not paused.
 	Paused      bool
 	PausedUntil int64
+	// SubPauses holds a family's paused sub-budgets, by sub-budget key
+	// ("<family>/<sub>"): sub-budgets are not stored, but their pauses
+	// must last, so they are stored with their family. nil when none.
+	// Treat it as immutable: a change makes a new map.
+	SubPauses map[string]Pause
+}
+
+// Equal reports whether two configurations are the same.
+func (b Budget) Equal(o Budget) bool {
+	return b.Key == o.Key && b.Allocation == o.Allocation && b.Strategy == o.Strategy &&
+		b.DurationMs == o.DurationMs && b.Burst == o.Burst && b.CreatedAt == o.CreatedAt &&
+		b.UpdatedAt == o.UpdatedAt && (b.PerKey == nil) == (o.PerKey == nil) &&
+		(b.PerKey == nil || *b.PerKey == *o.PerKey) && b.Paused == o.Paused &&
+		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses)
+}
+
+// Pause is a sub-budget's pause: Paused and PausedUntil as a Budget's.
+type Pause struct {
+	Paused      bool  `json:"paused,omitempty"`
+	PausedUntil int64 `json:"paused_until,omitempty"`
+}
+
+// EncodeSubPauses is the stored form of a family's SubPauses, a JSON
+// object; nil when there are none.
+func EncodeSubPauses(p map[string]Pause) *string {
+	if len(p) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(p) // strings, bools and integers: cannot fail
+	s := string(b)
+	return &s
+}
+
+// DecodeSubPauses reads what EncodeSubPauses wrote; nil reads as none.
+func DecodeSubPauses(s *string) (map[string]Pause, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	var p map[string]Pause
+	if err := json.Unmarshal([]byte(*s), &p); err != nil {
+		return nil, fmt.Errorf("decode sub-budget pauses: %w", err)
+	}
+	if len(p) == 0 {
+		return nil, nil
+	}
+	return p, nil
 }
 
 // BudgetTemplate is a family's configuration of its sub-budgets: a budget
@@ -267,9 +316,15 @@ type Filter struct {
 	Types      []string
 	Statuses   []Status
 	BudgetKeys []string
-	Priority   *Range
-	ReadyAt    *Range
-	Attempts   *Range
+	// SubBudgetsOf holds the budget families among BudgetKeys: a job bound
+	// through one of their sub-budgets, by a key under "<family>/", is
+	// selected too, unless that key is one of NotSubBudgets or under one
+	// ("<key>/…"): budgets of their own that a family's name prefixes.
+	SubBudgetsOf  []string
+	NotSubBudgets []string
+	Priority      *Range
+	ReadyAt       *Range
+	Attempts      *Range
 	// Within, when set, narrows the selection to the jobs whose IDs it
 	// holds; an empty set selects nothing. Unlike IDs it may be large (the
 	// parked jobs of a live server, say): the store looks its IDs up by

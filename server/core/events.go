@@ -558,7 +558,7 @@ func (sub *Subscription) diffBudgets(views []engine.BudgetView) {
 }
 
 func sameBudget(a, b engine.BudgetView) bool {
-	if a.Budget != b.Budget || (a.State == nil) != (b.State == nil) {
+	if !a.Budget.Equal(b.Budget) || (a.State == nil) != (b.State == nil) {
 		return false
 	}
 	if a.State == nil {

@@ -154,15 +154,20 @@ type Filter struct {
 	Parked bool
 }
 
-// storeFilter returns the store filter of f, narrowed to the parked jobs
-// when asked. The parked set is read before the store's barrier, so the
+// storeFilter returns the store filter of f, a family's key widened to
+// its sub-budgets, narrowed to the parked jobs when asked. The parked set is read before the store's barrier, so the
 // store is at least as new as it; a parked job's status is ready, so a
 // filter by other statuses selects none.
 func (s *Service) storeFilter(f Filter) store.Filter {
-	if !f.Parked {
-		return f.Filter
-	}
 	sf := f.Filter
+	if len(sf.BudgetKeys) > 0 {
+		// A family's key finds the jobs bound through its sub-budgets, as
+		// the family counts them bound to it (a delete's 409 says so).
+		sf.SubBudgetsOf, sf.NotSubBudgets = s.engine.SubBudgetFilter(sf.BudgetKeys)
+	}
+	if !f.Parked {
+		return sf
+	}
 	ids := s.engine.Parked()
 	if len(sf.Statuses) > 0 && !slices.Contains(sf.Statuses, store.Ready) {
 		ids = nil

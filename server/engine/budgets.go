@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sort"
+	"time"
 
 	"github.com/zizq/zizq/store"
 )
@@ -45,7 +46,9 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 	defer e.finishOp()
 	ms := e.nowMs()
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, ms, ms
-	cfg = e.pastPauseCleared(cfg)
+	if err := e.checkPauseEnd(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	if err := e.checkManaged(key); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -61,6 +64,9 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 		return store.Budget{}, nil, errorf(Conflict, "budget '%s' already exists", key)
 	}
 	cfg.CreatedAt = a.cfg.CreatedAt
+	if cfg.PerKey != nil {
+		cfg.SubPauses = a.cfg.SubPauses // its sub-budgets' own, not its configuration
+	}
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -74,8 +80,8 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	if err := e.checkManaged(key); err != nil {
-		return store.Budget{}, nil, err
+	if fam := e.managedBy(key); fam != nil {
+		return e.patchSub(fam, key, change)
 	}
 	a := e.accounts[key]
 	if a == nil {
@@ -85,8 +91,13 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	if err := change(&cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
+	if cfg.PerKey == nil {
+		cfg.SubPauses = nil // no family, no sub-budgets (checkTemplate)
+	}
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = key, a.cfg.CreatedAt, e.nowMs()
-	cfg = e.pastPauseCleared(cfg)
+	if err := e.checkPauseEnd(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
@@ -163,7 +174,21 @@ func (e *Engine) checkTemplate(a *account, t *store.BudgetTemplate) error {
 	return nil
 }
 
-// pastPauseCleared drops a pause that has already ended.
+// checkPauseEnd refuses a pause whose end has already come: taken as
+// given it would lift at once, ending any pause the budget had, which a
+// caller who meant to pause it never wants.
+func (e *Engine) checkPauseEnd(cfg store.Budget) error {
+	if cfg.PausedUntil <= 0 || cfg.PausedUntil*int64(time.Millisecond) > e.vnow {
+		return nil
+	}
+	return errorf(Unprocessable, "paused_until must be in the future: %d (%s) has passed, it is %s now",
+		cfg.PausedUntil, formatMs(cfg.PausedUntil), formatMs(e.nowMs()))
+}
+
+// formatMs writes a unix time in ms as the engine's messages do.
+func formatMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano) }
+
+// pastPauseCleared drops a pause that ended while the server was down.
 func (e *Engine) pastPauseCleared(cfg store.Budget) store.Budget {
 	if end := pauseEnd(cfg); end != 0 && end <= e.vnow {
 		cfg.Paused, cfg.PausedUntil = false, 0
@@ -292,7 +317,11 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 	e.catchUp()
 	a := e.accounts[key]
 	if a == nil {
-		if fam := e.familyOf(key); fam != nil {
+		fam, err := e.subFamily(key)
+		if err != nil {
+			return BudgetView{}, err
+		}
+		if fam != nil {
 			// An idle sub-budget: as it would be made, with a full pool.
 			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), e.vnow), head: none}
 			return e.budgetView(&fresh, state), nil

@@ -282,6 +282,7 @@ func (e *Engine) Restore() *Restorer {
 func (r *Restorer) Budget(b store.Budget) {
 	a := r.e.addAccount(r.e.pastPauseCleared(b))
 	r.e.deadlineDirty(a)
+	r.e.restoreSubPauses(a)
 }
 
 // Job adds a live job; its budgets must have been added.

@@ -51,6 +51,31 @@ func (e *Engine) familyOf(key string) *account {
 	return nil
 }
 
+// checkSubKey refuses a key of family fam whose sub-key (what follows
+// "<family>/") is empty or holds a '/': a script whose $TENANT came out
+// empty would otherwise put every job in one shared sub-budget, and
+// "a/b" would be a tenant no one can tell from a nested family's.
+func checkSubKey(fam *account, key string) *Error {
+	sub := key[len(fam.cfg.Key)+1:]
+	switch {
+	case sub == "":
+		return errorf(Unprocessable, "budget key '%s' has an empty sub-key: a key of family '%s' is '%s/<sub-key>'", key, fam.cfg.Key, fam.cfg.Key)
+	case strings.IndexByte(sub, '/') >= 0:
+		return errorf(Unprocessable, "budget key '%s': the sub-key '%s' of family '%s' must not contain '/'", key, sub, fam.cfg.Key)
+	}
+	return nil
+}
+
+// subFamily returns the family that would make key a sub-budget, or nil;
+// Unprocessable when key's sub-key is not one (checkSubKey).
+func (e *Engine) subFamily(key string) (*account, *Error) {
+	fam := e.familyOf(key)
+	if fam == nil {
+		return nil, nil
+	}
+	return fam, checkSubKey(fam, key)
+}
+
 // managedBy returns the family that manages key: key is not a plain
 // budget's and a family would make it a sub-budget.
 func (e *Engine) managedBy(key string) *account {
@@ -77,12 +102,14 @@ func (e *Engine) resolve(key string) (a, fam *account) {
 	return e.newSub(fam, key), fam
 }
 
-// subConfig is the configuration of the sub-budget key of family fam.
+// subConfig is the configuration of the sub-budget key of family fam: the
+// family's template, and the sub-budget's own pause.
 func subConfig(fam *account, key string, ms int64) store.Budget {
 	t := fam.cfg.PerKey
+	p := fam.cfg.SubPauses[key]
 	return store.Budget{
 		Key: key, Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst,
-		CreatedAt: ms, UpdatedAt: ms,
+		CreatedAt: ms, UpdatedAt: ms, Paused: p.Paused, PausedUntil: p.PausedUntil,
 	}
 }
 
@@ -94,11 +121,12 @@ func (e *Engine) newSub(fam *account, key string) *account {
 	return a
 }
 
-// releaseSub drops an idle sub-budget: nothing bound, pool full. A
-// time_based one that is not full yet is looked at again when it will be
+// releaseSub drops an idle sub-budget: nothing bound, pool full, not
+// paused (a paused one stays listed, and is released when its pause ends).
+// A time_based one that is not full yet is looked at again when it will be
 // (refreshDeadlines).
 func (e *Engine) releaseSub(a *account) bool {
-	if a.parent == nil || a.bound > 0 || !a.pool.Full(e.vnow) || a.gone {
+	if a.parent == nil || a.bound > 0 || a.pauseEnd != 0 || !a.pool.Full(e.vnow) || a.gone {
 		return false
 	}
 	if a.dl != nil {
@@ -119,10 +147,18 @@ func (e *Engine) idleAt(a *account) (int64, bool) {
 	return a.pool.AffordableAt(a.pool.Capacity(), e.vnow)
 }
 
-// checkFamilyBindings refuses a job bound to a family and one of its
-// sub-budgets, or to two sub-budgets of one family: the sub-budget charges
-// its family already, and twice would be a double charge nobody means.
+// checkFamilyBindings refuses a binding whose sub-key is not one
+// (checkSubKey), and a job bound to a family and one of its sub-budgets, or
+// to two sub-budgets of one family: the sub-budget charges its family
+// already, and twice would be a double charge nobody means.
 func (e *Engine) checkFamilyBindings(specs []BindingSpec) *Error {
+	for _, b := range specs {
+		if e.accounts[b.Key] == nil {
+			if _, err := e.subFamily(b.Key); err != nil {
+				return err
+			}
+		}
+	}
 	if len(specs) < 2 {
 		return nil
 	}
@@ -201,15 +237,18 @@ func restoredTag(binds []bind, tag int64, restored map[*account]bool) {
 }
 
 // SubBudgets returns the live sub-budgets of the family parent, by key,
-// with live figures when state is true; NotFound when parent is not a
-// family.
+// with live figures when state is true; NotFound when there is no budget
+// parent, Unprocessable when it is not a family.
 func (e *Engine) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.catchUp()
 	a := e.accounts[parent]
-	if a == nil || a.fam == nil {
+	switch {
+	case a == nil && e.familyOf(parent) == nil:
 		return nil, errorf(NotFound, "budget family '%s' not found", parent)
+	case a == nil || a.fam == nil:
+		return nil, errorf(Unprocessable, "budget '%s' is not a family: it has no per_key, so no sub-budgets", parent)
 	}
 	out := make([]BudgetView, 0, len(a.fam.subs))
 	for _, s := range a.fam.subs {
@@ -217,4 +256,35 @@ func (e *Engine) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Budget.Key < out[j].Budget.Key })
 	return out, nil
+}
+
+// SubBudgetFilter returns, for a filter of jobs by the budget keys keys,
+// the families among them, whose jobs bound through a sub-budget a filter
+// by the family's key must find too, and the budgets of their own under
+// those families' names ("<family>/…": a plain budget made before the
+// family, or a family of its own), whose jobs it must not.
+func (e *Engine) SubBudgetFilter(keys []string) (families, own []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range keys {
+		if a := e.accounts[k]; a != nil && a.fam != nil && a.parent == nil {
+			families = append(families, k)
+		}
+	}
+	if len(families) == 0 {
+		return nil, nil
+	}
+	for key, a := range e.accounts {
+		if a.parent != nil {
+			continue
+		}
+		for _, f := range families {
+			if len(key) > len(f) && key[len(f)] == '/' && strings.HasPrefix(key, f) {
+				own = append(own, key)
+				break
+			}
+		}
+	}
+	sort.Strings(own)
+	return families, own
 }

@@ -174,6 +174,13 @@ func (r *propRun) pauseBudget() {
 		cfg.Paused, cfg.PausedUntil = paused && until == 0, until
 		return nil
 	})
+	if past := until != 0 && until*int64(time.Millisecond) <= r.clk.Now().UnixNano(); past {
+		// An end that has come is refused, and the pause stays as it was.
+		if err == nil {
+			r.fail("pause %s until %d, passed: taken", key, until)
+		}
+		return
+	}
 	if err != nil {
 		r.fail("pause %s: %v", key, err)
 	}

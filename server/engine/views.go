@@ -213,7 +213,7 @@ func pauseReason(bs []WhyBudget) string {
 		switch {
 		case !b.Paused:
 		case b.PausedUntil != nil:
-			parts = append(parts, fmt.Sprintf("budget '%s' is paused until %s", b.Key, time.UnixMilli(*b.PausedUntil).UTC().Format(time.RFC3339Nano)))
+			parts = append(parts, fmt.Sprintf("budget '%s' is paused until %s", b.Key, formatMs(*b.PausedUntil)))
 		default:
 			parts = append(parts, fmt.Sprintf("budget '%s' is paused", b.Key))
 		}

@@ -380,7 +380,8 @@ func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
 
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.Query(ctx, `SELECT key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until,
+			sub_pauses
 		FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
@@ -397,10 +398,14 @@ func scanBudget(r pgx.CollectableRow) (store.Budget, error) {
 		tAlloc, tDur, tBurst *int64
 		tStrategy            *string
 		pausedUntil          *int64
+		subPauses            *string
 	)
 	err := r.Scan(&key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
-		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses)
 	if err != nil {
+		return store.Budget{}, err
+	}
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
 	b.Key = string(key)
@@ -545,8 +550,9 @@ func conditions(f *store.Filter) *conds {
 		c.add("status = ANY($)", st)
 	}
 	if len(f.BudgetKeys) > 0 {
+		cond, args := budgetKeyCond(f)
 		c.add(`budgets IS NOT NULL AND EXISTS (SELECT 1 FROM json_array_elements(budgets::json) AS b
-			WHERE b->>'key' = ANY($))`, f.BudgetKeys)
+			WHERE `+cond+`)`, args...)
 	}
 	for _, r := range []struct {
 		col string
@@ -572,6 +578,31 @@ func conditions(f *store.Filter) *conds {
 		c.add("(purge_at IS NULL OR purge_at > $)", f.Now)
 	}
 	return c
+}
+
+// budgetKeyCond renders the condition on one binding (b) of Filter's
+// budget keys: one of BudgetKeys, or under one of SubBudgetsOf but not
+// one of NotSubBudgets nor under one. starts_with tests a prefix without
+// LIKE's wildcards, which keys may hold.
+func budgetKeyCond(f *store.Filter) (string, []any) {
+	cond, args := `b->>'key' = ANY($)`, []any{f.BudgetKeys}
+	if len(f.SubBudgetsOf) == 0 {
+		return cond, args
+	}
+	under := func(keys []string) string {
+		prefixes := make([]string, len(keys))
+		for i, k := range keys {
+			prefixes[i] = k + "/"
+		}
+		args = append(args, prefixes)
+		return `EXISTS (SELECT 1 FROM unnest($::text[]) AS p WHERE starts_with(b->>'key', p))`
+	}
+	cond += ` OR (` + under(f.SubBudgetsOf)
+	if len(f.NotSubBudgets) > 0 {
+		args = append(args, f.NotSubBudgets)
+		cond += ` AND NOT (b->>'key' = ANY($) OR ` + under(f.NotSubBudgets) + `)`
+	}
+	return `(` + cond + `))`, args
 }
 
 func byteSlices(ss []string) [][]byte {

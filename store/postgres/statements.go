@@ -361,7 +361,8 @@ func queueMisc(b *pgx.Batch, op store.Op) {
 
 // queuePutBudget writes every field of a budget: a replacement without a
 // template or a pause clears them. The template's columns are NULL for a
-// plain budget, paused_until for a pause without end.
+// plain budget, paused_until for a pause without end, sub_pauses when no
+// sub-budget is paused.
 func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 	var alloc, duration, burst *int64
 	var strategy *string
@@ -369,16 +370,16 @@ func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 		alloc, strategy, duration, burst = &t.Allocation, &t.Strategy, &t.DurationMs, &t.Burst
 	}
 	b.Queue(`INSERT INTO budgets (key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
 			duration_ms = excluded.duration_ms, burst = excluded.burst,
 			created_at = excluded.created_at, updated_at = excluded.updated_at,
 			per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
 			per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
-			paused = excluded.paused, paused_until = excluded.paused_until`,
+			paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses`,
 		[]byte(g.Key), g.Allocation, g.Strategy, g.DurationMs, g.Burst, g.CreatedAt, g.UpdatedAt,
-		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil))
+		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil), store.EncodeSubPauses(g.SubPauses))
 }
 
 // overrideCols returns the column values of a job's overrides, nil for

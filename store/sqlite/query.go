@@ -411,7 +411,7 @@ type querier interface {
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
 		created_at, updated_at, per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst,
-		paused, paused_until FROM budgets ORDER BY key`)
+		paused, paused_until, sub_pauses FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
@@ -435,10 +435,14 @@ func scanBudget(s scanner) (store.Budget, error) {
 		tAlloc, tDur, tBurst *int64
 		tStrategy            *string
 		pausedUntil          *int64
+		subPauses            *string
 	)
 	err := s.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
-		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil)
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses)
 	if err != nil {
+		return store.Budget{}, err
+	}
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
 	if tAlloc != nil && tStrategy != nil {
@@ -562,8 +566,8 @@ func conditions(f *store.Filter) (string, []any) {
 		}
 	}
 	if len(f.BudgetKeys) > 0 {
-		keyIn, keys := inList("json_extract(b.value, '$.key')", f.BudgetKeys)
-		add(`EXISTS (SELECT 1 FROM json_each(jobs.budgets) AS b WHERE `+keyIn+`)`, keys...)
+		cond, keys := budgetKeyCond(f)
+		add(`EXISTS (SELECT 1 FROM json_each(jobs.budgets) AS b WHERE `+cond+`)`, keys...)
 	}
 	for _, r := range []struct {
 		col string
@@ -592,6 +596,34 @@ func conditions(f *store.Filter) (string, []any) {
 		return "1", nil
 	}
 	return strings.Join(conds, " AND "), args
+}
+
+// budgetKeyCond renders the condition on one binding (b) of Filter's
+// budget keys: one of BudgetKeys, or under one of SubBudgetsOf but not
+// one of NotSubBudgets nor under one. instr(k, p) = 1 tests a prefix
+// without LIKE's wildcards, which keys may hold.
+func budgetKeyCond(f *store.Filter) (string, []any) {
+	const key = "json_extract(b.value, '$.key')"
+	cond, args := inList(key, f.BudgetKeys)
+	if len(f.SubBudgetsOf) == 0 {
+		return cond, args
+	}
+	under := func(keys []string) string {
+		prefixes := make([]string, len(keys))
+		for i, k := range keys {
+			prefixes[i] = k + "/"
+		}
+		buf, _ := json.Marshal(prefixes) // strings: cannot fail
+		args = append(args, string(buf))
+		return `EXISTS (SELECT 1 FROM json_each(?) AS p WHERE instr(` + key + `, p.value) = 1)`
+	}
+	cond = cond + ` OR (` + under(f.SubBudgetsOf)
+	if len(f.NotSubBudgets) > 0 {
+		own, ownArgs := inList(key, f.NotSubBudgets)
+		args = append(args, ownArgs...)
+		cond += ` AND NOT (` + own + ` OR ` + under(f.NotSubBudgets) + `)`
+	}
+	return `(` + cond + `))`, args
 }
 
 // inList renders "col IN (…)" for values: one placeholder per value, or, for

@@ -101,8 +101,8 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
 		{&w.putBudget, `INSERT OR REPLACE INTO budgets
 			(key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
 		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
@@ -376,7 +376,7 @@ func insertArgs(j *store.Job) []any {
 
 // budgetArgs returns b's values in the order of the putBudget statement:
 // the template's columns are NULL for a plain budget, paused_until for a
-// pause without end.
+// pause without end, sub_pauses when no sub-budget is paused.
 func budgetArgs(b *store.Budget) []any {
 	var alloc, strategy, duration, burst any
 	paused := int64(0)
@@ -387,7 +387,7 @@ func budgetArgs(b *store.Budget) []any {
 		alloc, strategy, duration, burst = t.Allocation, t.Strategy, t.DurationMs, t.Burst
 	}
 	return []any{b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst, b.CreatedAt, b.UpdatedAt,
-		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil)}
+		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil), store.EncodeSubPauses(b.SubPauses)}
 }
 
 // patchArgs returns the arguments of the patch statement.

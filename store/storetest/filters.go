@@ -33,6 +33,16 @@ func testFilters(t *testing.T, newB func(testing.TB) *bundle) {
 				j.Budgets = []store.Binding{{Key: "k2", Cost: 1}, {Key: "k1", Cost: 2}}
 			case 3:
 				j.Budgets = []store.Binding{{Key: "k3", Cost: 1}}
+			case 0: // not under "f_/", though LIKE 'f_/%' would say so
+				j.Budgets = []store.Binding{{Key: "fx/a", Cost: 1}}
+			case 5, 6: // sub-budgets of family "f_"
+				j.Budgets = []store.Binding{{Key: "f_/" + string("ab"[n-5]), Cost: 1}}
+			case 7: // a budget of its own under the family's name
+				j.Budgets = []store.Binding{{Key: "f_/own", Cost: 1}}
+			case 8: // under a budget of its own
+				j.Budgets = []store.Binding{{Key: "f_/own/x", Cost: 1}}
+			case 9: // the family itself
+				j.Budgets = []store.Binding{{Key: "f_", Cost: 1}}
 			}
 			if n == 3 || n == 4 { // completed and dead
 				j.PurgeAt = int64(500 + n)
@@ -70,6 +80,11 @@ func testFilters(t *testing.T, newB func(testing.TB) *bundle) {
 		"BudgetKeys":       {store.Filter{BudgetKeys: []string{"k1"}}, ids(1, 2)},
 		"BudgetKeysOr":     {store.Filter{BudgetKeys: []string{"k2", "k3", "k9"}}, ids(2, 3)},
 		"ManyBudgetKeys":   {store.Filter{BudgetKeys: manyKeys}, ids(3)},
+		"FamilyKeyAlone":   {store.Filter{BudgetKeys: []string{"f_"}}, ids(9)},
+		"SubBudgetsOf":     {store.Filter{BudgetKeys: []string{"f_"}, SubBudgetsOf: []string{"f_"}}, ids(5, 6, 7, 8, 9)},
+		"NotSubBudgets":    {store.Filter{BudgetKeys: []string{"f_", "k3"}, SubBudgetsOf: []string{"f_"}, NotSubBudgets: []string{"f_/own"}}, ids(3, 5, 6, 9)},
+		"NotSubButAsked":   {store.Filter{BudgetKeys: []string{"f_", "f_/own"}, SubBudgetsOf: []string{"f_"}, NotSubBudgets: []string{"f_/own"}}, ids(5, 6, 7, 9)},
+		"SubBudgetsOfMany": {store.Filter{BudgetKeys: append([]string{"f_"}, manyKeys...), SubBudgetsOf: []string{"f_", "fx"}, NotSubBudgets: slices.Repeat([]string{"f_/own"}, 70), Types: []string{"x"}}, ids(0, 6)},
 		"ManyStatuses":     {store.Filter{Statuses: slices.Repeat([]store.Status{store.Dead}, 70)}, ids(4, 9)},
 		"PriorityRange":    {store.Filter{Priority: &store.Range{Lo: u(3), Hi: u(5)}}, ids(3, 4, 5)},
 		"PriorityLo":       {store.Filter{Priority: &store.Range{Lo: u(8)}}, ids(8, 9)},

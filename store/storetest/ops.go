@@ -259,7 +259,8 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		t.Parallel()
 		b := newB(t)
 		family := store.Budget{Key: "tenants", Allocation: 100, Strategy: store.TimeBased, DurationMs: 60_000, CreatedAt: 1, UpdatedAt: 2,
-			PerKey: &store.BudgetTemplate{Allocation: 5, Strategy: store.WhileInFlight}}
+			PerKey:    &store.BudgetTemplate{Allocation: 5, Strategy: store.WhileInFlight},
+			SubPauses: map[string]store.Pause{"tenants/acme": {Paused: true}, "tenants/é \"x\"": {PausedUntil: math.MaxInt64}, "tenants/b": {Paused: true, PausedUntil: 1}}}
 		paced := store.Budget{Key: "paced", Allocation: 3, Strategy: store.WhileInFlight, CreatedAt: 3, UpdatedAt: 4,
 			PerKey: &store.BudgetTemplate{Allocation: math.MaxInt32, Strategy: store.TimeBased, DurationMs: math.MaxInt64, Burst: 7}}
 		paused := store.Budget{Key: "p", Allocation: 1, Strategy: store.WhileInFlight, CreatedAt: 5, UpdatedAt: 6, Paused: true}
@@ -271,7 +272,7 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		require.Equal(t, want, load(t, b).Budgets)
 
 		// A replacement writes every field: the template and the pause go.
-		family.PerKey, family.UpdatedAt = nil, 10
+		family.PerKey, family.SubPauses, family.UpdatedAt = nil, nil, 10
 		paused.Paused, until.PausedUntil, both.Paused, both.PausedUntil = false, 0, false, 0
 		paced.PerKey = &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight}
 		b.apply(t, store.PutBudget(family), store.PutBudget(paced), store.PutBudget(paused), store.PutBudget(until), store.PutBudget(both))
