@@ -5,9 +5,9 @@ import (
 	"strconv"
 )
 
-// The admin port's event stream (GET /events, a WebSocket of JSON text
-// frames; API.md §14.2). Every server frame is an AdminFrame; which of its
-// fields are set depends on Event. Budget frames are our extension.
+// The admin port's event stream (GET /events, a WebSocket of JSON text frames;
+// docs/API.md §The event stream). Every server frame is an AdminFrame; which
+// of its fields are set depends on Event. Budget frames are our extension.
 
 // Event kinds of server frames.
 const (

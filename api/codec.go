@@ -32,7 +32,7 @@ const (
 // StreamFormat is the framing of the take stream (GET /jobs/take).
 type StreamFormat uint8
 
-// Take stream framings (API.md §5.2).
+// Take stream framings (docs/API.md §Stream formats).
 const (
 	// NDJSON frames are compact JSON followed by "\n".
 	NDJSON StreamFormat = iota
@@ -78,10 +78,11 @@ func StreamContentType(f StreamFormat) string {
 	return MediaNDJSON
 }
 
-// ResponseFormat picks the response format from an Accept header by
-// substring match, as Zizq does (API.md §1.1): MessagePack when it mentions
-// application/msgpack, JSON when it is empty or mentions application/json or
-// */*. false means 406 Not Acceptable. Matching ignores case.
+// ResponseFormat picks the response format from an Accept header by substring
+// match, as Zizq does (docs/API.md §Content negotiation): MessagePack when it
+// mentions application/msgpack, JSON when it is empty or mentions
+// application/json or */*. false means 406 Not Acceptable. Matching ignores
+// case.
 func ResponseFormat(accept string) (Format, bool) {
 	if accept == "" {
 		return JSON, true
@@ -97,8 +98,8 @@ func ResponseFormat(accept string) (Format, bool) {
 }
 
 // RequestFormat picks the request body format from a Content-Type header by
-// substring match (API.md §1.1): JSON when it is empty. false means 415
-// Unsupported Media Type. Matching ignores case.
+// substring match (docs/API.md §Content negotiation): JSON when it is empty.
+// false means 415 Unsupported Media Type. Matching ignores case.
 func RequestFormat(contentType string) (Format, bool) {
 	if contentType == "" {
 		return JSON, true
@@ -113,11 +114,11 @@ func RequestFormat(contentType string) (Format, bool) {
 	return JSON, false
 }
 
-// TakeFormat picks the take stream framing from an Accept header by
-// substring match, first hit wins (API.md §5.2): SSE, then the MessagePack
-// stream (for its own type or application/msgpack), then NDJSON (for
-// application/x-ndjson, application/json, */* or no header). false means 406
-// Not Acceptable. Matching ignores case.
+// TakeFormat picks the take stream framing from an Accept header by substring
+// match, first hit wins (docs/API.md §Stream formats): SSE, then the
+// MessagePack stream (for its own type or application/msgpack), then NDJSON
+// (for application/x-ndjson, application/json, */* or no header). false means
+// 406 Not Acceptable. Matching ignores case.
 func TakeFormat(accept string) (StreamFormat, bool) {
 	if accept == "" {
 		return NDJSON, true

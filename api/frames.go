@@ -10,9 +10,9 @@ import (
 	"math"
 )
 
-// Take stream frames (API.md §5.2), both directions: AppendStreamFrame and
-// Heartbeat write them (the server), a FrameReader reads them back (the
-// client, and tests that read a stream).
+// Take stream frames (docs/API.md §Stream formats), both directions:
+// AppendStreamFrame and Heartbeat write them (the server), a FrameReader reads
+// them back (the client, and tests that read a stream).
 
 // MaxFrameBytes bounds the message of one frame a FrameReader accepts, so
 // that a corrupt length prefix cannot make a reader allocate gigabytes.

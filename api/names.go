@@ -8,11 +8,11 @@ import (
 )
 
 // reservedNameChars are the characters a queue, type or budget key may not
-// contain: they are kept free for glob patterns (API.md §2.3).
+// contain: they are kept free for glob patterns (docs/API.md §Names).
 const reservedNameChars = `*?[]{}\`
 
-// ValidateName checks a queue name, a job type or a cron name against the
-// Zizq name rules (API.md §2.3). field names the value in the error text,
+// ValidateName checks a queue name, a job type or a cron name against the Zizq
+// name rules (docs/API.md §Names). field names the value in the error text,
 // for example "queue" gives "queue must not be empty".
 func ValidateName(field, s string) error {
 	if s == "" {
@@ -37,7 +37,7 @@ func ValidateName(field, s string) error {
 }
 
 // ValidateBudgetKey checks a budget key: the rules are those of queue names
-// (API.md §17.9 #25).
+// (docs/API.md §Budget keys).
 func ValidateBudgetKey(s string) error {
 	return ValidateName("budget key", s)
 }

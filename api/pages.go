@@ -6,9 +6,10 @@ import (
 	"strings"
 )
 
-// Page links of the paginated listings (API.md §7.2), both directions: the
-// server builds them with Pages, a client follows one by parsing it back
-// into the query it stands for (ParseJobsLink, ParseErrorsLink).
+// Page links of the paginated listings (docs/API.md §Listing jobs), both
+// directions: the server builds them with Pages, a client follows one by
+// parsing it back into the query it stands for (ParseJobsLink,
+// ParseErrorsLink).
 
 // Pages returns the links of a page of the listing q that holds jobs:
 // itself; the next page, after its last job, when more follow; the previous

@@ -77,8 +77,8 @@ func (n Nullable[T]) EncodeMsgpack(enc *msgpack.Encoder) error {
 	return enc.Encode(n.value)
 }
 
-// JobPatch is the body of PATCH /jobs/{id} and PATCH /jobs (API.md §8.3).
-// Nil and absent members leave the job's fields unchanged.
+// JobPatch is the body of PATCH /jobs/{id} and PATCH /jobs (docs/API.md
+// §Patching jobs). Nil and absent members leave the job's fields unchanged.
 type JobPatch struct {
 	Queue    *string `json:"queue,omitempty"`
 	Priority *uint16 `json:"priority,omitempty"`
@@ -100,10 +100,10 @@ type RetentionPatch struct {
 	DeadMs      Nullable[uint64] `json:"dead_ms,omitempty,omitzero"`
 }
 
-// BudgetPatch is the body of PATCH /budgets/{key} (API.md §17.4.2). Nil
-// members leave the budget's fields unchanged. A strategy Type that differs
-// from the budget's replaces its whole strategy, so it must come with what
-// that strategy needs.
+// BudgetPatch is the body of PATCH /budgets/{key} (docs/API.md
+// §Patching a budget). Nil members leave the budget's fields unchanged. A
+// strategy Type that differs from the budget's replaces its whole strategy, so
+// it must come with what that strategy needs.
 type BudgetPatch struct {
 	Allocation *int64         `json:"allocation,omitempty"`
 	Strategy   *StrategyPatch `json:"strategy,omitempty"`
@@ -151,8 +151,9 @@ func (e *FieldError) Error() string { return e.Msg }
 // wrongly null member is a *FieldError. Values are not checked against the
 // server's rules (names, bounds): that is the server's part.
 func DecodeJobPatch(f Format, data []byte) (JobPatch, error) {
-	// type, payload and budgets are fields of a job that PATCH cannot
-	// change: ignored (API.md §8.3), so that a job as read can be sent back.
+	// type, payload and budgets are fields of a job that PATCH cannot change:
+	// ignored (docs/API.md §Patching jobs), so that a job as read can be sent
+	// back.
 	body, err := decodePatchBody(f, data, "queue", "priority", "ready_at", "retry_limit", "backoff", "retention",
 		"type", "payload", "budgets")
 	if err != nil {

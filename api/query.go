@@ -201,13 +201,13 @@ func ParseJobQuery(v url.Values, paging bool) (JobQuery, error) {
 }
 
 // Link renders the relative link of a page of this listing with the given
-// cursor ("" for none) and order, in the layout of Zizq (API.md §7.2):
-// "/jobs?[from=<id>&]order=<o>&limit=<n>" followed by the filters that are
-// set, in the order status, queue, type, id, priority, ready_at, attempts,
-// budgets.key, filter, then our extension parked=true. List values are
-// joined with ',' and written as they are, except for the bytes that would
-// not survive a query string (see appendQueryValue); the filter is fully
-// percent-encoded. An empty order renders as OrderAsc.
+// cursor ("" for none) and order, in the layout of Zizq (docs/API.md
+// §Listing jobs): "/jobs?[from=<id>&]order=<o>&limit=<n>" followed by the
+// filters that are set, in the order status, queue, type, id, priority,
+// ready_at, attempts, budgets.key, filter, then our extension parked=true.
+// List values are joined with ',' and written as they are, except for the
+// bytes that would not survive a query string (see appendQueryValue); the
+// filter is fully percent-encoded. An empty order renders as OrderAsc.
 func (q JobQuery) Link(from, order string) string {
 	if order == "" {
 		order = OrderAsc

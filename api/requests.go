@@ -27,8 +27,8 @@ type BackoffRequest struct {
 	JitterMs *uint32  `json:"jitter_ms,omitempty"`
 }
 
-// BatchRequest makes a job batched (API.md §4.5): key, when and fold are
-// all required.
+// BatchRequest makes a job batched (docs/API.md §Batched jobs): key, when and
+// fold are all required.
 type BatchRequest struct {
 	Key  *string `json:"key,omitempty"`
 	When *string `json:"when,omitempty"`

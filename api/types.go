@@ -1,6 +1,7 @@
 // Package api defines the Zizq wire types shared by the server, the client and
 // the dashboard. Field order and omission rules follow the Zizq 0.6.1 wire
-// format (see API.md §2.5) so that official clients can decode them unchanged.
+// format (see docs/API.md §The job object) so that official clients can decode
+// them unchanged.
 package api
 
 // Job statuses as they appear on the wire.
@@ -12,7 +13,7 @@ const (
 	StatusDead      = "dead"
 )
 
-// Unique key scopes (unique_while), API.md §4.4.
+// Unique key scopes (unique_while), docs/API.md §Unique jobs.
 const (
 	UniqueWhileQueued = "queued" // the default
 	UniqueWhileActive = "active"
@@ -161,10 +162,10 @@ type AckIDs struct {
 	IDs []string `json:"ids"`
 }
 
-// Budget is a budget as rendered in responses. State is only present when
-// the caller asked for live figures (?state=true). PerKey, Paused and
-// PausedUntil are our extension (issue 16), each left out unless set, so a
-// budget without them has Zizq's exact shape (API.md §17.2).
+// Budget is a budget as rendered in responses. State is only present when the
+// caller asked for live figures (?state=true). PerKey, Paused and PausedUntil
+// are our extension (issue 16), each left out unless set, so a budget without
+// them has Zizq's exact shape (docs/API.md §The budget object).
 type Budget struct {
 	Key        string   `json:"key"`
 	Allocation int64    `json:"allocation"`
@@ -201,7 +202,8 @@ type BudgetList struct {
 	Budgets []Budget `json:"budgets"`
 }
 
-// BudgetState holds the live figures of a budget (our extension, API.md §17.10).
+// BudgetState holds the live figures of a budget (our extension, docs/API.md
+// §Live budget state).
 type BudgetState struct {
 	Available      float64 `json:"available"`
 	Capacity       int64   `json:"capacity"`

@@ -7,9 +7,9 @@ import (
 	"github.com/zizq/zizq/api"
 )
 
-// Binding management (API.md §17.11). The single-job calls answer the job
-// (without payload); the filter calls change every scheduled or ready job
-// the filters select and report the in-flight ones they left alone.
+// Binding management (docs/API.md §Binding management). The single-job calls
+// answer the job (without payload); the filter calls change every scheduled or
+// ready job the filters select and report the in-flight ones they left alone.
 
 // BindJob binds a job to a budget (POST /jobs/{id}/budgets/{key}); a job
 // bound to it already is a 409 *Error. req.Key is ignored: the key travels

@@ -10,10 +10,10 @@ import (
 	"github.com/zizq/zizq/client"
 )
 
-// The commands that talk to the admin port (top, backup, compact) name it
-// with --admin-url, and its TLS with --admin-ca-cert, --admin-client-cert
-// and --admin-client-key: --url stays the API's for every command (API.md
-// §14.3). The variables are Zizq's own names for its admin tools.
+// The commands that talk to the admin port (top, backup, compact) name it with
+// --admin-url, and its TLS with --admin-ca-cert, --admin-client-cert and
+// --admin-client-key: --url stays the API's for every command (docs/API.md
+// §The admin port). The variables are Zizq's own names for its admin tools.
 
 // DefaultAdminURL is where `zizq serve` opens its admin port by default.
 const DefaultAdminURL = "http://127.0.0.1:8901"

@@ -6,10 +6,11 @@ import (
 	"net/http"
 )
 
-// The admin port (API.md §14): the event stream of dashboards, backups and
-// compaction, on a listener of its own. It listens on loopback by default
-// and takes its own (m)TLS, because what it serves must not reach every
-// worker that can reach the API port: a backup holds every payload.
+// The admin port (docs/API.md §The admin port): the event stream of
+// dashboards, backups and compaction, on a listener of its own. It listens on
+// loopback by default and takes its own (m)TLS, because what it serves must
+// not reach every worker that can reach the API port: a backup holds every
+// payload.
 
 func (s *Server) adminRoutes() {
 	r := s.admin

@@ -6,10 +6,10 @@ import (
 
 // backup answers POST /backup with a consistent snapshot of the store, taken
 // while the server runs: 200 application/gzip, a tar.gz holding
-// zizq-root/data/zizq.db (the envelope of Zizq's admin backup, API.md
-// §14.1), or 500 "backup failed" in plain text. One backup runs at a time;
-// another answers 409. Writes go on meanwhile; the snapshot holds every
-// write acknowledged before it began.
+// zizq-root/data/zizq.db (the envelope of Zizq's admin backup, docs/API.md
+// §Backup and compaction), or 500 "backup failed" in plain text. One backup
+// runs at a time; another answers 409. Writes go on meanwhile; the snapshot
+// holds every write acknowledged before it began.
 func (s *Server) backup(w http.ResponseWriter, r *http.Request) {
 	if !s.backups.CompareAndSwap(0, 1) {
 		s.writeError(w, r, http.StatusConflict, "a backup is already running")

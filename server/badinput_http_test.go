@@ -116,7 +116,7 @@ func TestBadInput_Enqueue(t *testing.T) {
 		{name: "FormContentType", path: "/jobs", body: "type=t", contentType: "application/x-www-form-urlencoded", status: 415, msg: "unsupported media type"},
 		{name: "NotAcceptable", path: "/jobs", body: enqueueBody(""), header: []string{"Accept", "text/html"}, status: 406, msg: "not acceptable"},
 	}
-	// Reserved and forbidden characters in names (API.md §2.3).
+	// Reserved and forbidden characters in names (docs/API.md §Names).
 	for _, field := range []string{"queue", "type"} {
 		for _, c := range []string{"*", "?", "[", "]", "{", "}", `\`} {
 			name := "a" + c + "b"

@@ -21,7 +21,7 @@ import (
 	"github.com/zizq/zizq/store/sqlite"
 )
 
-// Batched jobs (API.md §4.5), over real HTTP in both encodings.
+// Batched jobs (docs/API.md §Batched jobs), over real HTTP in both encodings.
 
 // send sends v (an api request value) in format f and asks for f back.
 func (tb *testBundle) send(t *testing.T, f api.Format, method, path string, v any) reply {

@@ -7,8 +7,8 @@ import (
 	"github.com/zizq/zizq/server/engine"
 )
 
-// Binding management (API.md §17.11): the single-job forms answer the job,
-// the filter forms {"changed","blocked"}.
+// Binding management (docs/API.md §Binding management): the single-job forms
+// answer the job, the filter forms {"changed","blocked"}.
 func (s *Server) bindingRoutes() {
 	r := s.router
 	r.handle("POST", "/jobs/{id}/budgets/{key}", s.bindOne(addBinding))

@@ -12,7 +12,7 @@ import (
 	"github.com/zizq/zizq/api"
 )
 
-// Binding management endpoints (API.md §17.11).
+// Binding management endpoints (docs/API.md §Binding management).
 
 // budBindJob sends a single-job binding request and returns the job it
 // answers, requiring 200.

@@ -116,8 +116,8 @@ func (s *Server) patchBudget(w http.ResponseWriter, r *http.Request) {
 	s.respond(w, r, http.StatusOK, wireBudget(b))
 }
 
-// budgetPatch is a PATCH /budgets/{key} body (API.md §17.4.2), decoded by
-// package api.
+// budgetPatch is a PATCH /budgets/{key} body (docs/API.md §Patching a budget),
+// decoded by package api.
 type budgetPatch struct {
 	api.BudgetPatch
 }

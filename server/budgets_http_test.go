@@ -152,7 +152,7 @@ const (
 
 // TestBudgets_SeedExamples runs every HTTP example of the seed, each from
 // its own fixture: a fresh server holding exactly the state the example
-// presupposes (the seed's examples are not one script, API.md §17.9 #3).
+// presupposes (the seed's examples are not one script).
 func TestBudgets_SeedExamples(t *testing.T) {
 	t.Parallel()
 
@@ -371,9 +371,9 @@ func TestBudgets_SeedExamples(t *testing.T) {
 }
 
 // TestBudgets_CreateWithTypo covers the seed's create_with snippet, which
-// spells "allocaton": the field is unknown and ignored, so create_with
-// lacks its allocation and the enqueue is refused with 400 whether or not
-// the budget exists (API.md §17.9 #3). The corrected spelling works.
+// spells "allocaton": the field is unknown and ignored, so create_with lacks
+// its allocation and the enqueue is refused with 400 whether or not the budget
+// exists (docs/API.md §Binding jobs to budgets). The corrected spelling works.
 func TestBudgets_CreateWithTypo(t *testing.T) {
 	t.Parallel()
 	snippet := func(allocation string) string {
@@ -473,7 +473,7 @@ func TestBudgets_Missing(t *testing.T) {
 	budError(t, tb.req(t, "DELETE", "/budgets/nope", nil), http.StatusNotFound, msg)
 	// PATCH never creates.
 	budExact(t, tb.req(t, "GET", "/budgets", nil), http.StatusOK, `{"budgets":[]}`, 0)
-	// No bulk deletion of budgets (API.md §17.9 #30).
+	// No bulk deletion of budgets (docs/API.md §Budget endpoints).
 	r := tb.req(t, "DELETE", "/budgets", nil)
 	require.Equal(t, http.StatusMethodNotAllowed, r.status)
 }

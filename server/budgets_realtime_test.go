@@ -1006,9 +1006,9 @@ func TestBudgetsRealtime_RandomWorkload(t *testing.T) {
 	}
 }
 
-// TestBudgetsRealtime_UnservedParkedJobBecomesReady: a job of a queue no
-// taker serves is in no line (ENGINE.md, "Served queues only"): it waits
-// for a worker whether or not its budget could pay it.
+// TestBudgetsRealtime_UnservedParkedJobBecomesReady: a job of a queue no taker
+// serves is in no line (docs/ENGINE.md §Served queues only): it waits for a
+// worker whether or not its budget could pay it.
 func TestBudgetsRealtime_UnservedParkedJobBecomesReady(t *testing.T) {
 	t.Parallel()
 

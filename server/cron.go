@@ -287,8 +287,9 @@ func wireCronEntry(e core.CronEntry) api.CronEntry {
 	}
 }
 
-// wireTemplate echoes a job template as an enqueue request: priority and
-// costs materialised, create_with kept (API.md §17.6), payload always.
+// wireTemplate echoes a job template as an enqueue request: priority and costs
+// materialised, create_with kept (docs/API.md §Budgets in job responses),
+// payload always.
 func wireTemplate(j engine.NewJob) api.EnqueueRequest {
 	out := api.EnqueueRequest{
 		Type: &j.Type, Queue: &j.Queue, Payload: api.Payload(j.Payload), Priority: &j.Priority,

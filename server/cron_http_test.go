@@ -623,7 +623,7 @@ func TestCron_RefusedFireIsSkipped(t *testing.T) {
 }
 
 // TestCron_BudgetReferenced: a budget bound by a cron template only is
-// referenced (API.md §17.9 #29).
+// referenced (docs/API.md §Deleting a budget).
 func TestCron_BudgetReferenced(t *testing.T) {
 	t.Parallel()
 	c := setupCron(t, api.JSON)

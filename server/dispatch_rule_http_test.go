@@ -15,12 +15,12 @@ import (
 	"github.com/zizq/zizq/api"
 )
 
-// Real-HTTP tests of ENGINE.md's dispatch rule, one per observation of
-// issue 11 (numbered as there), with the issue's numbers: a real server, real
-// take streams, real acks. Order is asserted from what the workers receive;
-// the live figures (/stats, ?state=true, /why) are read beside it. The tests
-// that assert real-time bounds are not parallel and keep big margins; the
-// others assert mechanisms and run in parallel.
+// Real-HTTP tests of the dispatch rule (docs/ENGINE.md), one per observation
+// of issue 11 (numbered as there), with the issue's numbers: a real server,
+// real take streams, real acks. Order is asserted from what the workers
+// receive; the live figures (/stats, ?state=true, /why) are read beside it.
+// The tests that assert real-time bounds are not parallel and keep big
+// margins; the others assert mechanisms and run in parallel.
 //
 // Helpers carry a "dr" prefix: other test files of the package are written
 // concurrently and must not collide with them.
@@ -590,7 +590,8 @@ func TestDispatchRule_TimeBasedRateHasNoDrift(t *testing.T) {
 		t.Logf("%s: %d in %.1f ms, %.2f/s (%.2f%% of 50/s)", what, len(ms), ms[len(ms)-1]-ms[0], rate, rate/50*100)
 		return rate
 	}
-	// On the server's dispatch instants (where ENGINE.md states the rate)…
+	// On the server's dispatch instants (where docs/ENGINE.md states the
+	// rate)…
 	require.GreaterOrEqual(t, logRate("dispatches", dispatched), 0.99*50)
 	// …and as the worker sees it: the last frame may reach it late (by up to
 	// 65 ms at 98%), but lateness must not add up over the tokens.

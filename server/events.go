@@ -13,11 +13,11 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// events answers GET /events: a WebSocket of JSON text frames (API.md
-// §14.2). The core's subscription does the work; this reads client frames
-// into commands and writes its events as frames. A dashboard that reads
-// nothing for EventWriteTimeout is dropped; one that is only slow is
-// resynced by the core (it never slows anything else).
+// events answers GET /events: a WebSocket of JSON text frames (docs/API.md
+// §The event stream). The core's subscription does the work; this reads client
+// frames into commands and writes its events as frames. A dashboard that reads
+// nothing for EventWriteTimeout is dropped; one that is only slow is resynced
+// by the core (it never slows anything else).
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	// The core refuses before the upgrade, so a start answers a plain 503.
 	sub, err := s.core.Subscribe(context.WithoutCancel(r.Context()), s.cfg.Events)

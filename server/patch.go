@@ -7,8 +7,8 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// jobPatch is a PATCH /jobs body (API.md §8.3), decoded by package api and
-// checked against the server's rules.
+// jobPatch is a PATCH /jobs body (docs/API.md §Patching jobs), decoded by
+// package api and checked against the server's rules.
 type jobPatch struct {
 	api.JobPatch
 	backoff *store.Backoff // the value of Backoff, when it sets one

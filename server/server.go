@@ -1,5 +1,11 @@
-// Package server is zizq's HTTP API: it decodes requests, calls the engine
-// and the store, and encodes responses. It holds no job state of its own.
+// Package server is zizq's HTTP transport, the API port and the admin port:
+// a handler decodes a request (package api), calls the core (server/core),
+// which owns every job and every decision, and encodes the answer; errors
+// become statuses in one place (respond.go). It also opens the store a
+// server runs on (open.go) and, on PostgreSQL, runs a cluster's node: the
+// election, the fence of the leader's term, and the forwarding of a
+// follower's requests to the leader (cluster.go). It holds no job state of
+// its own. docs/ARCHITECTURE.md follows a request through it.
 package server
 
 import (

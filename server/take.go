@@ -10,9 +10,9 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// take streams jobs to a worker (API.md §5): frames as jobs are dispatched,
-// a heartbeat after each interval of silence, and on disconnect every job
-// the stream still holds goes back to ready.
+// take streams jobs to a worker (docs/API.md §Taking jobs): frames as jobs are
+// dispatched, a heartbeat after each interval of silence, and on disconnect
+// every job the stream still holds goes back to ready.
 func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 	q, err := api.ParseTakeQuery(r.URL.Query())
 	if err != nil {

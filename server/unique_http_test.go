@@ -140,9 +140,9 @@ func TestUnique_Enqueue(t *testing.T) {
 }
 
 // TestUnique_Scopes walks a holder of each scope through each status and
-// enqueues the same key in each scope: duplicate (D) or new (-), API.md
-// §4.4 (the incoming scope against the holder's status, while the holder
-// holds under its own). The cases alternate the two encodings.
+// enqueues the same key in each scope: duplicate (D) or new (-), docs/API.md
+// §Unique jobs (the incoming scope against the holder's status, while the
+// holder holds under its own). The cases alternate the two encodings.
 func TestUnique_Scopes(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)
@@ -270,7 +270,7 @@ func TestUnique_ReleaseAndReclaim(t *testing.T) {
 		e.created(t, tb, ujob(q+"-other", "other-"+q, "")) // nothing to do with it
 		ts.close()
 		eventually(t, 5*time.Second, func() bool { return statusOf(t, tb, a.ID) == "ready" }, "requeued")
-		e.dupOf(t, tb, a.ID, ujob(q, q, "")) // [decision] API.md §4.4
+		e.dupOf(t, tb, a.ID, ujob(q, q, "")) // docs/API.md §Unique jobs: unlike Zizq
 	})
 
 	t.Run("ActiveReleasesWhenFinished", func(t *testing.T) {
@@ -400,8 +400,8 @@ func TestUnique_Bulk(t *testing.T) {
 	}
 }
 
-// A duplicate binds nothing: its bindings are not checked and its
-// create_with creates no budget (API.md §17.9 #23).
+// A duplicate binds nothing: its bindings are not checked and its create_with
+// creates no budget (docs/API.md §Binding jobs to budgets).
 func TestUnique_DuplicateBindsNothing(t *testing.T) {
 	t.Parallel()
 	tb := setup(t)

@@ -11,7 +11,8 @@ import (
 // start-up. It is written for a local database and a network one alike:
 // ops are appended in groups and committed many groups to a transaction,
 // reads take whole batches, and nothing asks for one round trip per row.
-// store/sqlite implements it; store/storetest is the conformance suite.
+// store/sqlite and store/postgres implement it; store/storetest is the
+// conformance suite both pass.
 //
 // Every method is safe for concurrent use.
 type Store interface {
@@ -27,7 +28,9 @@ type Store interface {
 
 	// RecoverInFlight returns every in-flight job to ready and returns how
 	// many there were; the change has committed when it returns. Call it at
-	// start, before the engine is rebuilt.
+	// start, once Load has rebuilt the engine and before anything is
+	// dispatched: Load reports those jobs as in flight, so the engine knows
+	// which they were (a queued one takes its unique key back if free).
 	RecoverInFlight(ctx context.Context) (int64, error)
 	// Load reads, from one consistent snapshot, what the engine needs at
 	// start and nothing more, calling l's functions in this order: every

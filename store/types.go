@@ -1,9 +1,10 @@
 // Package store defines zizq's durable record: the domain types (jobs, their
 // error history, budget configurations, cron groups), the ops that change
 // them and the sentinel errors. It knows nothing of HTTP, of dispatching or
-// of any database: implementations live in subpackages (store/sqlite), and
-// store/storetest is the suite every implementation passes. The engine keeps
-// live state in memory and appends its changes, in order, as ops.
+// of any database: implementations live in subpackages (store/sqlite,
+// store/postgres), and store/storetest is the suite every implementation
+// passes. The engine keeps live state in memory and appends its changes, in
+// order, as ops.
 package store
 
 import (
@@ -107,7 +108,7 @@ type BatchConfig struct {
 // the job holding the key makes a new job with that key a duplicate.
 type UniqueWhile uint8
 
-// Unique scopes (API.md §4.4).
+// Unique scopes (docs/API.md §Unique jobs).
 const (
 	// UniqueQueued: while the holder is scheduled or ready (the default).
 	UniqueQueued UniqueWhile = iota

@@ -18,7 +18,7 @@ import (
 // Source is what the dashboard reads from a server. Every call must honour
 // ctx: the dashboard bounds each fetch with a timeout.
 type Source interface {
-	// Stats returns the body of GET /stats (API.md §17.10).
+	// Stats returns the body of GET /stats (docs/API.md §Stats).
 	Stats(ctx context.Context) (api.Stats, error)
 	// Jobs lists up to limit jobs with the given status ("in_flight",
 	// "ready" or "scheduled"), as GET /jobs?status=…&limit=… does.
@@ -48,9 +48,9 @@ type Source interface {
 	SubBudgets(ctx context.Context, family string) ([]api.Budget, error)
 }
 
-// Stream is the admin port's event stream (GET /events, API.md §14.2) as
-// the dashboard reads it: the job lists and the budgets pushed as they
-// change, instead of polled.
+// Stream is the admin port's event stream (GET /events, docs/API.md
+// §The event stream) as the dashboard reads it: the job lists and the budgets
+// pushed as they change, instead of polled.
 type Stream interface {
 	// Next returns the next server frame; an error ends the stream.
 	Next(ctx context.Context) (api.AdminFrame, error)

@@ -1,5 +1,5 @@
-// Package budget keeps the token state of one budget (API.md §17.3) with
-// exact integer arithmetic.
+// Package budget keeps the token state of one budget (docs/API.md §Strategies)
+// with exact integer arithmetic.
 //
 // A Pool does no locking, starts no goroutines, reads no clock and allocates
 // nothing: the dispatch engine calls it under its own lock and passes the time
@@ -30,8 +30,8 @@ package budget
 
 import "math"
 
-// Bounds of a budget's configuration (API.md §17.4.1). Constructors and
-// Reconfigure clamp their inputs into these ranges.
+// Bounds of a budget's configuration (docs/API.md §Budget bodies).
+// Constructors and Reconfigure clamp their inputs into these ranges.
 const (
 	// MaxAllocation is the largest allocation, and the largest burst.
 	MaxAllocation = math.MaxInt32
@@ -78,9 +78,10 @@ type Pool struct {
 	allocation int64
 	// held is the cost of the debits not yet released, whatever the kind at
 	// debit time: when a budget turns into while_in_flight it then holds
-	// exactly what its in-flight jobs cost (API.md §17.9 #10), and a job
-	// that leaves in flight while the budget is time_based still gives its
-	// cost back, so a round trip through time_based cannot leak tokens.
+	// exactly what its in-flight jobs cost (docs/API.md §Changing a budget),
+	// and a job that leaves in flight while the budget is time_based still
+	// gives its cost back, so a round trip through time_based cannot leak
+	// tokens.
 	held int64
 
 	// time_based only.
@@ -197,9 +198,9 @@ func (p *Pool) debit(cost int64, now int64) bool {
 	return true
 }
 
-// Release gives back cost when a job debited from this pool leaves in
-// flight. A while_in_flight pool can pay it again at once; a time_based pool
-// refunds nothing (API.md §17.7 #6) but stops counting the job as in flight,
+// Release gives back cost when a job debited from this pool leaves in flight.
+// A while_in_flight pool can pay it again at once; a time_based pool refunds
+// nothing (docs/API.md §Strategies) but stops counting the job as in flight,
 // which matters if the budget later turns into while_in_flight.
 func (p *Pool) Release(cost int64) {
 	if !p.release(cost) && debugChecks {
@@ -293,13 +294,13 @@ func (p *Pool) AffordableAt(cost int64, now int64) (at int64, ok bool) {
 }
 
 // Reconfigure applies a new configuration (PUT or PATCH) at time now
-// (API.md §17.9 #10). A time_based pool keeps its level in tokens, rounded
-// down to the new unit and clamped to the new capacity, and refills at the
-// new rate from now on. A pool that turns time_based starts full. A
-// while_in_flight pool keeps what its in-flight jobs hold, even above the
-// new allocation: it pays nothing more until enough is released.
-// Any kind other than TimeBased means WhileInFlight; durationMs and burst
-// are then ignored.
+// (docs/API.md §Changing a budget). A time_based pool keeps its level in
+// tokens, rounded down to the new unit and clamped to the new capacity, and
+// refills at the new rate from now on. A pool that turns time_based starts
+// full. A while_in_flight pool keeps what its in-flight jobs hold, even above
+// the new allocation: it pays nothing more until enough is released. Any kind
+// other than TimeBased means WhileInFlight; durationMs and burst are then
+// ignored.
 func (p *Pool) Reconfigure(allocation, durationMs, burst int64, kind Kind, now int64) {
 	if kind != TimeBased {
 		p.kind = WhileInFlight

@@ -12,13 +12,13 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// Batched jobs (API.md §4.5). An item with a batch and no future ready_at
-// folds into the pending job of its batch key when the pending job's when
-// holds over ($existing = its payload, $new = the item's); the pending
+// Batched jobs (docs/API.md §Batched jobs). An item with a batch and no future
+// ready_at folds into the pending job of its batch key when the pending job's
+// when holds over ($existing = its payload, $new = the item's); the pending
 // job's fold makes its new payload and it keeps its place. When it does not
-// hold, the pending job is sealed and the item becomes the key's pending
-// job. Every batched item is first dry-run with its own programs on its
-// own payload; scheduled ones never fold but keep their batch.
+// hold, the pending job is sealed and the item becomes the key's pending job.
+// Every batched item is first dry-run with its own programs on its own
+// payload; scheduled ones never fold but keep their batch.
 //
 // The programs run in the sandbox (batchexpr), outside the engine lock,
 // and may be slow. Items of one key are decided one enqueue at a time (a

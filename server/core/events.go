@@ -11,15 +11,16 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// The event stream of dashboards (the admin port's /events, API.md §14.2):
-// the subscription hook of the core. One hub per service holds the engine's
-// watch while anyone subscribes and passes its pokes on; each subscription
-// is one goroutine that pulls what changed, at most once per MinInterval
-// while changes flow (less often with many subscriptions: interval), reads its windows from the engine, diffs them
-// against what it sent and emits events into a bounded buffer. Nothing
-// here ever waits on a subscriber: one whose buffer is full loses the
-// events that do not fit and, once its buffer has drained, gets a fresh
-// snapshot; one whose buffer stays full for StuckAfter is dropped.
+// The event stream of dashboards (the admin port's /events, docs/API.md
+// §The event stream): the subscription hook of the core. One hub per service
+// holds the engine's watch while anyone subscribes and passes its pokes on;
+// each subscription is one goroutine that pulls what changed, at most once per
+// MinInterval while changes flow (less often with many subscriptions:
+// interval), reads its windows from the engine, diffs them against what it
+// sent and emits events into a bounded buffer. Nothing here ever waits on a
+// subscriber: one whose buffer is full loses the events that do not fit and,
+// once its buffer has drained, gets a fresh snapshot; one whose buffer stays
+// full for StuckAfter is dropped.
 
 // EventOptions tune the event stream; zero values take the defaults.
 type EventOptions struct {

@@ -69,7 +69,10 @@ func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan
 	return jobs, folded, nil
 }
 
-// unwindEnqueue undoes an enqueue whose commit failed (see unwind.go).
+// unwindEnqueue undoes an enqueue whose commit failed: the engine forgets
+// its jobs and the cache their payloads, and the budgets their create_with
+// made are deleted unless the store has them (unwindBudgets, whose comment
+// in budgets.go says which failed writes are undone and why).
 func (s *Service) unwindEnqueue(ctx context.Context, ids []string, specs []engine.NewJob) {
 	s.engine.Delete(ids)
 	for _, id := range ids {

@@ -140,9 +140,9 @@ func (e *Engine) payBound(a *account, cost int64, g *group) bound {
 	return bound{kind: boundAt, k: a.head.k(), incl: a.headGroup == g}
 }
 
-// wifBound is the prefix of g that every while_in_flight budget of g pays:
-// a job that one of them refuses waits in that budget's line only, not in
-// the lines of its time_based budgets (ENGINE.md's first exception).
+// wifBound is the prefix of g that every while_in_flight budget of g pays: a
+// job that one of them refuses waits in that budget's line only, not in the
+// lines of its time_based budgets (docs/ENGINE.md §The exceptions, the first).
 func (e *Engine) wifBound(g *group) bound {
 	b := admitAll
 	for _, s := range g.binds() {

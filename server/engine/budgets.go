@@ -23,7 +23,7 @@ type BudgetView struct {
 	State  *BudgetState
 }
 
-// BudgetState holds a budget's live figures (API.md §17.10).
+// BudgetState holds a budget's live figures (docs/API.md §Live budget state).
 type BudgetState struct {
 	Available      float64
 	Capacity       int64

@@ -1,9 +1,9 @@
 // Package engine is zizq's in-memory dispatch engine. It holds every live job
-// (scheduled, waiting or in flight), the budgets and the connected takers,
-// and decides which job goes to which worker and when, by the dispatch rule
-// of ENGINE.md. It is plain Go with an injected clock: no HTTP, no SQL. Every
-// state change is appended to the store's journal while the engine lock is
-// held, so the store sees changes in the order the engine made them.
+// (scheduled, waiting or in flight), the budgets and the connected takers, and
+// decides which job goes to which worker and when, by the dispatch rule of
+// docs/ENGINE.md. It is plain Go with an injected clock: no HTTP, no SQL.
+// Every state change is appended to the store's journal while the engine lock
+// is held, so the store sees changes in the order the engine made them.
 //
 // # The dispatch rule, as built
 //

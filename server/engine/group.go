@@ -6,13 +6,13 @@ import (
 )
 
 // A group holds the waiting jobs of one queue that share one binding
-// signature: the same budgets at the same costs. Every budget pays a prefix
-// of a group (ENGINE.md: a budget pays a job unless its tokens, less the
-// reservation of an earlier head, fall short of the job's cost, so within
-// one cost it pays everything, nothing, or what comes before its head), and
-// so does the group's whole signature. A group's earliest affordable job is
-// therefore its first member or nothing, and no decision ever has to step
-// over a job that cannot go.
+// signature: the same budgets at the same costs. Every budget pays a prefix of
+// a group (docs/ENGINE.md §Lines and heads: a budget pays a job unless its
+// tokens, less the reservation of an earlier head, fall short of the job's
+// cost, so within one cost it pays everything, nothing, or what comes before
+// its head), and so does the group's whole signature. A group's earliest
+// affordable job is therefore its first member or nothing, and no decision
+// ever has to step over a job that cannot go.
 //
 // A group that binds a family is collected (collection.go): its cand is
 // then its partial candidate, the first member when every budget but the
@@ -174,8 +174,8 @@ func (e *Engine) join(j ref) {
 	}
 }
 
-// leave takes a waiting job out of its group; it is no budget's head any
-// more (ENGINE.md: a head that leaves gives up its headship).
+// leave takes a waiting job out of its group; it is no budget's head any more
+// (docs/ENGINE.md §Lines and heads: a head that leaves gives up its headship).
 func (e *Engine) leave(j ref) { e.leaveAt(j, e.keyOf(j)) }
 
 // leaveAt is leave for a job whose key k the caller has at hand.

@@ -10,12 +10,12 @@ import (
 	"github.com/zizq/zizq/server/jobid"
 )
 
-// refModel is the reference model of ENGINE.md's dispatch rule: a
-// deliberately simple, slow implementation that recomputes every answer
-// from the rule's definitions on every question, with its own exact
-// rational token arithmetic. It shares no code with the engine; the
-// property test drives both with the same operations and requires the same
-// decisions, in the same order, and the same live state.
+// refModel is the reference model of the dispatch rule (docs/ENGINE.md): a
+// deliberately simple, slow implementation that recomputes every answer from
+// the rule's definitions on every question, with its own exact rational token
+// arithmetic. It shares no code with the engine; the property test drives both
+// with the same operations and requires the same decisions, in the same order,
+// and the same live state.
 //
 // The rule as this model reads it:
 //   - Order: (priority, tag, id). A job's tag is its ID's time (ms), or,

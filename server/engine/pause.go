@@ -9,10 +9,10 @@ import (
 )
 
 // A paused budget pays nothing (issue 16): its jobs park, a job that it
-// refuses holds no headship anywhere (ENGINE.md's second exception), and
-// its only deadline is the end of the pause, if the pause has one. When
-// that comes the budget resumes by itself, and the configuration it keeps
-// in the store says so.
+// refuses holds no headship anywhere (docs/ENGINE.md §The exceptions, the
+// second), and its only deadline is the end of the pause, if the pause has
+// one. When that comes the budget resumes by itself, and the configuration it
+// keeps in the store says so.
 
 // pauseEnd returns when a configuration's pause ends (ns): 0 when it is not
 // paused, MaxInt64 when it is paused until resumed.

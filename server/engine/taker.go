@@ -155,8 +155,8 @@ func (t *Taker) Close() {
 	for _, j := range held {
 		e.release(j)
 		e.setState(j.idx, stNew)
-		// [decision] API.md §4.4: unlike Zizq, a requeue after a
-		// disconnect takes the key again, as a retry does.
+		// docs/API.md §Unique jobs: unlike Zizq, a requeue after a disconnect
+		// takes the key again, as a retry does.
 		e.journal.Append(e.requeued([]store.Op{store.SetStatus(j.id.String(), store.Ready, 0)}, j, false)...)
 		e.join(j)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// The holder index of unique keys (API.md §4.4), as Zizq keeps it:
+// The unique keys' holder index (docs/API.md §Unique jobs), as Zizq keeps it:
 //
 //   - Each key points at its latest claimant: the last job created with it,
 //     or a job that took it again when it was free. The claimant holds the

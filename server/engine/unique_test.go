@@ -75,9 +75,9 @@ func (tb *testBundle) holder(key string) string {
 
 var scopes = []store.UniqueWhile{store.UniqueQueued, store.UniqueActive, store.UniqueExists}
 
-// TestEngine_UniqueScopes walks a holder of each scope through each status
-// and checks, for each incoming scope, whether an enqueue is a duplicate
-// (D) or new (-), as API.md §4.4 says: the incoming scope against the
+// TestEngine_UniqueScopes walks a holder of each scope through each status and
+// checks, for each incoming scope, whether an enqueue is a duplicate (D) or
+// new (-), as docs/API.md §Unique jobs says: the incoming scope against the
 // holder's status, while the holder holds its key under its own scope.
 func TestEngine_UniqueScopes(t *testing.T) {
 	t.Parallel()

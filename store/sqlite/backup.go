@@ -18,10 +18,10 @@ import (
 
 // Backups. An online backup is a consistent snapshot of the database taken
 // with VACUUM INTO on a connection of its own: one read transaction, so it
-// sees every commit up to its start and none after, while the writer goes
-// on. The snapshot is written to a file in the data directory first (the
-// archive needs its size) and sent as a tar.gz holding
-// zizq-root/data/zizq.db, the layout of Zizq's admin backup (API.md §14.1).
+// sees every commit up to its start and none after, while the writer goes on.
+// The snapshot is written to a file in the data directory first (the archive
+// needs its size) and sent as a tar.gz holding zizq-root/data/zizq.db, the
+// layout of Zizq's admin backup (docs/API.md §Backup and compaction).
 
 // ArchiveDBPath is where the database file sits inside a backup archive.
 const ArchiveDBPath = "zizq-root/data/" + FileName

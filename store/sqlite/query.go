@@ -329,8 +329,8 @@ func (db *DB) Queues(ctx context.Context) ([]string, error) {
 }
 
 // RecoverInFlight returns every in-flight job to ready and returns how many
-// there were; the change has committed when it returns. Call it at start,
-// before the engine is rebuilt.
+// there were; the change has committed when it returns (see
+// store.Store.RecoverInFlight for when to call it).
 func (db *DB) RecoverInFlight(ctx context.Context) (int64, error) {
 	var n int64
 	g := &group{db: db, ops: []op{recoverInFlight(&n)}, mode: db.opts.DefaultMode}
