@@ -415,6 +415,21 @@ func TestWork_DrainWaitsForParked(t *testing.T) {
 	require.Equal(t, 1, countJobs(t, url, "status=scheduled"))
 	require.Equal(t, 1, countJobs(t, url, "status=ready&budgets.key=frozen"))
 
+	// A tenant paused on its own holds its jobs as a paused budget does:
+	// they cannot reach the worker, so they do not keep it draining.
+	t.Run("TenantPausedForGood", func(t *testing.T) {
+		putBudget(t, url, "tenants", map[string]any{"allocation": 10, "strategy": map[string]any{"type": "while_in_flight"},
+			"per_key": map[string]any{"allocation": 1, "strategy": map[string]any{"type": "while_in_flight"}}})
+		status, body := do(t, "POST", url+"/jobs", map[string]any{"type": "t", "queue": "tenants", "payload": nil, "budgets": []map[string]any{{"key": "tenants/acme"}}})
+		require.Equal(t, http.StatusCreated, status, "%s", body)
+		status, body = do(t, "PATCH", url+"/budgets/tenants%2Facme", map[string]any{"paused": true})
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		w := startWork(t, url, "-q", "tenants", "--drain", "--", "true")
+		require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
+		require.Empty(t, w.out.String(), "the paused tenant's job did not run")
+		require.Equal(t, 1, countJobs(t, url, "status=ready&budgets.key=tenants"))
+	})
+
 	t.Run("EmptyQueueExitsAtOnce", func(t *testing.T) {
 		w := startWork(t, url, "-q", "empty", "--drain", "--", "true")
 		require.Equal(t, cmd.ExitOK, w.wait(20*time.Second), "stderr: %s", w.err)

@@ -72,9 +72,9 @@ func reachable(ctx context.Context, cfg Config) (bool, error) {
 	return total > blocked, nil
 }
 
-// pausedForGood lists the budgets paused without an end, and the
-// sub-budgets of families paused so (their jobs are bound to the
-// sub-budget's key).
+// pausedForGood lists the budgets paused without an end: plain budgets
+// and families (a family's key also matches the jobs bound through its
+// sub-budgets), and the sub-budgets paused so on their own.
 func pausedForGood(ctx context.Context, cfg Config) ([]string, error) {
 	budgets, err := cfg.Client.ListBudgets(ctx, false)
 	if err != nil {
@@ -82,10 +82,10 @@ func pausedForGood(ctx context.Context, cfg Config) ([]string, error) {
 	}
 	var keys []string
 	for _, b := range budgets {
-		if !b.Paused || b.PausedUntil != 0 {
+		if pausedWithoutEnd(b) {
+			keys = append(keys, b.Key)
 			continue
 		}
-		keys = append(keys, b.Key)
 		if b.PerKey == nil {
 			continue
 		}
@@ -94,8 +94,12 @@ func pausedForGood(ctx context.Context, cfg Config) ([]string, error) {
 			return nil, err
 		}
 		for _, s := range subs {
-			keys = append(keys, s.Key)
+			if pausedWithoutEnd(s) {
+				keys = append(keys, s.Key)
+			}
 		}
 	}
 	return keys, nil
 }
+
+func pausedWithoutEnd(b api.Budget) bool { return b.Paused && b.PausedUntil == 0 }
