@@ -226,3 +226,19 @@ func TestBusiest(t *testing.T) {
 	require.Equal(t, []string{"tenants/acme", "tenants/delta", "tenants/beta"}, keys, "by in flight, then parked, then key")
 	require.Len(t, busiest(tenantSubs()[:1], 3), 1)
 }
+
+// A backlog whose drain time the server cannot tell says why in the
+// detail panel, in the server's words.
+func TestModel_BudgetMore_UnknownDrainSaysWhy(t *testing.T) {
+	t.Parallel()
+	src := newFakeSource()
+	src.forecasts["reports"] = api.Forecast{Key: "reports", Parked: 2, Estimated: true, Unknown: "jobs run longer than observed"}
+	m := withExtras(t, newTestModel(t, src, 100, 30))
+	var reports api.Budget
+	for _, b := range fixtureStats().Budgets {
+		if b.Key == "reports" {
+			reports = b
+		}
+	}
+	require.Contains(t, strings.Join(m.budgetMore(reports), "\n"), "backlog of 2: drain time unknown: jobs run longer than observed")
+}

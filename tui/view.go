@@ -457,6 +457,8 @@ func (m *Model) budgetMore(b api.Budget) []string {
 			when = d
 		}
 		lines = append(lines, fmt.Sprintf("backlog of %d drains %s (%s)", fc.f.Parked, when, m.clock(*fc.f.DrainsAt)))
+	case fc.f.Parked > 0 && fc.f.DrainsAt == nil && fc.f.Unknown != "":
+		lines = append(lines, m.st.dim.Render(fmt.Sprintf("backlog of %d: drain time unknown: %s", fc.f.Parked, fc.f.Unknown)))
 	}
 	return lines
 }
