@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/election"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/postgres"
 )
@@ -33,13 +34,11 @@ import (
 // /ready, /metrics and /stats themselves and forward every other request,
 // take streams included, to the leader's advertised URL.
 //
-// The node's election loop renews the lease every third of its duration.
-// A leader that cannot renew it steps down a quarter of the duration
-// before it could expire, by its own clock from the moment it sent its last
-// successful renewal (the database's expiry is later than that): it stops
-// handing out jobs at once, ends its take streams and closes its core,
-// whose pending writes fail the fence. A node that takes the lease starts
-// a core of its own, which loads the store exactly as a restart does.
+// The election (package election) decides the node's role. When the node
+// is to lead it starts a server of the term, whose core loads the store
+// exactly as a restart does; when it steps down it stops handing out jobs
+// at once, ends its take streams and closes that core, whose pending
+// writes fail the fence.
 
 // ClusterOptions configure a server of a cluster.
 type ClusterOptions struct {
@@ -68,15 +67,14 @@ type Node struct {
 	id     string
 	bare   *Server // answers the node's own endpoints
 	pool   *pgxpool.Pool
-	lease  *postgres.Lease
+	elect  *election.Elector
 	reg    *prometheus.Registry
 	client *http.Client // probes the leader's /health
 
 	mu    sync.Mutex
 	state nodeState
 
-	ready chan struct{} // closed once the first election round is done
-	done  chan struct{} // closed when the election loop has stopped
+	done chan struct{} // closed when the election loop has stopped
 }
 
 // nodeState is what the node knows of the cluster, under Node.mu.
@@ -86,9 +84,8 @@ type nodeState struct {
 	leaderURL string
 	// leaderAdmin is the leader's admin URL ("": it has none).
 	leaderAdmin string
-	reachable   bool      // a follower reached the leader at its last probe
-	deadline    time.Time // a leader steps down at this time unless it renews
-	srv         *Server   // the leader's server of this term
+	reachable   bool    // a follower reached the leader at its last probe
+	srv         *Server // the leader's server of this term
 	changed     chan struct{}
 }
 
@@ -116,10 +113,13 @@ func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error
 		reg:    prometheus.NewRegistry(),
 		client: &http.Client{Timeout: time.Second},
 		state:  nodeState{changed: make(chan struct{})},
-		ready:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	n.lease = postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.AdminURL, cl.Lease)
+	n.elect = election.New(election.Config{
+		Lease: postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.AdminURL, cl.Lease),
+		TTL:   cl.Lease, Roles: nodeRoles{n}, Clock: opts.Clock, Logger: opts.Logger,
+		Node: n.id, URL: cl.AdvertiseURL,
+	})
 	n.reg.MustRegister(roleCollector{n.Role}, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return n, nil
@@ -133,7 +133,7 @@ func (n *Node) Role() Role {
 }
 
 // Ready is closed once the node knows whether it leads.
-func (n *Node) Ready() <-chan struct{} { return n.ready }
+func (n *Node) Ready() <-chan struct{} { return n.elect.Ready() }
 
 // Leader returns the server of the term this node leads, or nil.
 func (n *Node) Leader() *Server {
@@ -147,88 +147,26 @@ func (n *Node) Leader() *Server {
 func (n *Node) Run(ctx context.Context) {
 	defer close(n.done)
 	defer n.pool.Close()
-	first := true
-	for {
-		wait := n.round(ctx)
-		if first {
-			close(n.ready)
-			first = false
-		}
-		select {
-		case <-ctx.Done():
-			n.shutdown()
-			return
-		case <-time.After(wait):
-		}
-	}
+	n.elect.Run(ctx)
 }
 
-// round is one turn of the election: renew or take the lease, or learn
-// the leader. It returns how long to wait for the next.
-func (n *Node) round(ctx context.Context) time.Duration {
-	interval := n.cl.Lease / 3
-	n.mu.Lock()
-	term, leader, deadline, srv := n.state.term, n.state.leader, n.state.deadline, n.state.srv
-	n.mu.Unlock()
-	if leader && srv != nil && srv.startFailed() {
-		// A leader that could not load the store would hold the lease and
-		// serve nothing: let it go, and try again like any candidate.
-		n.stepDown("the term's server failed to start")
-		n.release(ctx, term)
-		return interval
-	}
-	if !leader {
-		term = 0
-	}
-	limit := interval
-	if leader {
-		limit = min(interval, time.Until(deadline))
-	}
-	actx, cancel := context.WithTimeout(ctx, max(limit, 10*time.Millisecond))
-	sent := time.Now()
-	st, err := n.lease.Acquire(actx, term)
-	cancel()
-	switch {
-	case err != nil:
-		if ctx.Err() == nil {
-			n.log.Warn("lease", "err", err)
-		}
-		if leader && !time.Now().Before(deadline) {
-			n.stepDown("the lease could not be renewed in time")
-			return interval
-		}
-		n.setReachable(false)
-		if leader {
-			// Try again soon: a renewal can fail once (it waits for the
-			// term's own write under way) and still succeed in time.
-			return max(min(interval/4, time.Until(deadline)), 10*time.Millisecond)
-		}
-		return interval
-	case st.Held && leader && st.Term == term:
-		n.mu.Lock()
-		n.state.deadline = sent.Add(n.cl.Lease - n.cl.Lease/4)
-		n.mu.Unlock()
-	case st.Held:
-		if leader {
-			n.stepDown("the term ended meanwhile: starting afresh")
-		}
-		n.lead(ctx, st.Term, sent)
-	default:
-		if leader {
-			n.stepDown("another server holds the lease: " + st.URL)
-		}
-		n.follow(st)
-		// Try again as soon as the leader's lease could have expired.
-		return min(interval, st.Left+10*time.Millisecond)
-	}
-	return interval
+// nodeRoles is the node as the election sees it: each of its role's
+// changes, made by the election's goroutine.
+type nodeRoles struct{ n *Node }
+
+// TermFailed reports whether the server of the node's term could not load
+// the store.
+func (r nodeRoles) TermFailed() bool {
+	srv := r.n.Leader()
+	return srv != nil && srv.startFailed()
 }
 
-// lead starts this node's server of term.
-func (n *Node) lead(ctx context.Context, term int64, sent time.Time) {
+// Lead starts this node's server of term.
+func (r nodeRoles) Lead(ctx context.Context, term int64) {
+	n := r.n
 	opts := n.opts
 	opts.Role = n.Role
-	opts.LeaseHeld = n.leaseHeld
+	opts.LeaseHeld = n.elect.Holding
 	opts.Started = n.bare.started // the uptime is the process's, not the term's
 	opts.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
 		so := n.cl.Store
@@ -240,25 +178,45 @@ func (n *Node) lead(ctx context.Context, term int64, sent time.Time) {
 	}
 	n.mu.Lock()
 	n.state.leader, n.state.term, n.state.leaderURL, n.state.leaderAdmin = true, term, n.cl.AdvertiseURL, n.cl.AdminURL
-	n.state.deadline = sent.Add(n.cl.Lease - n.cl.Lease/4)
 	n.state.reachable = true
 	n.state.srv = Start(ctx, opts)
 	n.changedLocked()
 	n.mu.Unlock()
-	n.log.Info("lease acquired: leading the cluster", "term", term, "node", n.id, "url", n.cl.AdvertiseURL)
 }
 
-// follow records the leader of st and probes it.
-func (n *Node) follow(st postgres.LeaseState) {
+// Follow records the leader of st and probes it.
+func (r nodeRoles) Follow(st store.LeaseState) {
+	n := r.n
 	n.mu.Lock()
 	n.state.leaderAdmin = st.AdminURL
 	if n.state.leaderURL != st.URL || n.state.term != st.Term {
 		n.state.leaderURL, n.state.term = st.URL, st.Term
 		n.changedLocked()
-		n.log.Info("following", "term", st.Term, "node", n.id, "leader", st.URL, "leader_node", st.Holder)
 	}
 	n.mu.Unlock()
 	n.setReachable(n.probe(st.URL))
+}
+
+// Unknown records that the leader's reachability is unknown.
+func (r nodeRoles) Unknown() { r.n.setReachable(false) }
+
+// StepDown stops leading: no more jobs go out (the election no longer
+// holds the lease), take streams end, the core closes (its writes now
+// fail the fence).
+func (r nodeRoles) StepDown(string) {
+	n := r.n
+	n.mu.Lock()
+	srv := n.state.srv
+	n.state.leader, n.state.srv, n.state.leaderURL, n.state.leaderAdmin, n.state.reachable = false, nil, "", "", false
+	n.changedLocked()
+	n.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	srv.Close()
+	if err := srv.CloseStore(); err != nil {
+		n.log.Warn("close the store of the last term", "err", err)
+	}
 }
 
 // probe reports whether the leader answers its /health.
@@ -282,60 +240,6 @@ func (n *Node) setReachable(ok bool) {
 func (n *Node) changedLocked() {
 	close(n.state.changed)
 	n.state.changed = make(chan struct{})
-}
-
-// leaseHeld reports whether this node leads and its lease surely runs.
-func (n *Node) leaseHeld() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.state.leader && time.Now().Before(n.state.deadline)
-}
-
-// stepDown stops leading, for reason: no more jobs go out, take streams
-// end, the core closes (its writes now fail the fence).
-func (n *Node) stepDown(reason string) {
-	n.mu.Lock()
-	srv, leader, term := n.state.srv, n.state.leader, n.state.term
-	n.state.leader, n.state.srv, n.state.leaderURL, n.state.leaderAdmin, n.state.reachable = false, nil, "", "", false
-	n.changedLocked()
-	n.mu.Unlock()
-	switch {
-	case leader && reason == reasonShutdown:
-		n.log.Info("lease given up: stepping down", "term", term, "node", n.id, "reason", reason)
-	case leader:
-		n.log.Warn("lease lost: stepping down", "term", term, "node", n.id, "reason", reason)
-	}
-	if srv == nil {
-		return
-	}
-	srv.Close()
-	if err := srv.CloseStore(); err != nil {
-		n.log.Warn("close the store of the last term", "err", err)
-	}
-}
-
-// reasonShutdown is the step-down of a node that stops.
-const reasonShutdown = "shutting down"
-
-// shutdown steps down and lets the lease go.
-func (n *Node) shutdown() {
-	n.mu.Lock()
-	term, leader := n.state.term, n.state.leader
-	n.mu.Unlock()
-	n.stepDown(reasonShutdown)
-	if leader {
-		n.release(context.Background(), term)
-	}
-}
-
-// release lets the lease of term go, so that another node need not wait
-// for it to expire.
-func (n *Node) release(ctx context.Context, term int64) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := n.lease.Release(ctx, term); err != nil {
-		n.log.Warn("release the lease", "err", err)
-	}
 }
 
 // Serve serves the node's HTTP API on l, and the admin port on al (nil:
@@ -394,7 +298,7 @@ func (n *Node) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	srv, leaderURL, leaderAdmin := n.state.srv, n.state.leaderURL, n.state.leaderAdmin
 	n.mu.Unlock()
-	if srv != nil && n.leaseHeld() {
+	if srv != nil && n.elect.Holding() {
 		srv.AdminHandler().ServeHTTP(w, r)
 		return
 	}
@@ -418,7 +322,7 @@ func (n *Node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n.mu.Lock()
 	srv, changed, leaderURL, reachable := n.state.srv, n.state.changed, n.state.leaderURL, n.state.reachable
 	n.mu.Unlock()
-	if srv != nil && n.leaseHeld() {
+	if srv != nil && n.elect.Holding() {
 		srv.Handler().ServeHTTP(w, r)
 		return
 	}

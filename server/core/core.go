@@ -54,10 +54,6 @@ type Options struct {
 	// BeforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	BeforeRestore func(context.Context)
-	// Standby starts the service without firing cron entries, until
-	// SetLeader(true): a server that is not its cluster's leader. A SQLite
-	// server is always its own leader.
-	Standby bool
 	// Batches runs batched jobs' programs (nil: a batchexpr.Sandbox of
 	// worker processes); the service closes it.
 	Batches BatchEvaluator
@@ -159,12 +155,10 @@ func (s *Service) start(ctx context.Context) {
 	e.OnAlarm(s.onCronAlarm)
 	close(s.life.ready)
 	go s.runCron(ctx)
-	if !s.opts.Standby {
-		// Occurrences missed while the server was down fire now.
-		s.cron.mu.Lock()
-		s.leadLocked(s.cron.groups)
-		s.cron.mu.Unlock()
-	}
+	// Occurrences missed while the server was down fire now.
+	s.cron.mu.Lock()
+	s.armLocked(s.cron.groups)
+	s.cron.mu.Unlock()
 }
 
 func (s *Service) fail(err error) {

@@ -22,8 +22,9 @@ import (
 //
 // Firing rides the engine's one deadline timer: each entry with a next
 // occurrence has an engine alarm at it, and the engine hands due alarms to
-// the core, which fires them on its own goroutine (cron_fire.go). Only a
-// leader fires; a SQLite server is always its own leader.
+// the core, which fires them on its own goroutine (cron_fire.go). Every
+// running core fires: a lone server's, and in a cluster that of the
+// leader's term (a follower runs none).
 //
 // Lock order: cronState.mu, then Engine.mu (alarms, enqueues, budget
 // deletes, reset), then the store writer's; cronState.dueMu is a leaf,
@@ -90,7 +91,9 @@ type CronSummary struct {
 type cronState struct {
 	mu     sync.Mutex
 	groups map[string]*cronGroup
-	leader bool
+	// armed is set once the start has set every entry's alarm: changes
+	// made before then are armed with the rest.
+	armed bool
 
 	dueMu sync.Mutex
 	due   []string      // names of the alarms that came
@@ -511,10 +514,9 @@ func pauseChange(cur store.CronGroup, want *bool, now int64) (paused bool, pause
 }
 
 // armCron points the alarms of a group's entries at their next
-// occurrence, and clears those of the removed ones (a follower keeps
-// none).
+// occurrence, and clears those of the removed ones.
 func (s *Service) armCron(group string, removed []string, entries ...*cronEntry) {
-	if !s.cron.leader {
+	if !s.cron.armed {
 		return
 	}
 	alarms := make([]engine.Alarm, 0, len(removed)+len(entries))
@@ -580,53 +582,12 @@ func restoreCronEntry(row store.CronEntry, groupTZ string) (*cronEntry, error) {
 	return &cronEntry{row: row, job: job, sched: sched, zone: zone}, nil
 }
 
-// SetLeader turns firing on (this server leads: its groups are read again
-// from the store, and every due occurrence fires) or off (another server
-// leads). A SQLite server leads from the start unless Options.Standby.
-func (s *Service) SetLeader(ctx context.Context, leader bool) error {
-	if err := s.ready(); err != nil {
-		return err
-	}
-	s.cron.mu.Lock()
-	defer s.cron.mu.Unlock()
-	if leader == s.cron.leader {
-		return nil
-	}
-	if !leader {
-		s.dropAlarmsLocked()
-		s.cron.leader = false
-		return nil
-	}
-	if err := s.store.Barrier(ctx); err != nil {
-		return translate(err)
-	}
-	groups, err := s.loadCron(ctx)
-	if err != nil {
-		return err
-	}
-	s.leadLocked(groups)
-	return nil
-}
-
-// leadLocked makes groups the current ones and this server the one that
-// fires them: every entry's alarm is set (a due one fires at once).
-func (s *Service) leadLocked(groups map[string]*cronGroup) {
-	s.cron.groups, s.cron.leader = groups, true
+// armLocked makes groups the current ones and arms them: every entry's
+// alarm is set (a due one fires at once).
+func (s *Service) armLocked(groups map[string]*cronGroup) {
+	s.cron.groups, s.cron.armed = groups, true
 	for name, g := range groups {
 		s.armCron(name, nil, g.entryList()...)
-	}
-}
-
-// dropAlarmsLocked clears every entry's alarm, keeping the groups.
-func (s *Service) dropAlarmsLocked() {
-	var alarms []engine.Alarm
-	for name, g := range s.cron.groups {
-		for e := range g.entries {
-			alarms = append(alarms, engine.Alarm{Name: alarmName(name, e)})
-		}
-	}
-	if len(alarms) > 0 {
-		s.engine.SetAlarms(alarms...)
 	}
 }
 

@@ -81,7 +81,7 @@ func (s *Service) fireDue(ctx context.Context) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.leader {
+	if !c.armed {
 		return
 	}
 	now := s.nowMs()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/zizq/zizq/store"
 )
 
 // The cluster's lease is the row of the leader table (0002_leader.sql). It
@@ -19,20 +20,7 @@ import (
 // every write of a term commits before the next term begins.
 
 // LeaseState is the lease as a node last read it.
-type LeaseState struct {
-	Holder string
-	URL    string
-	// AdminURL is where the holder's admin port is reached ("": none).
-	AdminURL string
-	Term     int64
-	// Held reports whether the state's holder took or renewed it: the
-	// lease runs until at least the time the request was sent plus its
-	// duration.
-	Held bool
-	// Left is how long the lease of another holder runs on, by the
-	// database's clock: a candidate tries again once it has passed.
-	Left time.Duration
-}
+type LeaseState = store.LeaseState
 
 // Lease takes and renews the cluster's lease for one holder.
 type Lease struct {
