@@ -282,11 +282,18 @@ func takeLease(t *testing.T, dsn, holder, url string) int64 {
 	require.NoError(t, err)
 	defer pool.Close()
 	require.NoError(t, postgres.Migrate(ctx, pool, slog.New(slog.DiscardHandler)))
-	expireLease(t, dsn)
-	st, err := postgres.NewLease(pool, holder, url, "", time.Hour).Acquire(ctx, 0)
-	require.NoError(t, err)
-	require.True(t, st.Held)
-	return st.Term
+	// A leader that renews between the expiry and the attempt keeps the
+	// lease (more likely on a loaded machine): expire it and try again.
+	lease := postgres.NewLease(pool, holder, url, "", time.Hour)
+	var term int64
+	require.Eventually(t, func() bool {
+		expireLease(t, dsn)
+		st, err := lease.Acquire(ctx, 0)
+		require.NoError(t, err)
+		term = st.Term
+		return st.Held
+	}, 20*time.Second, 10*time.Millisecond, "%s never took the lease", holder)
+	return term
 }
 
 // A request a follower forwards to a leader that is deposed before it
