@@ -358,3 +358,16 @@ func TestCommitModes(t *testing.T) {
 		require.Equal(t, full, v)
 	})
 }
+
+func TestQueueDepth(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	b := setup(t, gated(gate))
+	b.db.Append(store.InsertJob(job(1)))
+	b.db.Append(store.InsertJob(job(2)), store.InsertJob(job(3)))
+	last := b.db.Append(store.DeleteJob(id(1)))
+	require.Equal(t, 3, b.db.QueueDepth(), "groups, not ops, while the writer is held")
+	close(gate)
+	require.NoError(t, last.Wait(b.ctx))
+	require.Zero(t, b.db.QueueDepth())
+}
