@@ -162,6 +162,7 @@ var (
 	descTakes          = prometheus.NewDesc("zizq_take_connections", "Open take streams.", nil, nil)
 	descDBBytes        = prometheus.NewDesc("zizq_store_database_bytes", "Size of the database file.", nil, nil)
 	descWALBytes       = prometheus.NewDesc("zizq_store_wal_bytes", "Size of the database's write-ahead log.", nil, nil)
+	descQueueDepth     = prometheus.NewDesc("zizq_store_queue_depth", "Writes (appended groups) waiting in the store's group-commit queue, the batch being committed included.", nil, nil)
 	descBudgetAvail    = prometheus.NewDesc("zizq_budget_available_tokens", "Tokens a budget has available now.", []string{"budget"}, nil)
 	descBudgetCapacity = prometheus.NewDesc("zizq_budget_capacity_tokens", "Most tokens a budget holds: its allocation, or its burst (time_based).", []string{"budget"}, nil)
 	descBudgetHeld     = prometheus.NewDesc("zizq_budget_held_tokens", "Tokens held by in-flight jobs (while_in_flight budgets).", []string{"budget"}, nil)
@@ -180,7 +181,7 @@ type levels struct {
 }
 
 func (l *levels) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descReady, descJobs, descTakes, descDBBytes, descWALBytes,
+	for _, d := range []*prometheus.Desc{descReady, descJobs, descTakes, descDBBytes, descWALBytes, descQueueDepth,
 		descBudgetAvail, descBudgetCapacity, descBudgetHeld, descBudgetInFlight, descBudgetParked,
 		descBudgetOldest, descBudgetDispatch, descDecisions, descExamined} {
 		ch <- d
@@ -201,6 +202,7 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 	dbBytes, walBytes := s.core.Sizes()
 	gauge(descDBBytes, float64(dbBytes))
 	gauge(descWALBytes, float64(walBytes))
+	gauge(descQueueDepth, float64(s.core.QueueDepth()))
 
 	examined, decisions := s.core.Work()
 	ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(decisions))

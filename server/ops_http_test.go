@@ -71,6 +71,7 @@ func TestMetrics_Exposition(t *testing.T) {
 	require.Equal(t, 1.0, metricValue(t, text, `zizq_budget_dispatched_total{budget="api"}`))
 	require.Equal(t, 1.0, metricValue(t, text, "zizq_take_connections"))
 	require.Positive(t, metricValue(t, text, "zizq_store_database_bytes"))
+	require.GreaterOrEqual(t, metricValue(t, text, "zizq_store_queue_depth"), 0.0)
 	require.Equal(t, 4.0, metricValue(t, text, "zizq_jobs_enqueued_total"))
 	require.Positive(t, metricValue(t, text, "zizq_store_commit_batch_groups_count"))
 	require.Positive(t, metricValue(t, text, "zizq_store_commit_duration_seconds_count"))

@@ -92,6 +92,10 @@ type Store interface {
 	// Sizes returns the bytes the store occupies: its data and its log
 	// (for SQLite, the database file and the WAL). Cheap: no query.
 	Sizes() (dbBytes, walBytes int64)
+	// QueueDepth returns how many appended groups have not committed or
+	// failed yet (the group-commit queue, the batch being committed
+	// included). Cheap: no query.
+	QueueDepth() int
 	// Close commits everything appended so far and releases the store.
 	// Appends made after Close fail with ErrUnavailable; Close is
 	// idempotent.

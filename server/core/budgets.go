@@ -160,6 +160,15 @@ func (s *Service) Sizes() (dbBytes, walBytes int64) {
 	return s.store.Sizes()
 }
 
+// QueueDepth returns how many of the store's appended writes wait to
+// commit (0 before ready).
+func (s *Service) QueueDepth() int {
+	if !s.IsReady() {
+		return 0
+	}
+	return s.store.QueueDepth()
+}
+
 // Work returns the engine's count of entries examined and decisions made.
 func (s *Service) Work() (examined, decisions uint64) {
 	if !s.IsReady() {

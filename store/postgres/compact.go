@@ -45,7 +45,7 @@ const compactTables = `jobs, job_errors`
 // Only the transactions it may see count: a role without pg_read_all_stats
 // sees its own sessions alone.
 func (db *DB) Compact(ctx context.Context) error {
-	g := db.enqueue(&group{db: db, mode: db.opts.DefaultMode, task: func() error { return db.compactNow(ctx) }})
+	g := db.q.Enqueue(&group{Mode: db.opts.DefaultMode, Task: func() error { return db.compactNow(ctx) }})
 	if err := g.Wait(ctx); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

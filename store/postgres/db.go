@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/groupcommit"
 )
 
 const (
@@ -77,19 +78,11 @@ type DB struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool
 
-	// mu guards the queue and the commit progress; it is a leaf.
-	mu       sync.Mutex
-	queue    []*group
-	closed   bool
-	lastSeq  uint64
-	doneSeq  uint64
-	progress chan struct{} // closed and replaced whenever doneSeq advances
+	q *groupcommit.Queue[store.Op] // the write queue and its writer
 
-	wake       chan struct{} // capacity 1: "the queue may have work"
-	writerDone chan struct{}
-	stopSizes  context.CancelFunc
-	sizesDone  chan struct{}
-	closeOnce  sync.Once
+	stopSizes context.CancelFunc
+	sizesDone chan struct{}
+	closeOnce sync.Once
 
 	txs      atomic.Int64 // transactions attempted (tests)
 	dbBytes  atomic.Int64 // last measured size of the store's tables
@@ -123,16 +116,14 @@ func Open(ctx context.Context, opts Options) (_ *DB, err error) {
 	}
 	db := &DB{
 		opts: opts, log: log, pool: pool,
-		progress:   make(chan struct{}),
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
-		sizesDone:  make(chan struct{}),
+		sizesDone: make(chan struct{}),
 	}
+	db.q = groupcommit.New[store.Op](writerWork{db}, opts.BatchSize, errClosed)
 	db.measureSizes(ctx)
 	sizesCtx, stop := context.WithCancel(context.Background())
 	db.stopSizes = stop
 	go db.runSizes(sizesCtx)
-	go db.run()
+	go db.q.Run()
 	return db, nil
 }
 
@@ -181,11 +172,7 @@ func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 // ErrUnavailable.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		db.mu.Lock()
-		db.closed = true
-		db.mu.Unlock()
-		db.signal()
-		<-db.writerDone
+		db.q.Close()
 		db.stopSizes()
 		<-db.sizesDone
 		db.pool.Close()

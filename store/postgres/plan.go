@@ -105,10 +105,10 @@ const (
 func plan(groups []*group) []*phase {
 	p := &planner{chains: map[string]*chain{}, last: map[string]opRef{}}
 	for _, g := range groups {
-		if g.recovered != nil {
-			p.global(&phase{recover: g.recovered})
+		if g.Count != nil {
+			p.global(&phase{recover: g.Count})
 		}
-		for _, o := range g.ops {
+		for _, o := range g.Ops {
 			p.add(o)
 		}
 	}

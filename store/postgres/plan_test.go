@@ -41,7 +41,7 @@ func TestPlan_FoldsBatchOps(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			g := &group{ops: append([]store.Op(nil), tc.ops...)}
+			g := &group{Ops: append([]store.Op(nil), tc.ops...)}
 			var got [][]store.Op
 			for _, ph := range plan([]*group{g}) {
 				flat := []store.Op{}
@@ -51,7 +51,7 @@ func TestPlan_FoldsBatchOps(t *testing.T) {
 				got = append(got, flat)
 			}
 			require.Equal(t, tc.want, got)
-			require.Equal(t, tc.ops, g.ops, "the group's own ops are unchanged")
+			require.Equal(t, tc.ops, g.Ops, "the group's own ops are unchanged")
 		})
 	}
 }

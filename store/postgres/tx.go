@@ -20,7 +20,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 	db.txs.Add(1)
 	mode := store.Buffered
 	for _, g := range groups {
-		mode = max(mode, g.mode)
+		mode = max(mode, g.Mode)
 	}
 	b := &pgx.Batch{}
 	if mode == store.Fsync {

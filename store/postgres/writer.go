@@ -6,169 +6,67 @@ import (
 	"time"
 
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/groupcommit"
 )
 
-// group is one appended group of ops, and its store.Pending.
-type group struct {
-	db   *DB
-	seq  uint64 // position in append order; 0 = already finished
-	ops  []store.Op
-	mode store.CommitMode
-	// recovered, for the group RecoverInFlight appends: rows it changed.
-	recovered *int64
-	// task, when set, is work that runs alone, between transactions,
-	// instead of ops (compact.go).
-	task func() error
-	// err is written by the writer before doneSeq reaches seq, and read
-	// under db.mu after that.
-	err error
-}
-
-// Wait returns once the transaction holding the group has committed, with
-// nil, or has failed, with its error. If ctx ends first it returns ctx's
-// error; the group still commits (or fails) later.
-func (p *group) Wait(ctx context.Context) error {
-	if p.seq == 0 {
-		return p.err
-	}
-	if err := p.db.waitSeq(ctx, p.seq); err != nil {
-		return err
-	}
-	p.db.mu.Lock()
-	defer p.db.mu.Unlock()
-	return p.err
-}
+// group is one appended group of ops, and its store.Pending. The group
+// RecoverInFlight appends has no ops and a Count.
+type group = groupcommit.Group[store.Op]
 
 // Append queues ops to be committed, in one transaction, after every group
 // appended before. It never blocks and is safe for concurrent use. A group
-// holding an op this store does not know fails at once, alone.
+// holding an op this backend does not know fails at once, alone.
 func (db *DB) Append(ops ...store.Op) store.Pending {
-	g := &group{db: db, ops: ops, mode: db.opts.DefaultMode}
+	g := &group{Ops: ops, Mode: db.opts.DefaultMode}
 	for _, o := range ops {
 		if err := checkOp(o); err != nil {
-			return &group{err: err}
+			return groupcommit.Failed[store.Op](err)
 		}
 		if _, ok := o.(store.InsertJobOp); ok {
-			g.mode = db.opts.EnqueueMode
+			g.Mode = db.opts.EnqueueMode
 		}
 	}
-	return db.enqueue(g)
-}
-
-// enqueue gives g its place in append order and wakes the writer.
-func (db *DB) enqueue(g *group) *group {
-	db.mu.Lock()
-	if db.closed {
-		db.mu.Unlock()
-		return &group{err: errClosed}
-	}
-	db.lastSeq++
-	g.seq = db.lastSeq
-	db.queue = append(db.queue, g)
-	db.mu.Unlock()
-	db.signal()
-	return g
+	return db.q.Enqueue(g)
 }
 
 // Barrier returns once every group appended before the call has committed
 // or failed.
-func (db *DB) Barrier(ctx context.Context) error {
-	db.mu.Lock()
-	seq := db.lastSeq
-	db.mu.Unlock()
-	return db.waitSeq(ctx, seq)
-}
+func (db *DB) Barrier(ctx context.Context) error { return db.q.Barrier(ctx) }
 
-// waitSeq waits until the group seq has finished: groups finish in append
-// order.
-func (db *DB) waitSeq(ctx context.Context, seq uint64) error {
-	for {
-		db.mu.Lock()
-		done, progress := db.doneSeq, db.progress
-		db.mu.Unlock()
-		if done >= seq {
-			return nil
-		}
-		select {
-		case <-progress:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// signal wakes the writer if it is idle; never blocks.
-func (db *DB) signal() {
-	select {
-	case db.wake <- struct{}{}:
-	default:
-	}
-}
+// QueueDepth returns how many appended groups have not finished yet.
+func (db *DB) QueueDepth() int { return db.q.Depth() }
 
 // RecoverInFlight returns every in-flight job to ready and returns how many
 // there were; the change has committed when it returns.
 func (db *DB) RecoverInFlight(ctx context.Context) (int64, error) {
 	var n int64
-	g := &group{db: db, mode: db.opts.DefaultMode, recovered: &n}
-	if err := db.enqueue(g).Wait(ctx); err != nil {
+	g := &group{Mode: db.opts.DefaultMode, Count: &n}
+	if err := db.q.Enqueue(g).Wait(ctx); err != nil {
 		return 0, err
 	}
 	return n, nil
 }
 
-// run is the writer goroutine: it takes groups off the queue in order, as
-// many as fit in BatchSize, commits them in one transaction and wakes their
-// waiters. It exits when the DB is closed and the queue is drained.
-func (db *DB) run() {
-	defer close(db.writerDone)
-	for {
-		batch := db.next()
-		if batch == nil {
-			return
-		}
-		if t := batch[0].task; t != nil {
-			batch[0].err = t()
-			db.finish(batch)
-			continue
-		}
-		start := time.Now()
-		db.commit(batch)
-		info := commitInfo(batch, time.Since(start))
-		db.finish(batch)
-		if db.opts.OnCommit != nil {
-			db.opts.OnCommit(info)
-		}
+// writerWork is the writer's side of the queue (groupcommit.Backend): its
+// transactions. Nothing is done while it is idle: the lease is renewed
+// elsewhere, and each transaction checks the fence itself.
+type writerWork struct{ db *DB }
+
+func (w writerWork) Commit(batch []*group) store.CommitInfo {
+	start := time.Now()
+	w.db.commit(batch)
+	return commitInfo(batch, time.Since(start))
+}
+
+func (w writerWork) Committed(info store.CommitInfo) {
+	if w.db.opts.OnCommit != nil {
+		w.db.opts.OnCommit(info)
 	}
 }
 
-// next blocks until groups are queued and takes the next batch (a task
-// goes alone); nil once the DB is closed and nothing is left.
-func (db *DB) next() []*group {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	for len(db.queue) == 0 {
-		if db.closed {
-			return nil
-		}
-		db.mu.Unlock()
-		<-db.wake
-		db.mu.Lock()
-	}
-	n, k := len(db.queue[0].ops), 1
-	for ; k < len(db.queue) && db.queue[0].task == nil; k++ {
-		size := len(db.queue[k].ops)
-		if n+size > db.opts.BatchSize || db.queue[k].task != nil {
-			break
-		}
-		n += size
-	}
-	batch := db.queue[:k:k]
-	db.queue = db.queue[k:]
-	if len(db.queue) == 0 {
-		db.queue = nil
-	}
-	return batch
-}
+func (writerWork) Idle(wake <-chan struct{}) { <-wake }
+func (writerWork) BeforeTask()               {}
+func (writerWork) Drained()                  {}
 
 // commit runs batch in one transaction. If that fails, each group is
 // retried in a transaction of its own, so that one bad group fails alone —
@@ -184,11 +82,11 @@ func (db *DB) commit(batch []*group) {
 	}
 	if len(batch) == 1 || unavailableReason(err) != "" || err == ErrFenced {
 		for _, g := range batch {
-			g.err = err
+			g.Err = err
 		}
 	} else {
 		for _, g := range batch {
-			if g.err = db.runTx([]*group{g}); g.err == ErrFenced {
+			if g.Err = db.runTx([]*group{g}); g.Err == ErrFenced {
 				db.logFenced([]*group{g})
 			}
 		}
@@ -207,8 +105,8 @@ func (db *DB) logFenced(batch []*group) {
 	ops := 0
 	var ids []string
 	for _, g := range batch {
-		ops += len(g.ops)
-		for _, o := range g.ops {
+		ops += len(g.Ops)
+		for _, o := range g.Ops {
 			if id := opJobID(o); id != "" && len(ids) < fencedLogIDs {
 				ids = append(ids, id)
 			}
@@ -247,27 +145,15 @@ func opJobID(o store.Op) string {
 	return ""
 }
 
-// finish publishes the outcome of batch and wakes every waiter.
-func (db *DB) finish(batch []*group) {
-	db.mu.Lock()
-	for _, g := range batch {
-		g.ops = nil
-	}
-	db.doneSeq = batch[len(batch)-1].seq
-	close(db.progress)
-	db.progress = make(chan struct{})
-	db.mu.Unlock()
-}
-
 func commitInfo(batch []*group, d time.Duration) store.CommitInfo {
 	info := store.CommitInfo{Groups: len(batch), Duration: d}
 	for _, g := range batch {
-		info.Ops += len(g.ops)
-		if g.err != nil {
+		info.Ops += len(g.Ops)
+		if g.Err != nil {
 			info.Failed = true
 			continue
 		}
-		for _, o := range g.ops {
+		for _, o := range g.Ops {
 			if _, ok := o.(store.InsertJobOp); ok {
 				info.Inserts++
 			}

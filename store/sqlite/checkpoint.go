@@ -177,23 +177,30 @@ func pragmaInt(ctx context.Context, conn *sql.Conn, name string) (int64, error) 
 
 // noteCommit records what a finished batch means for maintenance (the WAL
 // has grown, inserted IDs may raise the high-water mark) and returns the
-// batch's figures. It runs before finish, which drops the ops.
+// batch's figures. It runs before the batch's waiters wake (and its ops
+// are dropped), so that Load sees the mark of every commit they were told of.
 func (db *DB) noteCommit(batch []*group, d time.Duration) CommitInfo {
 	info := CommitInfo{Groups: len(batch), Duration: d}
 	m := &db.maint
+	before := m.highWater
 	for _, p := range batch {
-		info.Ops += len(p.ops)
-		if p.err != nil {
+		info.Ops += len(p.Ops)
+		if p.Err != nil {
 			info.Failed = true
 			continue
 		}
 		m.dirty = true
-		for i := range p.ops {
-			if op := &p.ops[i]; op.kind == opInsertJob {
+		for i := range p.Ops {
+			if op := &p.Ops[i]; op.kind == opInsertJob {
 				info.Inserts++
 				m.highWater = max(m.highWater, op.id)
 			}
 		}
+	}
+	if m.highWater != before {
+		db.highWaterMu.Lock()
+		db.highWater = m.highWater
+		db.highWaterMu.Unlock()
 	}
 	return info
 }
@@ -325,16 +332,16 @@ func (db *DB) checkpointTruncate(ctx context.Context, d time.Duration) (busy boo
 	return b != 0, nil
 }
 
-// idle waits for work while the queue is empty, running storage care when
-// it falls due. next calls it with db.mu released.
-func (db *DB) idle() {
+// idle waits for wake while the queue is empty, running storage care when
+// it falls due.
+func (db *DB) idle(wake <-chan struct{}) {
 	due, ok := db.maintenanceDue()
 	if marks, held := db.nextDue(); held && (!ok || marks.Before(due)) {
-		db.idleForMarks(marks)
+		db.idleForMarks(marks, wake)
 		return
 	}
 	if !ok {
-		<-db.wake
+		<-wake
 		return
 	}
 	d := due.Sub(db.now())
@@ -349,7 +356,7 @@ func (db *DB) idle() {
 		m.timer.Reset(d)
 	}
 	select {
-	case <-db.wake:
+	case <-wake:
 		m.timer.Stop()
 	case <-m.timer.C:
 		db.maintain(db.now())
@@ -358,7 +365,7 @@ func (db *DB) idle() {
 
 // idleForMarks waits for work or until the held dispatch marks fall due,
 // then writes them.
-func (db *DB) idleForMarks(due time.Time) {
+func (db *DB) idleForMarks(due time.Time, wake <-chan struct{}) {
 	d := due.Sub(db.now())
 	if d > 0 {
 		h := &db.held
@@ -368,7 +375,7 @@ func (db *DB) idleForMarks(due time.Time) {
 			h.timer.Reset(d)
 		}
 		select {
-		case <-db.wake:
+		case <-wake:
 			h.timer.Stop()
 			return
 		case <-h.timer.C:

@@ -124,12 +124,12 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 func coalesce(groups []*group) []op {
 	n := 0
 	for _, g := range groups {
-		n += len(g.ops)
+		n += len(g.Ops)
 	}
 	out := make([]op, 0, n)
 	if n <= 1 {
 		for _, g := range groups {
-			out = append(out, g.ops...)
+			out = append(out, g.Ops...)
 		}
 		return out
 	}
@@ -145,7 +145,7 @@ func coalesce(groups []*group) []op {
 	doomed := make(map[string][]int)
 
 	for _, g := range groups {
-		for _, o := range g.ops {
+		for _, o := range g.Ops {
 			k := len(out)
 			switch o.kind {
 			case opInsertJob:

@@ -20,7 +20,7 @@ var errWALBusy = errors.New("a reader kept the WAL in use")
 // meanwhile wait for it). A database that does not use incremental
 // auto-vacuum (see convertAutoVacuum) is rewritten by a VACUUM instead.
 func (db *DB) Compact(ctx context.Context) error {
-	g := db.enqueue(&group{db: db, mode: db.opts.DefaultMode, task: db.compactNow})
+	g := db.q.Enqueue(&group{Mode: db.opts.DefaultMode, Task: db.compactNow})
 	if err := g.Wait(ctx); err != nil {
 		return fmt.Errorf("compact: %w", err)
 	}

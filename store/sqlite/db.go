@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/internal/groupcommit"
 	driver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -95,22 +96,16 @@ type DB struct {
 	readers int     // the read pool's size
 	read    readStmts
 
-	// mu guards the queue and the commit progress below. Lock order: mu is
-	// a leaf; nothing is called while holding it.
-	mu       sync.Mutex
-	queue    []*group
-	closed   bool
-	lastSeq  uint64        // sequence number of the last appended group
-	doneSeq  uint64        // every group up to this one has committed or failed
-	progress chan struct{} // closed and replaced whenever doneSeq advances
+	// q is the write queue; its writer goroutine is the only one to use w.
+	q *groupcommit.Queue[op]
 	// highWater is the greatest job ID this store has committed or read
-	// from the meta table at open (the writer's mark, for Load).
-	highWater string
+	// from the meta table at open (the writer's mark, for Load), under
+	// highWaterMu.
+	highWaterMu sync.Mutex
+	highWater   string
 
-	wake       chan struct{} // capacity 1: "the queue may have work"
-	writerDone chan struct{} // closed when the writer goroutine has drained and exited
-	closeOnce  sync.Once
-	closeErr   error
+	closeOnce sync.Once
+	closeErr  error
 
 	snapshotMu sync.Mutex // one snapshot's connection at a time (backup.go)
 
@@ -147,15 +142,13 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	}
 
 	db := &DB{
-		dir:        dir,
-		path:       path,
-		opts:       opts,
-		log:        log,
-		readers:    max(4, runtime.GOMAXPROCS(0)),
-		progress:   make(chan struct{}),
-		wake:       make(chan struct{}, 1),
-		writerDone: make(chan struct{}),
+		dir:     dir,
+		path:    path,
+		opts:    opts,
+		log:     log,
+		readers: max(4, runtime.GOMAXPROCS(0)),
 	}
+	db.q = groupcommit.New[op](writerWork{db}, opts.BatchSize, errClosed)
 	defer func() {
 		if err != nil {
 			db.closeConns()
@@ -268,11 +261,7 @@ func (db *DB) JournalMode(ctx context.Context) (string, error) {
 // closes the connections. Appends made after Close fail with ErrUnavailable.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
-		db.mu.Lock()
-		db.closed = true
-		db.mu.Unlock()
-		db.signal()
-		<-db.writerDone
+		db.q.Close()
 		db.closeErr = db.closeConns()
 	})
 	return db.closeErr

@@ -43,7 +43,7 @@ type faults struct {
 // It is meant for tests and drills.
 func (db *DB) SimulateFault(f Fault) {
 	db.faults.wanted.Store(uint32(f))
-	db.signal()
+	db.q.Wake()
 }
 
 // applyFault brings the writer's connection in line with the simulated

@@ -58,7 +58,7 @@ type heldEntry struct {
 func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string, held []store.SetStatusOp) {
 	if db.opts.plainWrites {
 		for _, g := range groups {
-			ops = append(ops, g.ops...)
+			ops = append(ops, g.Ops...)
 		}
 		return ops, nil, nil
 	}
@@ -66,7 +66,7 @@ func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string,
 	lead, written := db.dueMarks(groups, now)
 	all := make([]*group, 0, len(groups)+1)
 	if len(lead) > 0 {
-		all = append(all, &group{ops: lead})
+		all = append(all, &group{Ops: lead})
 	}
 	ops = coalesce(append(all, groups...))
 	if db.opts.MarkDelay < 0 {
@@ -122,9 +122,9 @@ func (db *DB) dueMarks(groups []*group, now time.Time) ([]op, []string) {
 		}
 	} else {
 		for _, g := range groups {
-			for i := range g.ops {
-				if m, ok := h.byID[g.ops[i].id]; ok {
-					pick(g.ops[i].id, m)
+			for i := range g.Ops {
+				if m, ok := h.byID[g.Ops[i].id]; ok {
+					pick(g.Ops[i].id, m)
 				}
 			}
 		}
@@ -151,8 +151,8 @@ func (db *DB) dueMarks(groups []*group, now time.Time) ([]op, []string) {
 // everything reports whether groups hold an op on every row, or a flush.
 func everything(groups []*group) bool {
 	for _, g := range groups {
-		for i := range g.ops {
-			switch g.ops[i].kind {
+		for i := range g.Ops {
+			switch g.Ops[i].kind {
 			case opDeleteEverything, opRecoverInFlight, opFlushMarks:
 				return true
 			}
@@ -212,7 +212,7 @@ func (db *DB) flushMarks() {
 	if len(db.held.byID) == 0 {
 		return
 	}
-	if err := db.runTx([]*group{{db: db, ops: []op{{kind: opFlushMarks}}}}); err != nil {
+	if err := db.runTx([]*group{{Ops: []op{{kind: opFlushMarks}}}}); err != nil {
 		db.log.Warn("store write failed", "groups", 0, "err", err)
 		return
 	}

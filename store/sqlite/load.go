@@ -314,9 +314,9 @@ func (db *DB) maxJobID(ctx context.Context, tx *sql.Tx) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read greatest job id: %w", err)
 	}
-	db.mu.Lock()
+	db.highWaterMu.Lock()
 	committed := db.highWater
-	db.mu.Unlock()
+	db.highWaterMu.Unlock()
 	return max(stored.String, mark.String, committed), nil
 }
 

@@ -333,8 +333,8 @@ func (db *DB) Queues(ctx context.Context) ([]string, error) {
 // store.Store.RecoverInFlight for when to call it).
 func (db *DB) RecoverInFlight(ctx context.Context) (int64, error) {
 	var n int64
-	g := &group{db: db, ops: []op{recoverInFlight(&n)}, mode: db.opts.DefaultMode}
-	if err := db.enqueue(g).Wait(ctx); err != nil {
+	g := &group{Ops: []op{recoverInFlight(&n)}, Mode: db.opts.DefaultMode}
+	if err := db.q.Enqueue(g).Wait(ctx); err != nil {
 		return 0, err
 	}
 	return n, nil

@@ -174,7 +174,7 @@ func (db *DB) runTx(groups []*group) (err error) {
 	w := db.w
 	mode := store.Buffered
 	for _, g := range groups {
-		mode = max(mode, g.mode)
+		mode = max(mode, g.Mode)
 	}
 	if err := w.setMode(mode, false); err != nil {
 		return wrapWrite("set commit mode", err)

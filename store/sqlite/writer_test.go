@@ -146,10 +146,10 @@ func TestCoalesce(t *testing.T) {
 	groups := func(gs ...[]store.Op) []*group {
 		ps := make([]*group, len(gs))
 		for i, ops := range gs {
-			ps[i] = &group{ops: make([]op, len(ops))}
+			ps[i] = &group{Ops: make([]op, len(ops))}
 			for k, o := range ops {
 				var err error
-				ps[i].ops[k], err = toOp(o)
+				ps[i].Ops[k], err = toOp(o)
 				require.NoError(t, err)
 			}
 		}
@@ -210,13 +210,13 @@ func TestCoalesce(t *testing.T) {
 		},
 		"UpdateNotDroppedAcrossRecover": {
 			groups: append(groups([]store.Op{store.SetStatus(id(1), store.InFlight, 0)}),
-				&group{ops: []op{recoverInFlight(new(int64))}},
+				&group{Ops: []op{recoverInFlight(new(int64))}},
 				groups([]store.Op{store.DeleteJob(id(1))})[0]),
 			want: []opKind{opSetStatus, opRecoverInFlight, opDeleteJob},
 		},
 		"NotAcrossRecover": {
 			groups: append(groups([]store.Op{store.InsertJob(job(1))}),
-				&group{ops: []op{recoverInFlight(new(int64))}},
+				&group{Ops: []op{recoverInFlight(new(int64))}},
 				groups([]store.Op{store.SetStatus(id(1), store.InFlight, 0)})[0]),
 			want: []opKind{opInsertJob, opRecoverInFlight, opSetStatus},
 		},
@@ -251,7 +251,7 @@ func TestCoalesce(t *testing.T) {
 		want := job(1)
 		want.Status, want.DequeuedAt = store.Ready, 5
 		require.Equal(t, want, out[0].src.(store.InsertJobOp).Job)
-		require.Equal(t, job(1), gs[0].ops[0].src.(store.InsertJobOp).Job)
+		require.Equal(t, job(1), gs[0].Ops[0].src.(store.InsertJobOp).Job)
 
 		open := job(1)
 		open.BatchOpen = true
@@ -357,4 +357,17 @@ func TestCommitModes(t *testing.T) {
 		require.NoError(t, b.db.w.conn.QueryRowContext(b.ctx, "PRAGMA synchronous").Scan(&v))
 		require.Equal(t, full, v)
 	})
+}
+
+func TestQueueDepth(t *testing.T) {
+	t.Parallel()
+	gate := make(chan struct{})
+	b := setup(t, gated(gate))
+	b.db.Append(store.InsertJob(job(1)))
+	b.db.Append(store.InsertJob(job(2)), store.InsertJob(job(3)))
+	last := b.db.Append(store.DeleteJob(id(1)))
+	require.Equal(t, 3, b.db.QueueDepth(), "groups, not ops, while the writer is held")
+	close(gate)
+	require.NoError(t, last.Wait(b.ctx))
+	require.Zero(t, b.db.QueueDepth())
 }
