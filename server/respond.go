@@ -31,10 +31,6 @@ func unprocessable(format string, args ...any) error {
 
 func notFound(msg string) error { return &httpError{status: http.StatusNotFound, msg: msg} }
 
-func forbidden(format string, args ...any) error {
-	return &httpError{status: http.StatusForbidden, msg: fmt.Sprintf(format, args...)}
-}
-
 // responseFormat is the negotiated body format; the router has already
 // refused unacceptable Accept headers.
 func responseFormat(r *http.Request) api.Format {

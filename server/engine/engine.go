@@ -414,8 +414,6 @@ func (e *Engine) handleDue() {
 	e.takeDueAlarms()
 }
 
-func nowMs(ns int64) int64 { return ns / int64(time.Millisecond) }
-
 // armTimer points the one timer at the earliest deadline.
 func (e *Engine) armTimer() {
 	at, ok := e.nextDeadline()

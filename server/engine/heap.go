@@ -65,6 +65,8 @@ func (h *queueHeap) min() *queue {
 
 // promo is a scheduled job's ready moment (unix ns). The job's record
 // knows its place in the heap (aux), so a delete or a patch removes it.
+// Its fields are a timedEntry's, so it converts to its entry in the
+// scheduled set.
 type promo struct {
 	at  int64
 	id  jobid.ID
@@ -87,12 +89,12 @@ func (h *promoHeap) push(p promo) {
 	i := len(h.items)
 	h.items = append(h.items, p)
 	h.e.rec(p.idx).aux = int32(i)
-	h.e.obs.sched.add(timedEntry{at: p.at, id: p.id, idx: p.idx})
+	h.e.obs.sched.add(timedEntry(p))
 	up(h, i)
 }
 func (h *promoHeap) remove(i int32) {
 	p := h.items[i]
-	h.e.obs.sched.remove(timedEntry{at: p.at, id: p.id, idx: p.idx})
+	h.e.obs.sched.remove(timedEntry(p))
 	last := len(h.items) - 1
 	h.swap(int(i), last)
 	h.e.rec(h.items[last].idx).aux = -1

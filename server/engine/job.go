@@ -127,16 +127,6 @@ func (e *Engine) resolveBinds(binds []bind, specs []store.Binding) ([]bind, erro
 	return binds, nil
 }
 
-// admit places a new or re-placed job: a future ready_at waits for its
-// time, otherwise it waits for dispatch at once.
-func (e *Engine) admit(j ref, scheduled bool) {
-	if scheduled {
-		e.schedule(j)
-		return
-	}
-	e.join(j)
-}
-
 // schedule makes a job wait for its ready_at; one already due waits for
 // dispatch at once.
 func (e *Engine) schedule(j ref) {

@@ -295,7 +295,7 @@ func (e *Engine) flightEntries() []timedEntry {
 func (e *Engine) schedEntries() []timedEntry {
 	out := make([]timedEntry, len(e.promos.items))
 	for i, p := range e.promos.items {
-		out[i] = timedEntry{at: p.at, id: p.id, idx: p.idx}
+		out[i] = timedEntry(p)
 	}
 	return out
 }

@@ -88,8 +88,6 @@ func propTail() int {
 	return 12
 }
 
-func (r *propRun) budgetKeys() []string { return r.m.budgetKeys() }
-
 func (r *propRun) advance() {
 	d := time.Duration(r.rng.IntN(4)) * time.Duration([]int64{1, 7, 50, 400}[r.rng.IntN(4)]) * time.Millisecond
 	if r.rng.IntN(5) == 0 {

@@ -82,8 +82,6 @@ type acctSet struct {
 	pos  func(*account) *int32
 }
 
-func (s *acctSet) has(a *account) bool { return *s.pos(a) != 0 }
-
 func (s *acctSet) add(a *account) {
 	p := s.pos(a)
 	if *p != 0 {

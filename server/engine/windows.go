@@ -201,8 +201,7 @@ func (e *Engine) timedKey(t *bptree[timedEntry], j ref, r *jobRec) (timedEntry, 
 	case t == &e.obs.flights.tree && r.state == stInFlight:
 		return timedEntry{at: e.takerSlots[r.aux].inFlight[j.idx].dequeuedAt, id: j.id, idx: j.idx}, true
 	case t == &e.obs.sched.tree && r.state == stScheduled:
-		p := e.promos.items[r.aux]
-		return timedEntry{at: p.at, id: p.id, idx: p.idx}, true
+		return timedEntry(e.promos.items[r.aux]), true
 	}
 	return timedEntry{}, false
 }

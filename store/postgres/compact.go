@@ -15,9 +15,9 @@ import (
 // compaction, not stall the queue.
 const compactLockWait = 5 * time.Second
 
-// compactSnapshotWait bounds how long Compact waits for the transactions
-// that began before it: while one of them holds a snapshot, the rows it
-// may still see (deleted jobs among them) cannot be removed.
+// compactSnapshotWait bounds how long Compact waits for the older
+// transactions: while one of them runs, the rows it may still see (deleted
+// jobs among them) cannot be removed.
 const compactSnapshotWait = 5 * time.Second
 
 // errOldSnapshot says an older transaction kept deleted rows from going.
@@ -36,12 +36,12 @@ const compactTables = `jobs, job_errors`
 // rows only. The WAL is the cluster's: nothing of it is the store's to
 // empty.
 //
-// Rows deleted while an older transaction of the database holds a snapshot
-// cannot be removed yet (PostgreSQL keeps what any snapshot may see), so
-// Compact first waits a while for the transactions that began before it,
-// of any backend (an autovacuum worker's ANALYZE holds a snapshot too, and
-// on a busy database one is often running); if one is still there it
-// compacts what it can and says so.
+// Rows deleted while an older transaction of the database runs cannot be
+// removed yet (PostgreSQL keeps what any snapshot may see), so Compact
+// first waits a while for the older transactions, of any backend (an
+// autovacuum worker's ANALYZE holds a snapshot too, and on a busy database
+// one is often running); if one is still there it compacts what it can
+// and says so.
 // Only the transactions it may see count: a role without pg_read_all_stats
 // sees its own sessions alone.
 func (db *DB) Compact(ctx context.Context) error {
@@ -87,11 +87,17 @@ func (db *DB) compactNow(ctx context.Context) error {
 }
 
 // waitOlderTransactions waits, at most compactSnapshotWait, until no other
-// client transaction of the database that began before the call holds a
-// snapshot, and reports whether none does.
+// backend of the database holds back the removal of rows deleted before
+// the call, and reports whether none does. Two things hold it back: a
+// snapshot whose xmin is older than the call's (a snapshot taken later
+// can still be that old while an older transaction runs), and a running
+// transaction's own xid, which an idle transaction that has written keeps
+// though it holds no snapshot between its statements. Both are compared
+// with the first xid not yet assigned at the call, by age, which is
+// measured from one point within each query.
 func waitOlderTransactions(ctx context.Context, conn *pgxpool.Conn) (bool, error) {
-	var start time.Time
-	if err := conn.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&start); err != nil {
+	var horizon string
+	if err := conn.QueryRow(ctx, "SELECT pg_snapshot_xmax(pg_current_snapshot())::xid::text").Scan(&horizon); err != nil {
 		return false, wrapConn(err)
 	}
 	deadline := time.Now().Add(compactSnapshotWait)
@@ -99,8 +105,8 @@ func waitOlderTransactions(ctx context.Context, conn *pgxpool.Conn) (bool, error
 		var older bool
 		err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 			WHERE datname = current_database() AND pid <> pg_backend_pid()
-				AND backend_xmin IS NOT NULL AND xact_start < $1)`,
-			start).Scan(&older)
+				AND (age(backend_xmin) > age($1::xid) OR age(backend_xid) > age($1::xid)))`,
+			horizon).Scan(&older)
 		switch {
 		case err != nil:
 			return false, wrapConn(err)

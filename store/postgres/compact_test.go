@@ -14,11 +14,25 @@ import (
 )
 
 // TestDB_CompactWaitsForOlderSnapshots: rows deleted while an older
-// transaction holds a snapshot cannot go; Compact waits for it to end
-// instead of rewriting them.
+// transaction runs cannot go; Compact waits for it to end instead of
+// rewriting them. The transaction holds no lock of the jobs' tables (which
+// would hold VACUUM FULL off anyway).
 func TestDB_CompactWaitsForOlderSnapshots(t *testing.T) {
 	t.Parallel()
 	pgtest.Require(t)
+	t.Run("Snapshot", func(t *testing.T) {
+		testCompactWaitsFor(t, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, `SELECT 1`)
+	})
+	// An idle transaction with an xid keeps the rows deleted after it began
+	// though it holds no snapshot between its statements.
+	t.Run("IdleWithXID", func(t *testing.T) {
+		testCompactWaitsFor(t, pgx.TxOptions{}, `SELECT pg_current_xact_id()`)
+	})
+}
+
+// testCompactWaitsFor deletes rows while a transaction of opts that ran
+// query before the deletes stays open.
+func testCompactWaitsFor(t *testing.T, opts pgx.TxOptions, query string) {
 	db := open(t)
 	t.Cleanup(func() { _ = db.Close() })
 	ctx := context.Background()
@@ -35,12 +49,10 @@ func TestDB_CompactWaitsForOlderSnapshots(t *testing.T) {
 	require.NoError(t, db.Compact(ctx))
 	full, _ := db.Sizes()
 
-	// A snapshot from before the deletes, of a transaction that holds no
-	// lock of the jobs' tables (which would hold VACUUM FULL off anyway).
-	reader, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	older, err := db.pool.BeginTx(ctx, opts)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = reader.Rollback(ctx) })
-	_, err = reader.Exec(ctx, `SELECT 1`)
+	t.Cleanup(func() { _ = older.Rollback(ctx) })
+	_, err = older.Exec(ctx, query)
 	require.NoError(t, err)
 	require.NoError(t, db.Append(dels...).Wait(ctx))
 
@@ -48,11 +60,11 @@ func TestDB_CompactWaitsForOlderSnapshots(t *testing.T) {
 	go func() { done <- db.Compact(ctx) }()
 	select {
 	case err := <-done:
-		t.Fatalf("compact returned while an older snapshot was held: %v", err)
+		t.Fatalf("compact returned while an older transaction was open: %v", err)
 	case <-time.After(300 * time.Millisecond):
 	}
-	require.NoError(t, reader.Rollback(ctx))
+	require.NoError(t, older.Rollback(ctx))
 	require.NoError(t, <-done)
 	data, _ := db.Sizes()
-	require.Less(t, data, full/2, "the deleted rows went once the snapshot ended")
+	require.Less(t, data, full/2, "the deleted rows went once the older transaction ended")
 }

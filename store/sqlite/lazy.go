@@ -80,9 +80,7 @@ func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string,
 		if o.kind == opNone {
 			continue
 		}
-		if _, ok := lazy[o.id]; ok {
-			delete(lazy, o.id)
-		}
+		delete(lazy, o.id)
 		if o.kind == opSetStatus && o.src.(store.SetStatusOp).Lazy {
 			if lazy == nil {
 				lazy = make(map[string]int)

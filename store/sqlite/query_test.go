@@ -98,7 +98,3 @@ func reversed(s []string) []string {
 	slices.Reverse(out)
 	return out
 }
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
