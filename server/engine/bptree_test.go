@@ -118,7 +118,11 @@ func TestBptree_DeepTreeMatchesSortedSlice(t *testing.T) {
 	var tr bptree[testInt]
 	var want []testInt
 	next := testInt(0)
-	for round := range 6 {
+	rounds := 6
+	if testing.Short() {
+		rounds = 2 // the race run: still three levels deep
+	}
+	for round := range rounds {
 		for range 150_000 {
 			next += testInt(1 + rng.IntN(3))
 			tr.set(next)
