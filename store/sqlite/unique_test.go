@@ -20,7 +20,9 @@ func TestDB_OneHolderPerKey(t *testing.T) {
 		return j
 	}
 	b.apply(t, store.InsertJob(keyed(1)), store.InsertJob(keyed(2)))
-	raw, err := sql.Open("sqlite", filepath.Join(b.dir, FileName))
+	// With the store's busy timeout: its writer may hold the lock a
+	// moment (maintenance after a commit), most often on a loaded machine.
+	raw, err := sql.Open("sqlite", dsn(filepath.Join(b.dir, FileName), 1<<20, false))
 	require.NoError(t, err)
 	defer raw.Close()
 	_, err = raw.ExecContext(b.ctx, `UPDATE jobs SET unique_holder = 1 WHERE id = ?`, id(1))
