@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/store/sqlite"
+	"github.com/zizq/zizq/store/archive"
 )
 
 func TestClient_Operations(t *testing.T) {
@@ -45,7 +45,7 @@ func TestClient_Operations(t *testing.T) {
 		n, err := tb.admin.Backup(ctx, &buf)
 		require.NoError(t, err)
 		require.Equal(t, int64(buf.Len()), n)
-		size, err := sqlite.CheckArchive(&buf)
+		size, err := archive.Check(&buf)
 		require.NoError(t, err)
 		require.Positive(t, size)
 

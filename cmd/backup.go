@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/client"
-	"github.com/zizq/zizq/store/sqlite"
+	"github.com/zizq/zizq/store/archive"
 )
 
 // BackupOptions are the flags of `backup`.
@@ -98,7 +98,7 @@ func backupTo(ctx context.Context, cl *client.Client, file string, force bool, s
 	pr, pw := io.Pipe()
 	checked := make(chan error, 1)
 	go func() {
-		size, err := sqlite.CheckArchive(pr)
+		size, err := archive.Check(pr)
 		res.DatabaseBytes = size
 		_, _ = io.Copy(io.Discard, pr)
 		checked <- err

@@ -60,7 +60,7 @@ directory, its lock file), so it can be run again as it was. It logs as
 				if err := checkDatabaseURL(o.DatabaseURL); err != nil {
 					return err
 				}
-				if err := postgres.Restore(c.Context(), o.DatabaseURL, args[0], log); err != nil {
+				if err := postgres.Restore(c.Context(), args[0], postgres.Options{URL: o.DatabaseURL, Logger: log, Archive: sqlite.ArchiveBody{}}); err != nil {
 					return err
 				}
 				_, err := fmt.Fprintf(streams.Out, "Restored %s into the database. Start the servers with: zizq serve --database-url URL\n", args[0])

@@ -15,6 +15,7 @@ import (
 	"github.com/zizq/zizq/internal/memlimit"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/store/postgres"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // serveCluster runs a server of a cluster on PostgreSQL (--database-url):
@@ -65,6 +66,7 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 		Lease:        o.Lease,
 		Store: postgres.Options{
 			DefaultMode: opts.Store.DefaultMode, EnqueueMode: opts.Store.EnqueueMode, BatchSize: opts.Store.BatchSize,
+			Archive: sqlite.ArchiveBody{},
 		},
 	})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server"
 	"github.com/zizq/zizq/server/servertest"
+	"github.com/zizq/zizq/store/archive"
 	"github.com/zizq/zizq/store/sqlite"
 )
 
@@ -42,7 +43,7 @@ func TestAdmin_Routes(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Equal(t, "application/gzip", resp.Header.Get("Content-Type"))
 		require.Equal(t, `attachment; filename="backup.tar.gz"`, resp.Header.Get("Content-Disposition"))
-		_, err := sqlite.CheckArchive(bytes.NewReader(body))
+		_, err := archive.Check(bytes.NewReader(body))
 		require.NoError(t, err)
 	})
 	t.Run("Compact", func(t *testing.T) {

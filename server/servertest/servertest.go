@@ -52,7 +52,7 @@ func OpenStore(t testing.TB, dir string) store.Store {
 	)
 	quiet := slog.New(slog.DiscardHandler)
 	if Postgres() {
-		st, err = postgres.Open(context.Background(), postgres.Options{URL: pgtest.SchemaFor(t, dir), MaxConns: 2, Logger: quiet})
+		st, err = postgres.Open(context.Background(), postgres.Options{URL: pgtest.SchemaFor(t, dir), MaxConns: 2, Logger: quiet, Archive: sqlite.ArchiveBody{}})
 	} else {
 		st, err = sqlite.Open(context.Background(), dir, sqlite.Options{Logger: quiet})
 	}
@@ -68,6 +68,7 @@ func usePostgres(t testing.TB, o *server.Options, dir string) {
 		return postgres.Open(ctx, postgres.Options{
 			URL: dsn, DefaultMode: o.Store.DefaultMode, EnqueueMode: o.Store.EnqueueMode,
 			BatchSize: o.Store.BatchSize, MaxConns: 4, Logger: o.Logger, OnCommit: onCommit,
+			Archive: sqlite.ArchiveBody{},
 		})
 	}
 }

@@ -5,162 +5,96 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
+	"github.com/zizq/zizq/store/archive"
 )
 
-// Backups are SQLite databases in SQLite's archive format (a tar.gz
-// holding zizq-root/data/zizq.db), so that `zizq restore` reads one format
-// into either store. A backup copies one REPEATABLE READ snapshot, row by
-// row through the SQLite store's ops, into a database in a temporary
-// directory; Restore copies an archive's database into an empty PostgreSQL
-// store the same way back.
-
-// copyChunk is how many ops go in one group of the copy.
-const copyChunk = 500
+// Backups are zizq's one archive format (store/archive), whose database is
+// the SQLite store's, made through Options.Archive. A backup copies one
+// REPEATABLE READ snapshot, row by row as store ops, into a database in a
+// temporary directory; Restore copies an archive's database into an empty
+// PostgreSQL store the same way back.
 
 // ErrNotEmpty is returned by Restore when the store holds anything.
 var ErrNotEmpty = errors.New("target database is not empty")
+
+// errNoArchive answers a backup or restore of a store opened without
+// Options.Archive.
+var errNoArchive = errors.New("no backup archive format: Options.Archive is not set")
 
 // Backup writes a consistent snapshot of the store, as of the call, as a
 // backup archive; writes go on meanwhile. It needs temporary disk space
 // for the database it builds.
 func (db *DB) Backup(ctx context.Context, w io.Writer) error {
-	dir, err := os.MkdirTemp("", "zizq-backup-*")
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+	if db.opts.Archive == nil {
+		return fmt.Errorf("backup: %w", errNoArchive)
 	}
-	defer os.RemoveAll(dir)
 	return readTx(ctx, db.pool, func(tx pgx.Tx) error {
-		mark, err := maxJobID(ctx, tx)
-		if err != nil {
-			return err
-		}
-		return sqlite.BuildArchive(ctx, dir, w, mark, func(out *sqlite.DB) error {
-			return copyOut(ctx, tx, out)
-		})
+		return archive.Backup(ctx, db.opts.Archive, snapshot{tx}, w)
 	})
 }
 
-// copier appends ops to a store in groups of copyChunk, with at most one
-// group waiting for its commit.
-type copier struct {
-	ctx  context.Context
-	dst  store.Store
-	ops  []store.Op
-	last store.Pending
+// snapshot is the archive.Source of one read transaction.
+type snapshot struct{ tx pgx.Tx }
+
+func (s snapshot) Budgets(ctx context.Context) ([]store.Budget, error) {
+	return queryBudgets(ctx, s.tx)
 }
 
-func (c *copier) add(o store.Op) error {
-	c.ops = append(c.ops, o)
-	if len(c.ops) < copyChunk {
-		return nil
-	}
-	return c.flush()
-}
-
-func (c *copier) flush() error {
-	if len(c.ops) == 0 {
-		return nil
-	}
-	if c.last != nil {
-		if err := c.last.Wait(c.ctx); err != nil {
-			return err
-		}
-	}
-	c.last = c.dst.Append(c.ops...)
-	c.ops = nil
-	return nil
-}
-
-func (c *copier) done() error {
-	if err := c.flush(); err != nil {
-		return err
-	}
-	if c.last != nil {
-		return c.last.Wait(c.ctx)
-	}
-	return nil
-}
-
-// copyOut copies everything the snapshot tx sees into dst.
-func copyOut(ctx context.Context, tx pgx.Tx, dst store.Store) error {
-	c := &copier{ctx: ctx, dst: dst}
-	budgets, err := queryBudgets(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("read budgets: %w", err)
-	}
-	for _, b := range budgets {
-		if err := c.add(store.PutBudget(b)); err != nil {
-			return err
-		}
-	}
-	groups, err := queryCronGroups(ctx, tx)
+func (s snapshot) CronGroups(ctx context.Context) ([]store.CronGroup, error) {
+	groups, err := queryCronGroups(ctx, s.tx)
 	if err == nil {
-		err = queryCronEntries(ctx, tx, groups)
+		err = queryCronEntries(ctx, s.tx, groups)
 	}
-	if err != nil {
-		return fmt.Errorf("read cron groups: %w", err)
-	}
-	for _, g := range groups {
-		if err := c.add(store.PutCronGroup(g)); err != nil {
-			return err
-		}
-		for _, e := range g.Entries {
-			if err := c.add(store.PutCronEntry(e)); err != nil {
-				return err
-			}
-		}
-	}
-	if err := copyRows(ctx, tx, `SELECT `+jobColumns+` FROM jobs ORDER BY id`, func(r pgx.Rows) (store.Op, error) {
-		j, err := scanJob(r)
-		return store.InsertJob(j), err
-	}, c); err != nil {
-		return fmt.Errorf("read jobs: %w", err)
-	}
-	if err := copyRows(ctx, tx, `SELECT `+errorColumns+` FROM job_errors ORDER BY job_id, attempt`, func(r pgx.Rows) (store.Op, error) {
-		e, err := scanError(r)
-		return store.AddError(e), err
-	}, c); err != nil {
-		return fmt.Errorf("read error records: %w", err)
-	}
-	// Inserting made each keyed job its key's holder in ID order; the
-	// holders are the engine's choice: release every key, then hold the
-	// holders' (one holder per key at every step).
-	for _, holds := range []bool{false, true} {
-		err := copyRows(ctx, tx, `SELECT id FROM jobs WHERE unique_key IS NOT NULL AND coalesce(unique_holder, false) = $1`,
-			func(r pgx.Rows) (store.Op, error) {
-				var id string
-				err := r.Scan(&id)
-				if holds {
-					return store.HoldUniqueKey(id), err
-				}
-				return store.ReleaseUniqueKey(id), err
-			}, c, holds)
-		if err != nil {
-			return fmt.Errorf("read unique keys: %w", err)
-		}
-	}
-	return c.done()
+	return groups, err
 }
 
-// copyRows appends the op of every row of a query.
-func copyRows(ctx context.Context, q querier, query string, op func(pgx.Rows) (store.Op, error), c *copier, args ...any) error {
-	rows, err := q.Query(ctx, query, args...)
+func (s snapshot) Jobs(ctx context.Context, fn func(store.Job) error) error {
+	return eachRow(ctx, s.tx, `SELECT `+jobColumns+` FROM jobs ORDER BY id`, func(r pgx.Rows) error {
+		j, err := scanJob(r)
+		if err != nil {
+			return err
+		}
+		return fn(j)
+	})
+}
+
+func (s snapshot) Errors(ctx context.Context, fn func(store.ErrorRecord) error) error {
+	return eachRow(ctx, s.tx, `SELECT `+errorColumns+` FROM job_errors ORDER BY job_id, attempt`, func(r pgx.Rows) error {
+		e, err := scanError(r)
+		if err != nil {
+			return err
+		}
+		return fn(e)
+	})
+}
+
+func (s snapshot) Holders(ctx context.Context) (map[string]bool, error) {
+	holders := map[string]bool{}
+	err := eachRow(ctx, s.tx, `SELECT id FROM jobs WHERE unique_holder`, func(r pgx.Rows) error {
+		var id string
+		err := r.Scan(&id)
+		holders[id] = true
+		return err
+	})
+	return holders, err
+}
+
+func (s snapshot) HighWater(ctx context.Context) (string, error) {
+	return maxJobID(ctx, s.tx)
+}
+
+// eachRow calls fn with every row of a query.
+func eachRow(ctx context.Context, q querier, query string, fn func(pgx.Rows) error) error {
+	rows, err := q.Query(ctx, query)
 	if err != nil {
 		return wrapConn(err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		o, err := op(rows)
-		if err != nil {
-			return err
-		}
-		if err := c.add(o); err != nil {
+		if err := fn(rows); err != nil {
 			return err
 		}
 	}
@@ -168,13 +102,15 @@ func copyRows(ctx context.Context, q querier, query string, op func(pgx.Rows) (s
 }
 
 // Restore loads a backup (an archive of `zizq backup`, or a bare SQLite
-// database) into the empty store at url, migrating its schema first. A
-// store holding any job, budget, cron group or job-ID mark is refused:
-// Restore never replaces data. Run it while no server uses the database.
-// log receives what opening the store logs (its migration); nil means
-// slog.Default().
-func Restore(ctx context.Context, url, src string, log *slog.Logger) error {
-	db, err := Open(ctx, Options{URL: url, Logger: log})
+// database) into the empty store of opts (opts.Archive reads it),
+// migrating its schema first. A store holding any job, budget, cron group
+// or job-ID mark is refused: Restore never replaces data. Run it while no
+// server uses the database.
+func Restore(ctx context.Context, src string, opts Options) error {
+	if opts.Archive == nil {
+		return fmt.Errorf("restore: %w", errNoArchive)
+	}
+	db, err := Open(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -182,20 +118,11 @@ func Restore(ctx context.Context, url, src string, log *slog.Logger) error {
 	if err := db.checkEmpty(ctx); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "zizq-restore-*")
-	if err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	defer os.RemoveAll(dir)
-	in, err := sqlite.OpenArchive(ctx, src, dir)
+	mark, err := archive.Restore(ctx, opts.Archive, src, db)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	if err := copyIn(ctx, in, db); err != nil {
-		return fmt.Errorf("restore: %w", err)
-	}
-	return nil
+	return db.raiseHighWater(ctx, mark)
 }
 
 // checkEmpty fails with ErrNotEmpty when the store holds anything.
@@ -212,102 +139,6 @@ func (db *DB) checkEmpty(ctx context.Context) error {
 	return nil
 }
 
-// copyIn copies everything of the SQLite store src into dst, through the
-// store interface.
-func copyIn(ctx context.Context, src *sqlite.DB, dst *DB) error {
-	c := &copier{ctx: ctx, dst: dst}
-	budgets, err := src.Budgets(ctx)
-	if err != nil {
-		return err
-	}
-	for _, b := range budgets {
-		if err := c.add(store.PutBudget(b)); err != nil {
-			return err
-		}
-	}
-	groups, err := src.CronGroups(ctx)
-	if err != nil {
-		return err
-	}
-	for _, g := range groups {
-		if err := c.add(store.PutCronGroup(g)); err != nil {
-			return err
-		}
-		for _, e := range g.Entries {
-			if err := c.add(store.PutCronEntry(e)); err != nil {
-				return err
-			}
-		}
-	}
-	var keyed []string
-	holders := map[string]bool{}
-	for from := ""; ; {
-		jobs, more, err := src.ListJobs(ctx, store.Filter{}, from, store.Asc, copyChunk)
-		if err != nil {
-			return err
-		}
-		for _, j := range jobs {
-			if err := c.add(store.InsertJob(j)); err != nil {
-				return err
-			}
-			if err := copyErrors(ctx, src, j.ID, c); err != nil {
-				return err
-			}
-			if j.UniqueKey != "" {
-				keyed = append(keyed, j.ID)
-			}
-		}
-		if !more {
-			break
-		}
-		from = jobs[len(jobs)-1].ID
-	}
-	mark := ""
-	err = src.Load(ctx, store.Loader{
-		Unique: func(u store.UniqueJob) error { holders[u.ID] = u.Holds; return nil },
-		MaxID:  func(id string) { mark = id },
-	})
-	if err != nil {
-		return err
-	}
-	for _, holds := range []bool{false, true} {
-		for _, id := range keyed {
-			if holders[id] != holds {
-				continue
-			}
-			o := store.ReleaseUniqueKey(id)
-			if holds {
-				o = store.HoldUniqueKey(id)
-			}
-			if err := c.add(o); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.done(); err != nil {
-		return err
-	}
-	return dst.raiseHighWater(ctx, mark)
-}
-
-func copyErrors(ctx context.Context, src *sqlite.DB, id string, c *copier) error {
-	for from := uint32(0); ; {
-		recs, more, err := src.ListErrors(ctx, id, from, store.Asc, copyChunk)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			if err := c.add(store.AddError(r)); err != nil {
-				return err
-			}
-		}
-		if !more {
-			return nil
-		}
-		from = recs[len(recs)-1].Attempt
-	}
-}
-
 // raiseHighWater raises the job-ID high-water mark to at least mark.
 func (db *DB) raiseHighWater(ctx context.Context, mark string) error {
 	if mark == "" {
@@ -315,5 +146,8 @@ func (db *DB) raiseHighWater(ctx context.Context, mark string) error {
 	}
 	_, err := db.pool.Exec(ctx, `INSERT INTO meta (key, value) VALUES ('id_high_water', $1)
 		ON CONFLICT (key) DO UPDATE SET value = greatest(meta.value, excluded.value)`, mark)
-	return wrapConn(err)
+	if err != nil {
+		return fmt.Errorf("restore: %w", wrapConn(err))
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/postgres/pgtest"
+	"github.com/zizq/zizq/store/sqlite"
 	"github.com/zizq/zizq/store/storetest"
 )
 
@@ -20,7 +21,7 @@ func TestDB_Conformance(t *testing.T) {
 // open opens a store on a schema of its own.
 func open(t testing.TB, tune ...func(*Options)) *DB {
 	t.Helper()
-	opts := Options{URL: pgtest.Schema(t), MaxConns: 4, Logger: slog.New(slog.DiscardHandler)}
+	opts := Options{URL: pgtest.Schema(t), MaxConns: 4, Logger: slog.New(slog.DiscardHandler), Archive: sqlite.ArchiveBody{}}
 	for _, f := range tune {
 		f(&opts)
 	}

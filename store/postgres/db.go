@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/archive"
 	"github.com/zizq/zizq/store/internal/groupcommit"
 )
 
@@ -68,6 +69,10 @@ type Options struct {
 	// OnCommit, when set, is called by the writer goroutine after each
 	// transaction, once its waiters are woken; it must be quick.
 	OnCommit func(store.CommitInfo)
+	// Archive makes and reads the database of backups (Backup, Restore):
+	// sqlite.ArchiveBody{}, the one of zizq's format. Without it Backup
+	// and Restore fail.
+	Archive archive.Body
 }
 
 // DB is zizq's store on PostgreSQL. Writes go through Append to one writer

@@ -118,22 +118,34 @@ func TestDB_Fence(t *testing.T) {
 	require.Equal(t, store.Ready, got.Status)
 }
 
+// writeUnderWay is a leader's write transaction under way, as long as the
+// test likes: "a" holds the lease of a schema of its own (url, lease) for a
+// minute, and tx, of db on that schema, has passed the fence, so it holds
+// its share lock on the lease's row until it ends (at the latest when the
+// test does).
+func writeUnderWay(t *testing.T) (url string, lease func(string, time.Duration) *Lease, db *DB, tx pgx.Tx) {
+	t.Helper()
+	ctx := context.Background()
+	url, lease = leasePool(t)
+	_, err := lease("a", time.Minute).Acquire(ctx, 0)
+	require.NoError(t, err)
+	db = open(t, func(o *Options) { o.URL = url })
+	t.Cleanup(func() { _ = db.Close() })
+	tx, err = db.pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(ctx) })
+	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
+	require.NoError(t, err)
+	return url, lease, db, tx
+}
+
 // A takeover waits for the write transactions under way: each holds a
 // share lock on the lease row, the takeover updates the row.
 func TestDB_FenceSerialisesWithTakeover(t *testing.T) {
 	t.Parallel()
 	pgtest.Require(t)
 	ctx := context.Background()
-	url, lease := leasePool(t)
-	_, err := lease("a", time.Minute).Acquire(ctx, 0)
-	require.NoError(t, err)
-	db := open(t, func(o *Options) { o.URL = url })
-	defer db.Close()
-
-	tx, err := db.pool.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
-	require.NoError(t, err)
+	url, lease, db, tx := writeUnderWay(t)
 	expired := make(chan struct{})
 	go func() {
 		defer close(expired)
@@ -224,18 +236,7 @@ func TestLease_CandidateDoesNotWaitForTheLeadersWrites(t *testing.T) {
 	t.Parallel()
 	pgtest.Require(t)
 	ctx := context.Background()
-	url, lease := leasePool(t)
-	_, err := lease("a", time.Minute).Acquire(ctx, 0)
-	require.NoError(t, err)
-	db := open(t, func(o *Options) { o.URL = url })
-	defer db.Close()
-
-	// The leader's write under way, as long as the test likes.
-	tx, err := db.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	_, err = tx.Exec(ctx, `SELECT zizq_fence('a', 1)`)
-	require.NoError(t, err)
+	_, lease, _, _ := writeUnderWay(t)
 
 	st, err := lease("b", time.Minute).Acquire(ctx, 0)
 	require.NoError(t, err, "the candidate's attempt does not queue for the row")

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/internal/bindtext"
+	"github.com/zizq/zizq/store/internal/reads"
 )
 
 // liveColumns are a store.LiveJob's columns, in the order scanLive reads.
@@ -194,26 +195,12 @@ func loadPurges(ctx context.Context, tx pgx.Tx, fn func(id string, at int64) err
 	if fn == nil {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, purge_at FROM jobs
-		WHERE purge_at IS NOT NULL AND status >= 3 ORDER BY purge_at, id`)
+	rows, err := tx.Query(ctx, reads.PurgesSQL)
 	if err != nil {
 		return fmt.Errorf("load purge schedule: %w", wrapConn(err))
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			return fmt.Errorf("load purge schedule: %w", err)
-		}
-		if err := fn(id, at); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load purge schedule: %w", wrapConn(err))
-	}
-	return nil
+	return reads.Purges(rows, fn, wrapConn)
 }
 
 // maxJobID returns the greatest job ID the store has ever held: the

@@ -18,9 +18,6 @@ import (
 )
 
 const (
-	// matchChunk is how many rows a listing reads per query while a Match
-	// predicate filters them in Go.
-	matchChunk = 256
 	// idChunk is how many IDs one query looks up (GetJobs, Within sets).
 	idChunk = 1000
 )
@@ -109,21 +106,10 @@ func queryPayloads(ctx context.Context, q querier, out []store.JobPayload, ids [
 // ListJobs returns up to limit jobs matching f, by ID in order, after the
 // exclusive cursor from. more reports whether at least one more matching
 // job follows the page.
-func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order store.Order, limit int) (jobs []store.Job, more bool, err error) {
-	if limit <= 0 {
-		return nil, false, errors.New("list jobs: limit must be positive")
-	}
-	chunk := limit + 1
-	if f.Match != nil {
-		chunk = max(chunk, matchChunk)
-	}
-	jobs, more, err = reads.Page(limit, func(fn func(store.Job) bool) error {
+func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order store.Order, limit int) ([]store.Job, bool, error) {
+	return reads.ListJobs(f, limit, func(chunk int, fn func(store.Job) bool) error {
 		return db.scanJobs(ctx, f, from, order, chunk, fn)
 	})
-	if err != nil {
-		return nil, false, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, more, nil
 }
 
 // scanJobs calls fn with every job matching f (Match included) in ID order
@@ -217,7 +203,7 @@ func (db *DB) CountJobs(ctx context.Context, f store.Filter) (int64, error) {
 	var n int64
 	switch {
 	case f.Match != nil:
-		err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(store.Job) bool { n++; return true })
+		err := db.scanJobs(ctx, f, "", store.Asc, reads.MatchChunk, func(store.Job) bool { n++; return true })
 		if err != nil {
 			return 0, fmt.Errorf("count jobs: %w", err)
 		}
@@ -247,7 +233,7 @@ func (db *DB) JobIDs(ctx context.Context, f store.Filter) ([]string, error) {
 	var ids []string
 	switch {
 	case f.Match != nil:
-		err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(j store.Job) bool {
+		err := db.scanJobs(ctx, f, "", store.Asc, reads.MatchChunk, func(j store.Job) bool {
 			ids = append(ids, j.ID)
 			return true
 		})

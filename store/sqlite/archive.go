@@ -3,34 +3,27 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/zizq/zizq/store"
 )
 
-// Another store's backups are SQLite databases too, so that one archive
-// format, read by Restore and OpenArchive, serves every store: the other
-// store fills a new database through this store's ops (BuildArchive) and
-// reads one back through its reads (OpenArchive).
+// ArchiveBody is the archive.Body of zizq's backups: the database inside
+// every archive is this store's, so a store that is not SQLite builds and
+// reads its backups through it.
+type ArchiveBody struct{}
 
-// BuildArchive writes a backup archive of a database that fill makes: it
-// opens a new, empty store in dir (a directory of its own, which the caller
-// removes), calls fill with it, raises the database's job-ID high-water
-// mark to highWater and writes the database as WriteArchive does.
-func BuildArchive(ctx context.Context, dir string, w io.Writer, highWater string, fill func(*DB) error) error {
-	at := time.Now()
+// Build opens a new store in dir, has fill fill it, raises the saved
+// job-ID high-water mark to the mark fill returns and closes the store.
+func (ArchiveBody) Build(ctx context.Context, dir string, fill func(store.Store) (string, error)) (string, error) {
 	db, err := Open(ctx, dir, Options{DefaultMode: store.Buffered, EnqueueMode: store.Buffered,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		return "", err
 	}
-	err = fill(db)
+	mark, err := fill(db)
 	if err == nil {
 		err = db.Barrier(ctx)
 	}
@@ -38,17 +31,21 @@ func BuildArchive(ctx context.Context, dir string, w io.Writer, highWater string
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+		return "", err
 	}
 	path := filepath.Join(dir, FileName)
-	if err := setHighWater(ctx, path, highWater); err != nil {
-		return fmt.Errorf("backup: %w", err)
+	if err := setHighWater(ctx, path, mark); err != nil {
+		return "", fmt.Errorf("raise job-id mark: %w", err)
 	}
-	size, err := fileSize(path)
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
+	return path, nil
+}
+
+// Open restores the backup at src into dir as Restore does and opens it.
+func (ArchiveBody) Open(ctx context.Context, src, dir string) (store.Store, error) {
+	if err := Restore(ctx, src, dir); err != nil {
+		return nil, err
 	}
-	return (&Snapshot{path: path, size: size, at: at}).WriteArchive(w)
+	return Open(ctx, dir, Options{Logger: slog.New(slog.DiscardHandler)})
 }
 
 // setHighWater raises the saved high-water mark of a closed database.
@@ -64,18 +61,4 @@ func setHighWater(ctx context.Context, path, mark string) error {
 	_, err = conn.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES ('id_high_water', ?1)
 		ON CONFLICT (key) DO UPDATE SET value = max(value, ?1)`, mark)
 	return err
-}
-
-// OpenArchive restores a backup (an archive or a bare database file, as
-// Restore takes) into dir, which must be missing or empty, and opens it: a
-// read of its content, for another store to load. Close the DB and remove
-// dir after.
-func OpenArchive(ctx context.Context, src, dir string) (*DB, error) {
-	if err := Restore(ctx, src, dir); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("open backup: %w", err)
-		}
-		return nil, err
-	}
-	return Open(ctx, dir, Options{Logger: slog.New(slog.DiscardHandler)})
 }

@@ -1,10 +1,6 @@
 package sqlite
 
 import (
-	"archive/tar"
-	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,25 +8,21 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/zizq/zizq/store/archive"
 )
 
 // Backups. An online backup is a consistent snapshot of the database taken
 // with VACUUM INTO on a connection of its own: one read transaction, so it
 // sees every commit up to its start and none after, while the writer goes on.
 // The snapshot is written to a file in the data directory first (the archive
-// needs its size) and sent as a tar.gz holding zizq-root/data/zizq.db, the
-// layout of Zizq's admin backup (docs/API.md §Backup and compaction).
-
-// ArchiveDBPath is where the database file sits inside a backup archive.
-const ArchiveDBPath = "zizq-root/data/" + FileName
+// needs its size) and sent as a backup archive (store/archive), whose
+// database is this store's own file.
 
 // snapshotPrefix names snapshot files in the data directory; Open removes
 // those a crash left behind.
 const snapshotPrefix = ".snapshot-"
-
-var sqliteMagic = []byte("SQLite format 3\x00")
 
 // Snapshot is a consistent copy of the database in a temporary file. Write
 // it out with WriteArchive, then Close it to remove the file.
@@ -94,38 +86,8 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (err error) {
 // Size returns the size of the snapshot's database file.
 func (s *Snapshot) Size() int64 { return s.size }
 
-// WriteArchive writes the snapshot as a tar.gz holding ArchiveDBPath.
-func (s *Snapshot) WriteArchive(w io.Writer) error {
-	f, err := os.Open(s.path)
-	if err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	defer f.Close()
-	zw, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
-	if err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	tw := tar.NewWriter(zw)
-	for _, dir := range []string{"zizq-root/", "zizq-root/data/"} {
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir, Mode: 0o750, ModTime: s.at}); err != nil {
-			return fmt.Errorf("write backup: %w", err)
-		}
-	}
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: ArchiveDBPath, Mode: 0o640, Size: s.size, ModTime: s.at}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	if _, err := io.Copy(tw, f); err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	if err := tw.Close(); err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("write backup: %w", err)
-	}
-	return nil
-}
+// WriteArchive writes the snapshot as a backup archive (archive.Write).
+func (s *Snapshot) WriteArchive(w io.Writer) error { return archive.Write(w, s.path, s.at) }
 
 // Close removes the snapshot's file.
 func (s *Snapshot) Close() error {
@@ -141,67 +103,6 @@ func removeStaleSnapshots(dir string) {
 	for _, m := range matches {
 		_ = os.Remove(m)
 	}
-}
-
-// CheckArchive reads a backup archive to its end and checks that it is
-// whole: gzip and tar intact, holding ArchiveDBPath. It returns the size of
-// the database file inside.
-func CheckArchive(r io.Reader) (int64, error) {
-	var size int64 = -1
-	err := readArchive(r, func(tr io.Reader, hdrSize int64) error {
-		n, err := io.Copy(io.Discard, tr)
-		if err == nil && n != hdrSize {
-			err = io.ErrUnexpectedEOF
-		}
-		size = n
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	return size, nil
-}
-
-// readArchive calls fn with the database file of a backup archive; every
-// other entry is skipped. The whole archive is read, so a truncated or
-// corrupt one fails.
-func readArchive(r io.Reader, fn func(db io.Reader, size int64) error) error {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return fmt.Errorf("not a zizq backup: %w", err)
-	}
-	tr := tar.NewReader(zr)
-	found := false
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("read backup: %w", err)
-		}
-		name := strings.TrimPrefix(hdr.Name, "./")
-		if name != ArchiveDBPath || hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		if found {
-			return fmt.Errorf("read backup: %s appears twice", ArchiveDBPath)
-		}
-		found = true
-		if err := fn(tr, hdr.Size); err != nil {
-			return fmt.Errorf("read backup: %w", err)
-		}
-	}
-	if _, err := io.Copy(io.Discard, zr); err != nil { // the gzip checksum
-		return fmt.Errorf("read backup: %w", err)
-	}
-	if err := zr.Close(); err != nil {
-		return fmt.Errorf("read backup: %w", err)
-	}
-	if !found {
-		return fmt.Errorf("not a zizq backup: it holds no %s", ArchiveDBPath)
-	}
-	return nil
 }
 
 // ErrTargetNotEmpty is returned by Restore when the data directory holds
@@ -242,20 +143,7 @@ func Restore(ctx context.Context, src, dataDir string) (err error) {
 		}
 	}()
 
-	br := bufio.NewReader(in)
-	head, _ := br.Peek(len(sqliteMagic))
-	if bytes.Equal(head, sqliteMagic) {
-		_, err = io.Copy(tmp, br)
-	} else {
-		err = readArchive(br, func(db io.Reader, size int64) error {
-			n, err := io.Copy(tmp, db)
-			if err == nil && n != size {
-				err = io.ErrUnexpectedEOF
-			}
-			return err
-		})
-	}
-	if err != nil {
+	if err := archive.Unpack(in, tmp); err != nil {
 		return err
 	}
 	if err := tmp.Sync(); err != nil {

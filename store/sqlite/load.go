@@ -11,6 +11,7 @@ import (
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/internal/bindtext"
 	"github.com/zizq/zizq/store/internal/chunk"
+	"github.com/zizq/zizq/store/internal/reads"
 )
 
 // liveColumns are a store.LiveJob in one text column. Every column of a
@@ -281,26 +282,12 @@ func loadPurges(ctx context.Context, tx *sql.Tx, fn func(id string, at int64) er
 	if fn == nil {
 		return nil
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, purge_at FROM jobs
-		WHERE purge_at IS NOT NULL AND status >= 3 ORDER BY purge_at, id`)
+	rows, err := tx.QueryContext(ctx, reads.PurgesSQL)
 	if err != nil {
 		return fmt.Errorf("load purge schedule: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var at int64
-		if err := rows.Scan(&id, &at); err != nil {
-			return fmt.Errorf("load purge schedule: %w", err)
-		}
-		if err := fn(id, at); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("load purge schedule: %w", err)
-	}
-	return nil
+	return reads.Purges(rows, fn, nil)
 }
 
 // maxJobID returns the greatest job ID the store has ever held: the

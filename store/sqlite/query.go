@@ -16,9 +16,6 @@ import (
 )
 
 const (
-	// matchChunk is how many rows a listing reads per query while a Match
-	// predicate filters them in Go; each chunk is a short read transaction.
-	matchChunk = 256
 	// inlineListMax is the longest filter list bound as one placeholder per
 	// value; longer lists go as one JSON array (SQLite limits placeholders).
 	inlineListMax = 64
@@ -72,23 +69,10 @@ func purged(purgeAt, now int64) bool { return now != 0 && purgeAt != 0 && purgeA
 // ListJobs returns up to limit jobs matching f, by ID in order, after the
 // exclusive cursor from ("" = from the start). more reports whether at least
 // one more matching job follows the page.
-func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order store.Order, limit int) (jobs []store.Job, more bool, err error) {
-	if limit <= 0 {
-		return nil, false, errors.New("list jobs: limit must be positive")
-	}
-	// Read limit+1 matches to learn whether there are more. Without Match
-	// the database finds them all in one query.
-	chunk := limit + 1
-	if f.Match != nil {
-		chunk = max(chunk, matchChunk)
-	}
-	jobs, more, err = reads.Page(limit, func(fn func(store.Job) bool) error {
+func (db *DB) ListJobs(ctx context.Context, f store.Filter, from string, order store.Order, limit int) ([]store.Job, bool, error) {
+	return reads.ListJobs(f, limit, func(chunk int, fn func(store.Job) bool) error {
 		return db.scanJobs(ctx, f, from, order, chunk, fn)
 	})
-	if err != nil {
-		return nil, false, fmt.Errorf("list jobs: %w", err)
-	}
-	return jobs, more, nil
 }
 
 // scanJobs calls fn with every job matching f (Match included) in ID order
@@ -225,7 +209,7 @@ func (db *DB) CountJobs(ctx context.Context, f store.Filter) (int64, error) {
 		}
 		return n, nil
 	}
-	err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(store.Job) bool { n++; return true })
+	err := db.scanJobs(ctx, f, "", store.Asc, reads.MatchChunk, func(store.Job) bool { n++; return true })
 	if err != nil {
 		return 0, fmt.Errorf("count jobs: %w", err)
 	}
@@ -236,7 +220,7 @@ func (db *DB) CountJobs(ctx context.Context, f store.Filter) (int64, error) {
 func (db *DB) JobIDs(ctx context.Context, f store.Filter) ([]string, error) {
 	var ids []string
 	if f.Match != nil {
-		err := db.scanJobs(ctx, f, "", store.Asc, matchChunk, func(j store.Job) bool {
+		err := db.scanJobs(ctx, f, "", store.Asc, reads.MatchChunk, func(j store.Job) bool {
 			ids = append(ids, j.ID)
 			return true
 		})

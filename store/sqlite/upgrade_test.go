@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/archive"
 )
 
 // testdata/schema1.db was written by zizq at schema version 1 (the first
@@ -249,20 +250,20 @@ func TestSnapshot_ArchiveRestoresElsewhere(t *testing.T) {
 	require.NoError(t, err)
 	// Writes after the snapshot are not in it.
 	b.apply(t, store.InsertJob(job(1000)))
-	var archive bytes.Buffer
-	require.NoError(t, snap.WriteArchive(&archive))
+	var backup bytes.Buffer
+	require.NoError(t, snap.WriteArchive(&backup))
 	require.NoError(t, snap.Close())
 	left, _ := filepath.Glob(filepath.Join(b.dir, snapshotPrefix+"*"))
 	require.Empty(t, left, "the snapshot file is removed")
 
-	size, err := CheckArchive(bytes.NewReader(archive.Bytes()))
+	size, err := archive.Check(bytes.NewReader(backup.Bytes()))
 	require.NoError(t, err)
 	require.Positive(t, size)
-	_, err = CheckArchive(bytes.NewReader(archive.Bytes()[:archive.Len()/2]))
+	_, err = archive.Check(bytes.NewReader(backup.Bytes()[:backup.Len()/2]))
 	require.Error(t, err, "a truncated archive is refused")
 
 	file := filepath.Join(t.TempDir(), "backup.tar.gz")
-	require.NoError(t, os.WriteFile(file, archive.Bytes(), 0o600))
+	require.NoError(t, os.WriteFile(file, backup.Bytes(), 0o600))
 	target := filepath.Join(t.TempDir(), "root", "data")
 	require.NoError(t, Restore(b.ctx, file, target))
 	require.ErrorIs(t, Restore(b.ctx, file, target), ErrTargetNotEmpty, "never over existing data")

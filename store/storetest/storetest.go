@@ -40,6 +40,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Cron", testCron},
 		{"Unique", testUnique},
 		{"Batches", testBatches},
+		{"Copy", testCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -2,7 +2,12 @@
 // the rows of either driver (database/sql's and pgx's both satisfy Rows).
 package reads
 
-import "github.com/zizq/zizq/store"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/zizq/zizq/store"
+)
 
 // Rows are a query's result rows.
 type Rows interface {
@@ -54,4 +59,56 @@ func Page(limit int, scan func(func(store.Job) bool) error) (jobs []store.Job, m
 		return nil, false, err
 	}
 	return jobs, more, nil
+}
+
+// MatchChunk is how many rows a page of a filter with Match reads per
+// query: Match is tested in Go, so most rows read may not match.
+const MatchChunk = 256
+
+// ListJobs is a store's ListJobs around its scan, which calls fn with each
+// job matching f in order until fn returns false, reading chunk rows per
+// query: limit+1 rows (to learn whether more follow), or MatchChunk when
+// Match filters rows in Go.
+func ListJobs(f store.Filter, limit int, scan func(chunk int, fn func(store.Job) bool) error) ([]store.Job, bool, error) {
+	if limit <= 0 {
+		return nil, false, errors.New("list jobs: limit must be positive")
+	}
+	chunk := limit + 1
+	if f.Match != nil {
+		chunk = max(chunk, MatchChunk)
+	}
+	jobs, more, err := Page(limit, func(fn func(store.Job) bool) error { return scan(chunk, fn) })
+	if err != nil {
+		return nil, false, fmt.Errorf("list jobs: %w", err)
+	}
+	return jobs, more, nil
+}
+
+// PurgesSQL reads the purge schedule (completed and dead jobs whose
+// purge_at is set) by (purge_at, id), in the columns Purges scans; the same
+// SQL on both stores.
+const PurgesSQL = `SELECT id, purge_at FROM jobs
+		WHERE purge_at IS NOT NULL AND status >= 3 ORDER BY purge_at, id`
+
+// Purges calls fn with each row of PurgesSQL and returns the first error fn
+// returns, as it is. The rows' own errors go through wrap (the driver's
+// mapping; nil: none) and say what failed.
+func Purges(rows Rows, fn func(id string, at int64) error, wrap func(error) error) error {
+	for rows.Next() {
+		var id string
+		var at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return fmt.Errorf("load purge schedule: %w", err)
+		}
+		if err := fn(id, at); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		if wrap != nil {
+			err = wrap(err)
+		}
+		return fmt.Errorf("load purge schedule: %w", err)
+	}
+	return nil
 }
