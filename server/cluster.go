@@ -28,9 +28,10 @@ import (
 // A cluster is any number of servers on one shared database (PostgreSQL,
 // which the caller joins: see ClusterStore); one of them, the holder of
 // the database's lease, leads: it runs the engine (and fires crons) as a
-// lone server does, every write it makes fenced by its lease's term. The others follow: they answer /health, /version,
-// /ready, /metrics and /stats themselves and forward every other request,
-// take streams included, to the leader's advertised URL.
+// lone server does, every write it makes fenced by its lease's term. The
+// others follow: they answer /health, /version, /ready, /metrics and
+// /stats themselves and forward every other request, take streams
+// included, to the leader's advertised URL.
 //
 // The election (package election) decides the node's role. When the node
 // is to lead it starts a server of the term, whose core loads the store
@@ -119,6 +120,9 @@ type nodeState struct {
 // used).
 func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error) {
 	opts = opts.withDefaults()
+	if cl.Join == nil {
+		return nil, errors.New("no cluster database: ClusterOptions.Join is not set")
+	}
 	if cl.Lease <= 0 {
 		cl.Lease = DefaultLease
 	}
