@@ -41,8 +41,9 @@ func Postgres() bool { return pgtest.Harness() }
 type Opener = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
 
 // SQLite keeps a server on SQLite whatever the environment: for the tests
-// of what only a SQLite store has (its file, its faults, its pragmas).
-// StartIn opens a store cleared so, SQLite in the server's directory.
+// of what only a SQLite store has (its file, its faults, its pragmas). It
+// clears OpenStore, which StartIn then sets to SQLite in the server's
+// directory.
 func SQLite(o *server.Options) { o.OpenStore = nil }
 
 // SQLiteStore opens the SQLite store in dir, tuned by so (its OnCommit is
