@@ -3,7 +3,6 @@ package cmd_test
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +15,7 @@ import (
 	"github.com/zizq/zizq/client"
 	"github.com/zizq/zizq/cmd"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/postgres/pgtest"
 )
 
@@ -263,9 +262,7 @@ func TestBackupAndRestore(t *testing.T) {
 func serveDir(t *testing.T, dir string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, server.Options{
-		DataDir: dir, Engine: engine.DefaultConfig(), HTTP: server.DefaultConfig(), Logger: slog.New(slog.DiscardHandler),
-	})
+	srv, err := server.Open(ctx, servertest.Options(dir)) // SQLite in dir
 	require.NoError(t, err)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -246,17 +246,25 @@ func newLogger(w io.Writer, levelName, format string) (*slog.Logger, error) {
 	return nil, usageError{fmt.Errorf("invalid --log-format %q: use text or json", format)}
 }
 
-func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
+// storeOptions are the settings of the store, SQLite's or (those that
+// apply to it) PostgreSQL's.
+func (o *ServeOptions) storeOptions() (sqlite.Options, error) {
 	def, err := store.ParseCommitMode(o.DefaultCommitMode)
 	if err != nil {
-		return server.Options{}, usageError{fmt.Errorf("--default-commit-mode: %w", err)}
+		return sqlite.Options{}, usageError{fmt.Errorf("--default-commit-mode: %w", err)}
 	}
 	enq := def
 	if o.EnqueueCommitMode != "" {
 		if enq, err = store.ParseCommitMode(o.EnqueueCommitMode); err != nil {
-			return server.Options{}, usageError{fmt.Errorf("--enqueue-commit-mode: %w", err)}
+			return sqlite.Options{}, usageError{fmt.Errorf("--enqueue-commit-mode: %w", err)}
 		}
 	}
+	return sqlite.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize}, nil
+}
+
+// serverOptions are the settings of the server but its store, which the
+// caller chooses (Options.OpenStore).
+func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	if err := o.checkRanges(); err != nil {
 		return server.Options{}, err
 	}
@@ -274,6 +282,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	if hcfg.HeartbeatInterval <= 0 {
 		return server.Options{}, usageError{fmt.Errorf("--heartbeat-interval must be positive")}
 	}
+	var err error
 	if hcfg.TLS, err = o.tlsConfig(); err != nil {
 		return server.Options{}, err
 	}
@@ -281,13 +290,25 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 		return server.Options{}, err
 	}
 	return server.Options{
-		DataDir:           filepath.Join(o.RootDir, "data"),
-		Store:             sqlite.Options{DefaultMode: def, EnqueueMode: enq, BatchSize: o.EnqueueBatchSize, CacheSizeBytes: o.CacheSize},
 		Engine:            ecfg,
 		HTTP:              hcfg,
 		PayloadCacheBytes: payloadCache(o.PayloadCacheSize),
 		Logger:            log,
 	}, nil
+}
+
+// sqliteStore opens the SQLite store in dir, its transactions reported to
+// the server's metrics.
+func sqliteStore(dir string, so sqlite.Options) func(context.Context, func(store.CommitInfo)) (store.Store, error) {
+	return func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+		o := so
+		o.OnCommit = onCommit
+		db, err := sqlite.Open(ctx, dir, o)
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
+	}
 }
 
 // checkRanges refuses settings that parse but do not fit where they go.
@@ -330,6 +351,10 @@ func payloadCache(size int64) int64 {
 
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	// Settings first, the log file after: a refused setting writes nothing.
+	so, err := o.storeOptions()
+	if err != nil {
+		return err
+	}
 	opts, err := o.serverOptions(slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
@@ -346,10 +371,10 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	}
 	defer closeLog()
 	log, _ := o.logger(logw)
-	opts.Logger = log
+	opts.Logger, so.Logger = log, log
 	ignoreFileSizeSignal()
 	if o.DatabaseURL != "" {
-		return serveCluster(ctx, o, opts, streams)
+		return serveCluster(ctx, o, opts, so, streams)
 	}
 	// One server per root: two would dispatch every job twice. The lock
 	// comes before the port, so a refused server never listened.
@@ -375,6 +400,7 @@ func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {
 	go memlimit.ReleaseWhenIdle(ctx, memlimit.IdleInterval)
 	// The store opens and the engine is rebuilt in the background: /health
 	// answers meanwhile, /ready once it is done.
+	opts.OpenStore = sqliteStore(filepath.Join(o.RootDir, "data"), so)
 	srv := server.Start(ctx, opts)
 	defer srv.CloseStore()
 	log.Info("starting", "addr", l.Addr().String(), "root", o.RootDir, "version", version)

@@ -21,7 +21,7 @@ import (
 // serveCluster runs a server of a cluster on PostgreSQL (--database-url):
 // no root directory, no lock of it; the database's lease keeps the queue to
 // one leader.
-func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, streams IO) error {
+func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, so sqlite.Options, streams IO) error {
 	if o.Lease < 300*time.Millisecond {
 		return usageError{fmt.Errorf("--lease must be at least 300ms")}
 	}
@@ -60,14 +60,13 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	go memlimit.Run(ctx, uint64(o.MemoryLimit))
 	go memlimit.ReleaseWhenIdle(ctx, memlimit.IdleInterval)
 	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
-		DatabaseURL:  o.DatabaseURL,
+		Join: joinPostgres(postgres.Options{
+			URL: o.DatabaseURL, DefaultMode: so.DefaultMode, EnqueueMode: so.EnqueueMode, BatchSize: so.BatchSize, Logger: opts.Logger,
+			Archive: sqlite.ArchiveBody{},
+		}),
 		AdvertiseURL: advertise,
 		AdminURL:     adminURL,
 		Lease:        o.Lease,
-		Store: postgres.Options{
-			DefaultMode: opts.Store.DefaultMode, EnqueueMode: opts.Store.EnqueueMode, BatchSize: opts.Store.BatchSize,
-			Archive: sqlite.ArchiveBody{},
-		},
 	})
 	if err != nil {
 		_ = l.Close()
@@ -106,6 +105,18 @@ func serveCluster(ctx context.Context, o *ServeOptions, opts server.Options, str
 	}
 	opts.Logger.Info("stopped")
 	return nil
+}
+
+// joinPostgres joins the cluster on the PostgreSQL database of so.URL, so
+// tuning the store of each term.
+func joinPostgres(so postgres.Options) func(context.Context, server.Member) (server.ClusterStore, error) {
+	return func(ctx context.Context, m server.Member) (server.ClusterStore, error) {
+		c, err := postgres.JoinCluster(ctx, so, m.ID, m.URL, m.AdminURL, m.Lease)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 // advertiseURL is --advertise-url, checked, or else the listener's address

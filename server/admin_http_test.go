@@ -69,12 +69,12 @@ func TestAdmin_Routes(t *testing.T) {
 func TestAdmin_CompactFails(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, servertest.SQLite) // a simulated full disk
-	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.FaultDiskFull)
 	resp, body := postTo(t, tb.h1, tb.admin+"/compact")
 	require.Equal(t, http.StatusInternalServerError, resp.StatusCode)
 	require.Equal(t, "text/plain; charset=utf-8", resp.Header.Get("Content-Type"))
 	require.Equal(t, "compact failed\n", string(body))
-	tb.srv.DB().SimulateFault(sqlite.NoFault)
+	servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.NoFault)
 	resp, _ = postTo(t, tb.h1, tb.admin+"/compact")
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 }

@@ -443,7 +443,7 @@ func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 	}
 	_, a := tb.enqueueAs(t, api.JSON, sealer(`[1]`))
 
-	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.FaultDiskFull)
 	for _, p := range []string{`[2]`, `[0]`} {
 		r := tb.req(t, "POST", "/jobs", sealer(p))
 		require.Equal(t, http.StatusServiceUnavailable, r.status, "body: %s", r.body)
@@ -453,7 +453,7 @@ func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 	ts := tb.take(t, "prefetch=1&queue=none") // a taker of nothing: a is not held by it
 	ts.none(t, 50*time.Millisecond)
 
-	tb.srv.DB().SimulateFault(sqlite.NoFault)
+	servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.NoFault)
 	status, b := tb.enqueueAs(t, api.JSON, sealer(`[3]`))
 	require.Equal(t, http.StatusOK, status, "a is pending again: neither the fold nor the seal happened")
 	require.Equal(t, a.ID, b.ID)

@@ -16,7 +16,9 @@ import (
 
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
+	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // Benchmarks over real HTTP against a real server and SQLite file, with the
@@ -24,8 +26,9 @@ import (
 // They report jobs/s; nothing here is asserted.
 
 func benchServer(b *testing.B, mode store.CommitMode) *testBundle {
-	return setupTB(b, b.TempDir(), func(o *server.Options) {
-		o.Store.DefaultMode, o.Store.EnqueueMode = mode, mode
+	dir := b.TempDir()
+	return setupTB(b, dir, func(o *server.Options) {
+		o.OpenStore = servertest.Store(b, dir, sqlite.Options{DefaultMode: mode, EnqueueMode: mode})
 	})
 }
 

@@ -17,22 +17,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/election"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/postgres"
 )
 
-// A cluster is any number of servers on one PostgreSQL database; one of
-// them, the holder of the database's lease, leads: it runs the engine
-// (and fires crons) as a lone server does, every write it makes fenced by
-// its lease's term. The others follow: they answer /health, /version,
-// /ready, /metrics and /stats themselves and forward every other request,
-// take streams included, to the leader's advertised URL.
+// A cluster is any number of servers on one shared database (PostgreSQL,
+// which the caller joins: see ClusterStore); one of them, the holder of
+// the database's lease, leads: it runs the engine (and fires crons) as a
+// lone server does, every write it makes fenced by its lease's term. The
+// others follow: they answer /health, /version, /ready, /metrics and
+// /stats themselves and forward every other request, take streams
+// included, to the leader's advertised URL.
 //
 // The election (package election) decides the node's role. When the node
 // is to lead it starts a server of the term, whose core loads the store
@@ -42,8 +41,9 @@ import (
 
 // ClusterOptions configure a server of a cluster.
 type ClusterOptions struct {
-	// DatabaseURL is the PostgreSQL database of the cluster.
-	DatabaseURL string
+	// Join connects the node to the cluster's database (required): m is
+	// how the database is to know it.
+	Join func(ctx context.Context, m Member) (ClusterStore, error)
 	// AdvertiseURL is where the other servers reach this one.
 	AdvertiseURL string
 	// AdminURL is where this server's admin port is reached ("": it has
@@ -52,8 +52,33 @@ type ClusterOptions struct {
 	// Lease is how long a leader's lease lasts after each renewal; 0
 	// means DefaultLease.
 	Lease time.Duration
-	// Store tunes each term's store (its URL and fence are set per term).
-	Store postgres.Options
+}
+
+// Member is a node as the cluster's database knows it.
+type Member struct {
+	// ID names the node: the holder of the lease while it leads, whose
+	// writes are fenced by it.
+	ID string
+	// URL and AdminURL are what the lease advertises to the other nodes
+	// (ClusterOptions.AdvertiseURL and AdminURL).
+	URL, AdminURL string
+	// Lease is how long the lease lasts after each renewal.
+	Lease time.Duration
+}
+
+// ClusterStore is the database a cluster shares, as one node sees it: the
+// lease the nodes compete for, held in the node's name, and the store of
+// each term the node leads. The node opens it with ClusterOptions.Join and
+// closes it once its election has stopped.
+type ClusterStore interface {
+	election.Lease
+	// OpenTerm opens the store of term, which the node leads: every write
+	// of it is fenced by the node's lease at term, so that once another
+	// term has begun it fails and changes nothing. onCommit is the
+	// metrics' hook of its transactions.
+	OpenTerm(ctx context.Context, term int64, onCommit func(store.CommitInfo)) (store.Store, error)
+	// Close lets the database go.
+	Close()
 }
 
 // DefaultLease is the default of ClusterOptions.Lease (--lease).
@@ -66,7 +91,7 @@ type Node struct {
 	log    *slog.Logger
 	id     string
 	bare   *Server // answers the node's own endpoints
-	pool   *pgxpool.Pool
+	db     ClusterStore
 	elect  *election.Elector
 	reg    *prometheus.Registry
 	client *http.Client // probes the leader's /health
@@ -89,26 +114,27 @@ type nodeState struct {
 	changed     chan struct{}
 }
 
-// NewNode connects to the cluster's database and returns a node that is a
-// follower until Run's first election round.
+// NewNode joins the cluster's database (cl.Join) and returns a node that
+// is a follower until Run's first election round. The server of each term
+// it leads runs on opts, its store the term's (opts.OpenStore is not
+// used).
 func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error) {
 	opts = opts.withDefaults()
+	if cl.Join == nil {
+		return nil, errors.New("no cluster database: ClusterOptions.Join is not set")
+	}
 	if cl.Lease <= 0 {
 		cl.Lease = DefaultLease
 	}
-	pool, err := postgres.NewPool(ctx, cl.DatabaseURL, 2, nil)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	db, err := cl.Join(ctx, Member{ID: id, URL: cl.AdvertiseURL, AdminURL: cl.AdminURL, Lease: cl.Lease})
 	if err != nil {
 		return nil, err
 	}
-	if err := postgres.Migrate(ctx, pool, opts.Logger); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	n := &Node{
-		opts: opts, cl: cl, log: opts.Logger, pool: pool,
-		id:     hex.EncodeToString(b[:]),
+		opts: opts, cl: cl, log: opts.Logger, db: db, id: id,
 		bare:   newServer(opts.HTTP, opts.Clock, opts.Logger),
 		reg:    prometheus.NewRegistry(),
 		client: &http.Client{Timeout: time.Second},
@@ -116,8 +142,7 @@ func NewNode(ctx context.Context, opts Options, cl ClusterOptions) (*Node, error
 		done:   make(chan struct{}),
 	}
 	n.elect = election.New(election.Config{
-		Lease: postgres.NewLease(pool, n.id, cl.AdvertiseURL, cl.AdminURL, cl.Lease),
-		TTL:   cl.Lease, Roles: nodeRoles{n}, Clock: opts.Clock, Logger: opts.Logger,
+		Lease: db, TTL: cl.Lease, Roles: nodeRoles{n}, Clock: opts.Clock, Logger: opts.Logger,
 		Node: n.id, URL: cl.AdvertiseURL,
 	})
 	n.reg.MustRegister(roleCollector{n.Role}, collectors.NewGoCollector(),
@@ -146,7 +171,7 @@ func (n *Node) Leader() *Server {
 // go, so that another node takes over at once.
 func (n *Node) Run(ctx context.Context) {
 	defer close(n.done)
-	defer n.pool.Close()
+	defer n.db.Close()
 	n.elect.Run(ctx)
 }
 
@@ -169,12 +194,7 @@ func (r nodeRoles) Lead(ctx context.Context, term int64) {
 	opts.LeaseHeld = n.elect.Holding
 	opts.Started = n.bare.started // the uptime is the process's, not the term's
 	opts.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
-		so := n.cl.Store
-		so.URL = n.cl.DatabaseURL
-		so.Fence = &postgres.Fence{Holder: n.id, Term: term, Lease: n.cl.Lease}
-		so.Logger = n.log
-		so.OnCommit = onCommit
-		return postgres.Open(ctx, so)
+		return n.db.OpenTerm(ctx, term, onCommit)
 	}
 	n.mu.Lock()
 	n.state.leader, n.state.term, n.state.leaderURL, n.state.leaderAdmin = true, term, n.cl.AdvertiseURL, n.cl.AdminURL

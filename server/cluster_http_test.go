@@ -19,6 +19,7 @@ import (
 	"github.com/zizq/zizq/server/servertest"
 	"github.com/zizq/zizq/store/postgres"
 	"github.com/zizq/zizq/store/postgres/pgtest"
+	"github.com/zizq/zizq/store/sqlite"
 )
 
 // clusterNode is a node of a test cluster serving on 127.0.0.1:0.
@@ -44,7 +45,7 @@ func startNode(t *testing.T, dsn string, tune ...func(*server.Options)) *cluster
 		f(&opts)
 	}
 	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
-		DatabaseURL: dsn, AdvertiseURL: url, AdminURL: admin, Lease: 900 * time.Millisecond,
+		Join: joinOn(dsn, opts.Logger), AdvertiseURL: url, AdminURL: admin, Lease: 900 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -61,6 +62,18 @@ func startNode(t *testing.T, dsn string, tune ...func(*server.Options)) *cluster
 	t.Cleanup(n.stop)
 	<-node.Ready()
 	return n
+}
+
+// joinOn joins the cluster on the PostgreSQL database at dsn, as `zizq
+// serve --database-url` does; each term's store logs to log.
+func joinOn(dsn string, log *slog.Logger) func(context.Context, server.Member) (server.ClusterStore, error) {
+	return func(ctx context.Context, m server.Member) (server.ClusterStore, error) {
+		c, err := postgres.JoinCluster(ctx, postgres.Options{URL: dsn, Logger: log, Archive: sqlite.ArchiveBody{}}, m.ID, m.URL, m.AdminURL, m.Lease)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 func nodeGet(t *testing.T, url string) (int, []byte) {
@@ -219,8 +232,9 @@ func TestNode_LeaderThatCannotStartLetsGo(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	node, err := server.NewNode(ctx, servertest.Options(t.TempDir()), server.ClusterOptions{
-		DatabaseURL: dsn, AdvertiseURL: "http://127.0.0.1:1", Lease: 900 * time.Millisecond,
+	opts := servertest.Options(t.TempDir())
+	node, err := server.NewNode(ctx, opts, server.ClusterOptions{
+		Join: joinOn(dsn, opts.Logger), AdvertiseURL: "http://127.0.0.1:1", Lease: 900 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	pool, err := postgres.NewPool(ctx, dsn, 1, nil)

@@ -772,7 +772,7 @@ func TestCron_StorageFailureRetries(t *testing.T) {
 	c := setupCron(t, api.JSON, servertest.SQLite) // a simulated full disk
 	c.call(t, "PUT", "/crons/g", `{"entries":[`+fmt.Sprintf(cronEntryBody, "e", "* * * * *")+`]}`, http.StatusOK, nil)
 	first := ms(time.Date(2026, 3, 1, 12, 1, 0, 0, time.UTC))
-	c.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	servertest.SQLiteDB(t, c.srv).SimulateFault(sqlite.FaultDiskFull)
 	c.clk.AdvanceTo(time.UnixMilli(int64(first)))
 	// The fire failed: it tries again a second later, on the one timer.
 	require.Eventually(t, func() bool {
@@ -784,7 +784,7 @@ func TestCron_StorageFailureRetries(t *testing.T) {
 	require.Zero(t, e.LastEnqueueAt)
 	require.Empty(t, c.jobs(t, "q"))
 
-	c.srv.DB().SimulateFault(sqlite.NoFault)
+	servertest.SQLiteDB(t, c.srv).SimulateFault(sqlite.NoFault)
 	e = c.fireAt(t, "g", "e", first+1000)
 	require.Equal(t, first+1000, e.LastEnqueueAt)
 	require.Equal(t, first+60_000, e.NextEnqueueAt)

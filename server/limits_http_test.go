@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/servertest"
 )
 
 // dial opens a raw TCP connection to the test server.
@@ -190,12 +189,7 @@ func TestTake_SlowReaderIsBoundedAndDropped(t *testing.T) {
 // small kernel send buffers, so that a stalled reader is felt at once.
 func setupSmallSendBuffers(t *testing.T, tune func(*server.Options)) *testBundle {
 	t.Helper()
-	opts := server.Options{
-		DataDir: t.TempDir(),
-		Engine:  engine.DefaultConfig(),
-		HTTP:    server.DefaultConfig(),
-		Logger:  slog.New(slog.DiscardHandler),
-	}
+	opts := servertest.Options(t.TempDir()) // SQLite, as ever
 	tune(&opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Open(ctx, opts)

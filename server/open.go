@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -10,25 +11,22 @@ import (
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
-	"github.com/zizq/zizq/store/sqlite"
 )
 
-// Options gather everything needed to start a server on a data directory.
+// Options gather everything needed to start a server.
 type Options struct {
-	DataDir string
-	Store   sqlite.Options
-	Engine  engine.Config
-	HTTP    Config
+	// OpenStore opens the server's store (required): the caller chooses
+	// which. The server calls it once, from its start in the background;
+	// onCommit is the metrics' hook, which the store must call after each
+	// of its transactions (chained with any hook of the caller's).
+	OpenStore func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
+	Engine    engine.Config
+	HTTP      Config
 	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
 	// (0: core.DefaultPayloadCacheBytes).
 	PayloadCacheBytes int64
 	Clock             clock.Clock  // nil: the real clock
 	Logger            *slog.Logger // nil: slog.Default()
-
-	// OpenStore, when set, opens the store in place of SQLite in DataDir
-	// (a cluster's PostgreSQL store); onCommit is the metrics' hook of its
-	// transactions.
-	OpenStore func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
 	// Role, when set, tells the server's place in its cluster, for /stats
 	// and /metrics; nil is a lone server, its own leader.
 	Role func() Role
@@ -56,12 +54,11 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	o.Store.Logger = o.Logger
 	return o
 }
 
-// Start returns a server over opts.DataDir at once; its core opens the
-// store, returns the last run's in-flight jobs to ready and rebuilds the
+// Start returns a server at once; its core opens the store
+// (opts.OpenStore), returns the last run's in-flight jobs to ready and rebuilds the
 // engine in the background. Serve it straight away: it answers /health
 // while it starts and everything once Ready is closed. If the start fails,
 // Serve returns its error. CloseStore (after Serve) also ends a start still
@@ -77,13 +74,12 @@ func Start(ctx context.Context, opts Options) *Server {
 		s.started = opts.Started
 	}
 	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
-	opts.Store.OnCommit = chainCommit(opts.Store.OnCommit, s.metrics.onCommit)
 	s.core = core.Start(ctx, core.Options{
 		Open: func(ctx context.Context) (core.Store, error) {
-			if opts.OpenStore != nil {
-				return opts.OpenStore(ctx, s.metrics.onCommit)
+			if opts.OpenStore == nil {
+				return nil, errNoStore
 			}
-			return sqlite.Open(ctx, opts.DataDir, opts.Store)
+			return opts.OpenStore(ctx, s.metrics.onCommit)
 		},
 		Engine:            opts.Engine,
 		PayloadCacheBytes: opts.PayloadCacheBytes,
@@ -116,13 +112,6 @@ func (s *Server) CloseStore() error {
 	return err
 }
 
-// DB exposes the SQLite store (for tests and maintenance commands); nil
-// before the server is ready.
-func (s *Server) DB() *sqlite.DB {
-	db, _ := s.core.Store().(*sqlite.DB)
-	return db
-}
-
 // Core returns the server's core service.
 func (s *Server) Core() *core.Service { return s.core }
 
@@ -136,12 +125,5 @@ func chainDispatch(a, b func(store.Job, time.Time, int64)) func(store.Job, time.
 	}
 }
 
-func chainCommit(a, b func(store.CommitInfo)) func(store.CommitInfo) {
-	if a == nil {
-		return b
-	}
-	return func(c store.CommitInfo) {
-		a(c)
-		b(c)
-	}
-}
+// errNoStore fails the start of a server given no store to open.
+var errNoStore = errors.New("no store: Options.OpenStore is not set")

@@ -21,6 +21,13 @@ import (
 	"github.com/zizq/zizq/store/sqlite"
 )
 
+// sqliteIn opens the SQLite store in dir, as `zizq serve` does.
+func sqliteIn(dir string) func(context.Context, func(store.CommitInfo)) (store.Store, error) {
+	return func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+		return sqlite.Open(ctx, dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler), OnCommit: onCommit})
+	}
+}
+
 func get(t *testing.T, url string) (int, string, http.Header) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -50,7 +57,7 @@ func TestStart_ReadyOnceRestored(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.HeartbeatInterval = 50 * time.Millisecond
 	srv := Start(ctx, Options{
-		DataDir: dir, Engine: engine.DefaultConfig(), HTTP: cfg, Logger: quiet,
+		OpenStore: sqliteIn(dir), Engine: engine.DefaultConfig(), HTTP: cfg, Logger: quiet,
 		beforeRestore: func(context.Context) { <-gate },
 	})
 	var hooked atomic.Bool
@@ -130,19 +137,23 @@ func TestStart_Failures(t *testing.T) {
 	// A data directory that is a file cannot be opened.
 	file := t.TempDir() + "/file"
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
-	srv := Start(ctx, Options{DataDir: file, Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet})
+	srv := Start(ctx, Options{OpenStore: sqliteIn(file), Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	err = srv.Serve(ctx, l)
 	require.ErrorContains(t, err, "open store")
 	require.NoError(t, srv.CloseStore())
-	_, err = Open(ctx, Options{DataDir: file, Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet})
+	_, err = Open(ctx, Options{OpenStore: sqliteIn(file), Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet})
 	require.ErrorContains(t, err, "open store")
+
+	// A server given no store to open says so.
+	_, err = Open(ctx, Options{Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet})
+	require.ErrorContains(t, err, "no store: Options.OpenStore is not set")
 
 	// CloseStore during the start ends it.
 	held := make(chan struct{})
 	srv = Start(ctx, Options{
-		DataDir: t.TempDir(), Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet,
+		OpenStore: sqliteIn(t.TempDir()), Engine: engine.DefaultConfig(), HTTP: DefaultConfig(), Logger: quiet,
 		beforeRestore: func(ctx context.Context) { close(held); <-ctx.Done() },
 	})
 	<-held

@@ -38,7 +38,7 @@ func TestStorage_Unavailable(t *testing.T) {
 			done := inFlightJob(t, tb, `{"type":"t","queue":"d","payload":null}`)
 			ackJob(t, tb, done.ID)
 
-			tb.srv.DB().SimulateFault(c.fault)
+			servertest.SQLiteDB(t, tb.srv).SimulateFault(c.fault)
 			want := `{"error":"storage unavailable: ` + c.reason + `"}`
 			for _, w := range []struct{ method, path, body string }{
 				{"POST", "/jobs", `{"type":"t","queue":"w","payload":null}`},
@@ -72,7 +72,7 @@ func TestStorage_Unavailable(t *testing.T) {
 
 			// Writes work again once the store does, and no refused job is
 			// dispatched.
-			tb.srv.DB().SimulateFault(sqlite.NoFault)
+			servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.NoFault)
 			after := tb.enqueue(t, `{"type":"t","queue":"w","payload":null}`)
 			ts := tb.take(t, "queue=w&prefetch=0")
 			require.Equal(t, after.ID, ts.next(t, 5*time.Second).ID)
@@ -107,21 +107,21 @@ func TestStorage_BulkPatchIsOneCommit(t *testing.T) {
 	var armed atomic.Bool
 	var failedOps atomic.Int64
 	var db atomic.Pointer[sqlite.DB]
-	tb := setup(t, servertest.SQLite, func(o *server.Options) {
-		o.Store.BatchSize = 1
-		o.Store.OnCommit = func(c sqlite.CommitInfo) {
+	dir := t.TempDir()
+	tb := setupIn(t, dir, func(o *server.Options) {
+		o.OpenStore = servertest.SQLiteStore(dir, sqlite.Options{BatchSize: 1, OnCommit: func(c sqlite.CommitInfo) {
 			if c.Failed && armed.CompareAndSwap(true, false) {
 				failedOps.Store(int64(c.Ops))
 				db.Load().SimulateFault(sqlite.NoFault)
 			}
-		}
+		}})
 	})
-	db.Store(tb.srv.DB())
+	db.Store(servertest.SQLiteDB(t, tb.srv))
 	for range 3 {
 		tb.enqueue(t, `{"type":"t","queue":"p","payload":null}`)
 	}
 	armed.Store(true)
-	tb.srv.DB().SimulateFault(sqlite.FaultDiskFull)
+	servertest.SQLiteDB(t, tb.srv).SimulateFault(sqlite.FaultDiskFull)
 
 	r := tb.req(t, "PATCH", "/jobs?queue=p", `{"priority":7}`)
 	require.Equal(t, http.StatusServiceUnavailable, r.status, "%s", r.body)

@@ -37,20 +37,78 @@ type Server struct {
 // Postgres reports whether the test servers run on PostgreSQL.
 func Postgres() bool { return pgtest.Harness() }
 
+// Opener opens a server's store (server.Options.OpenStore).
+type Opener = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
+
 // SQLite keeps a server on SQLite whatever the environment: for the tests
-// of what only a SQLite store has (its file, its faults, its pragmas).
+// of what only a SQLite store has (its file, its faults, its pragmas). It
+// clears OpenStore, which StartIn then sets to SQLite in the server's
+// directory.
 func SQLite(o *server.Options) { o.OpenStore = nil }
+
+// SQLiteStore opens the SQLite store in dir, tuned by so (its OnCommit is
+// called before the server's hook; a nil Logger logs nowhere).
+func SQLiteStore(dir string, so sqlite.Options) Opener {
+	if so.Logger == nil {
+		so.Logger = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+		o := so // each open hooks its own server
+		o.OnCommit = bothHooks(so.OnCommit, onCommit)
+		return sqlite.Open(ctx, dir, o)
+	}
+}
+
+// Store opens the store of a test server on dir: SQLite in dir, or with
+// ZIZQ_TEST_STORE=postgres the PostgreSQL schema of dir. so tunes it: its
+// commit modes, batch size, commit hook and logger apply to either store.
+func Store(t testing.TB, dir string, so sqlite.Options) Opener {
+	t.Helper()
+	if !Postgres() {
+		return SQLiteStore(dir, so)
+	}
+	dsn := pgtest.SchemaFor(t, dir)
+	return func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+		return openPostgres(ctx, dsn, so, onCommit)
+	}
+}
+
+// openPostgres opens the PostgreSQL store at dsn as Store does.
+func openPostgres(ctx context.Context, dsn string, so sqlite.Options, onCommit func(store.CommitInfo)) (store.Store, error) {
+	if so.Logger == nil {
+		so.Logger = slog.New(slog.DiscardHandler)
+	}
+	return postgres.Open(ctx, postgres.Options{
+		URL: dsn, DefaultMode: so.DefaultMode, EnqueueMode: so.EnqueueMode,
+		BatchSize: so.BatchSize, MaxConns: 4, Logger: so.Logger, OnCommit: bothHooks(so.OnCommit, onCommit),
+		Archive: sqlite.ArchiveBody{},
+	})
+}
+
+// bothHooks calls a, then b (either may be nil).
+func bothHooks(a, b func(store.CommitInfo)) func(store.CommitInfo) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(c store.CommitInfo) {
+		a(c)
+		b(c)
+	}
+}
 
 // OpenStore opens the store a test server on dir uses (SQLite in dir, or
 // the PostgreSQL schema of dir), with the server stopped: tests leave it as
 // a crash would and start the server again.
 func OpenStore(t testing.TB, dir string) store.Store {
 	t.Helper()
+	quiet := slog.New(slog.DiscardHandler)
 	var (
 		st  store.Store
 		err error
 	)
-	quiet := slog.New(slog.DiscardHandler)
 	if Postgres() {
 		st, err = postgres.Open(context.Background(), postgres.Options{URL: pgtest.SchemaFor(t, dir), MaxConns: 2, Logger: quiet, Archive: sqlite.ArchiveBody{}})
 	} else {
@@ -60,26 +118,24 @@ func OpenStore(t testing.TB, dir string) store.Store {
 	return st
 }
 
-// usePostgres makes o open a PostgreSQL store on the schema of dir.
-func usePostgres(t testing.TB, o *server.Options, dir string) {
+// SQLiteDB is the SQLite store of a running server (its simulated faults);
+// the test fails if the server has another.
+func SQLiteDB(t testing.TB, srv *server.Server) *sqlite.DB {
 	t.Helper()
-	dsn := pgtest.SchemaFor(t, dir)
-	o.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
-		return postgres.Open(ctx, postgres.Options{
-			URL: dsn, DefaultMode: o.Store.DefaultMode, EnqueueMode: o.Store.EnqueueMode,
-			BatchSize: o.Store.BatchSize, MaxConns: 4, Logger: o.Logger, OnCommit: onCommit,
-			Archive: sqlite.ArchiveBody{},
-		})
-	}
+	db, ok := srv.Core().Store().(*sqlite.DB)
+	require.True(t, ok, "the server's store is %T, not SQLite", srv.Core().Store())
+	return db
 }
 
-// Options returns the defaults of `zizq serve` on dir, logging nowhere.
+// Options returns the defaults of `zizq serve` on dir, logging nowhere,
+// over SQLite in dir.
 func Options(dir string) server.Options {
+	quiet := slog.New(slog.DiscardHandler)
 	return server.Options{
-		DataDir: dir,
-		Engine:  engine.DefaultConfig(),
-		HTTP:    server.DefaultConfig(),
-		Logger:  slog.New(slog.DiscardHandler),
+		OpenStore: SQLiteStore(dir, sqlite.Options{Logger: quiet}),
+		Engine:    engine.DefaultConfig(),
+		HTTP:      server.DefaultConfig(),
+		Logger:    quiet,
 	}
 }
 
@@ -94,11 +150,19 @@ func Start(t testing.TB, tune ...func(*server.Options)) *Server {
 func StartIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
 	t.Helper()
 	opts := Options(dir)
+	// The store logs where the tunes have the server log.
+	opts.OpenStore = nil
 	if Postgres() {
-		usePostgres(t, &opts, dir)
+		dsn := pgtest.SchemaFor(t, dir)
+		opts.OpenStore = func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error) {
+			return openPostgres(ctx, dsn, sqlite.Options{Logger: opts.Logger}, onCommit)
+		}
 	}
 	for _, f := range tune {
 		f(&opts)
+	}
+	if opts.OpenStore == nil { // SQLite asked for, or the default
+		opts.OpenStore = SQLiteStore(dir, sqlite.Options{Logger: opts.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.Open(ctx, opts)
