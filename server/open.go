@@ -8,7 +8,6 @@ import (
 	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/core"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/sqlite"
 )
@@ -17,7 +16,7 @@ import (
 type Options struct {
 	DataDir string
 	Store   sqlite.Options
-	Engine  engine.Config
+	Engine  core.EngineConfig
 	HTTP    Config
 	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
 	// (0: core.DefaultPayloadCacheBytes).
@@ -72,7 +71,6 @@ func Start(ctx context.Context, opts Options) *Server {
 	if opts.Role != nil {
 		s.role = opts.Role
 	}
-	s.leaseHeld = opts.LeaseHeld
 	if !opts.Started.IsZero() {
 		s.started = opts.Started
 	}
@@ -86,6 +84,7 @@ func Start(ctx context.Context, opts Options) *Server {
 			return sqlite.Open(ctx, opts.DataDir, opts.Store)
 		},
 		Engine:            opts.Engine,
+		LeaseHeld:         opts.LeaseHeld,
 		PayloadCacheBytes: opts.PayloadCacheBytes,
 		Clock:             opts.Clock,
 		Logger:            opts.Logger,
