@@ -43,10 +43,9 @@ type NewJob struct {
 	// another job holding the key is in that scope.
 	UniqueKey   string
 	UniqueWhile store.UniqueWhile
-	// Batch is the job's batch; BatchOpen makes the job its key's pending
-	// job (set by the core, never by a transport).
-	Batch     *store.BatchConfig
-	BatchOpen bool
+	// Batch is the job's batch (whether the job opens its key's pending
+	// job is the core's decision, made at each enqueue).
+	Batch *store.BatchConfig
 }
 
 // Enqueued is the outcome of one request of an enqueue: the new job; or,
@@ -260,7 +259,7 @@ func engineJob(sp NewJob, bindings []engine.BindingSpec) engine.NewJob {
 	return engine.NewJob{
 		Type: sp.Type, Queue: sp.Queue, Priority: sp.Priority, Payload: sp.Payload, ReadyAt: sp.ReadyAt,
 		RetryLimit: sp.RetryLimit, Backoff: sp.Backoff, Retention: sp.Retention, Budgets: bindings,
-		UniqueKey: sp.UniqueKey, UniqueWhile: sp.UniqueWhile, Batch: sp.Batch, BatchOpen: sp.BatchOpen,
+		UniqueKey: sp.UniqueKey, UniqueWhile: sp.UniqueWhile, Batch: sp.Batch,
 	}
 }
 
@@ -290,7 +289,7 @@ func coreJob(j engine.NewJob) NewJob {
 	return NewJob{
 		Type: j.Type, Queue: j.Queue, Priority: j.Priority, Payload: j.Payload, ReadyAt: j.ReadyAt,
 		RetryLimit: j.RetryLimit, Backoff: j.Backoff, Retention: j.Retention, Budgets: coreBindings(j.Budgets),
-		UniqueKey: j.UniqueKey, UniqueWhile: j.UniqueWhile, Batch: j.Batch, BatchOpen: j.BatchOpen,
+		UniqueKey: j.UniqueKey, UniqueWhile: j.UniqueWhile, Batch: j.Batch,
 	}
 }
 
