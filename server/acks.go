@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 )
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +53,7 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, missing(decodePrefix(r), "message"))
 		return
 	}
-	f := engine.Failure{Message: *req.Message, Kill: req.Kill != nil && *req.Kill}
+	f := core.Failure{Message: *req.Message, Kill: req.Kill != nil && *req.Kill}
 	if req.ErrorType != nil {
 		f.ErrorType = *req.ErrorType
 	}

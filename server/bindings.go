@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 )
 
 // Binding management (docs/API.md §Binding management): the single-job forms
@@ -24,20 +24,20 @@ func (s *Server) bindingRoutes() {
 	r.handle("DELETE", "/jobs/budgets", s.bindMany(removeAllBindings))
 }
 
-// bindingOp turns a request into a change of one job's bindings. strict
-// says whether a job the change does not apply to is an error (single-job
-// forms) or simply left alone (filter forms).
-type bindingOp func(s *Server, w http.ResponseWriter, r *http.Request, strict bool) (engine.BindChange, error)
+// bindingOp reads a request's edit of job bindings; the core applies it,
+// strictly to one job (an edit that does not apply is refused) or leniently
+// to a filter's jobs (such a job is left alone).
+type bindingOp func(s *Server, w http.ResponseWriter, r *http.Request) (core.BindingEdit, error)
 
 func (s *Server) bindOne(op bindingOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		change, err := op(s, w, r, true)
+		edit, err := op(s, w, r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		j, err := s.core.RebindOne(r.Context(), id, change)
+		j, err := s.core.RebindOne(r.Context(), id, edit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -53,12 +53,12 @@ func (s *Server) bindMany(op bindingOp) http.HandlerFunc {
 			s.fail(w, r, err)
 			return
 		}
-		change, err := op(s, w, r, false)
+		edit, err := op(s, w, r)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		res, err := s.core.RebindJobs(r.Context(), f, change)
+		res, err := s.core.RebindJobs(r.Context(), f, edit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -73,11 +73,11 @@ func (s *Server) bindMany(op bindingOp) http.HandlerFunc {
 
 // bindingBody reads {cost?, create_with?} and validates it like an enqueue
 // binding for the key in the path.
-func (s *Server) bindingBody(w http.ResponseWriter, r *http.Request) (engine.BindingSpec, error) {
+func (s *Server) bindingBody(w http.ResponseWriter, r *http.Request) (core.BindingSpec, error) {
 	var req api.BindingRequest
 	if r.ContentLength != 0 {
 		if err := s.decode(w, r, &req); err != nil {
-			return engine.BindingSpec{}, err
+			return core.BindingSpec{}, err
 		}
 	}
 	key := r.PathValue("key")
@@ -85,103 +85,46 @@ func (s *Server) bindingBody(w http.ResponseWriter, r *http.Request) (engine.Bin
 	return bindingSpec(req, decodePrefix(r))
 }
 
-func indexOf(cur []engine.BindingSpec, key string) int {
-	for i, b := range cur {
-		if b.Key == key {
-			return i
-		}
-	}
-	return -1
-}
-
-func addBinding(s *Server, w http.ResponseWriter, r *http.Request, strict bool) (engine.BindChange, error) {
+func addBinding(s *Server, w http.ResponseWriter, r *http.Request) (core.BindingEdit, error) {
 	spec, err := s.bindingBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	return func(cur []engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		if indexOf(cur, spec.Key) >= 0 {
-			if strict {
-				return nil, false, &engine.Error{Kind: engine.Conflict, Msg: "job is already bound to budget '" + spec.Key + "'", Item: -1}
-			}
-			return nil, false, nil
-		}
-		return append(cur, spec), true, nil
-	}, nil
+	return core.BindingEdit{Op: core.BindAdd, Binding: spec}, err
 }
 
-func putBinding(s *Server, w http.ResponseWriter, r *http.Request, _ bool) (engine.BindChange, error) {
+func putBinding(s *Server, w http.ResponseWriter, r *http.Request) (core.BindingEdit, error) {
 	spec, err := s.bindingBody(w, r)
-	if err != nil {
-		return nil, err
-	}
-	return func(cur []engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		if i := indexOf(cur, spec.Key); i >= 0 {
-			cur[i] = spec
-			return cur, true, nil
-		}
-		return append(cur, spec), true, nil
-	}, nil
+	return core.BindingEdit{Op: core.BindPut, Binding: spec}, err
 }
 
-func patchBinding(s *Server, w http.ResponseWriter, r *http.Request, strict bool) (engine.BindChange, error) {
+func patchBinding(s *Server, w http.ResponseWriter, r *http.Request) (core.BindingEdit, error) {
 	var req api.BindingRequest
 	if err := s.decode(w, r, &req); err != nil {
-		return nil, err
+		return core.BindingEdit{}, err
 	}
 	if req.Cost == nil {
-		return nil, missing(decodePrefix(r), "cost")
+		return core.BindingEdit{}, missing(decodePrefix(r), "cost")
 	}
 	if *req.Cost < 1 {
-		return nil, badRequest("cost must be at least 1")
+		return core.BindingEdit{}, badRequest("cost must be at least 1")
 	}
-	key, cost := r.PathValue("key"), *req.Cost
-	return func(cur []engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		i := indexOf(cur, key)
-		if i < 0 {
-			if strict {
-				return nil, false, &engine.Error{Kind: engine.NotFound, Msg: "job is not bound to budget '" + key + "'", Item: -1}
-			}
-			return nil, false, nil
-		}
-		cur[i].Cost = cost
-		return cur, true, nil
-	}, nil
+	return core.BindingEdit{Op: core.BindSetCost, Binding: core.BindingSpec{Key: r.PathValue("key"), Cost: *req.Cost}}, nil
 }
 
-func removeBinding(s *Server, _ http.ResponseWriter, r *http.Request, strict bool) (engine.BindChange, error) {
-	key := r.PathValue("key")
-	return func(cur []engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		i := indexOf(cur, key)
-		if i < 0 {
-			if strict {
-				return nil, false, &engine.Error{Kind: engine.NotFound, Msg: "job is not bound to budget '" + key + "'", Item: -1}
-			}
-			return nil, false, nil
-		}
-		return append(cur[:i], cur[i+1:]...), true, nil
-	}, nil
+func removeBinding(_ *Server, _ http.ResponseWriter, r *http.Request) (core.BindingEdit, error) {
+	return core.BindingEdit{Op: core.BindRemove, Binding: core.BindingSpec{Key: r.PathValue("key")}}, nil
 }
 
-func removeAllBindings(*Server, http.ResponseWriter, *http.Request, bool) (engine.BindChange, error) {
-	return func(cur []engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		return nil, len(cur) > 0, nil
-	}, nil
+func removeAllBindings(*Server, http.ResponseWriter, *http.Request) (core.BindingEdit, error) {
+	return core.BindingEdit{Op: core.BindRemoveAll}, nil
 }
 
-func replaceBindings(s *Server, w http.ResponseWriter, r *http.Request, _ bool) (engine.BindChange, error) {
+func replaceBindings(s *Server, w http.ResponseWriter, r *http.Request) (core.BindingEdit, error) {
 	var req api.BindingsReplace
 	if err := s.decode(w, r, &req); err != nil {
-		return nil, err
+		return core.BindingEdit{}, err
 	}
 	if req.Budgets == nil {
-		return nil, missing(decodePrefix(r), "budgets")
+		return core.BindingEdit{}, missing(decodePrefix(r), "budgets")
 	}
 	specs, err := bindingSpecs(req.Budgets, decodePrefix(r))
-	if err != nil {
-		return nil, err
-	}
-	return func([]engine.BindingSpec) ([]engine.BindingSpec, bool, error) {
-		return append([]engine.BindingSpec(nil), specs...), true, nil
-	}, nil
+	return core.BindingEdit{Op: core.BindReplace, Bindings: specs}, err
 }

@@ -4,11 +4,11 @@ import (
 	"net/http"
 
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
-func wireBudgetView(v engine.BudgetView) api.Budget {
+func wireBudgetView(v core.BudgetView) api.Budget {
 	out := wireBudget(v.Budget)
 	if st := v.State; st != nil {
 		out.State = &api.BudgetState{
@@ -31,7 +31,7 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	var views []engine.BudgetView
+	var views []core.BudgetView
 	if q.Parent != "" {
 		views, err = s.core.SubBudgets(q.Parent, q.State)
 	} else {
@@ -63,14 +63,14 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) createBudget(w http.ResponseWriter, r *http.Request) {
-	s.writeBudget(w, r, engine.CreateOnly, http.StatusCreated)
+	s.writeBudget(w, r, core.CreateOnly, http.StatusCreated)
 }
 
 func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
-	s.writeBudget(w, r, engine.CreateOrReplace, http.StatusOK)
+	s.writeBudget(w, r, core.CreateOrReplace, http.StatusOK)
 }
 
-func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode engine.PutMode, status int) {
+func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode core.PutMode, status int) {
 	var in api.BudgetInput
 	if err := s.decode(w, r, &in); err != nil {
 		s.fail(w, r, err)
@@ -243,7 +243,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.PathValue("key")
-	var whatIf *engine.WhatIf
+	var whatIf *core.WhatIf
 	if !q.IsZero() {
 		v, err := s.core.Budget(key, false)
 		if err != nil {
@@ -254,7 +254,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, ruleStatus(err))
 			return
 		}
-		whatIf = &engine.WhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
+		whatIf = &core.WhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
 	}
 	f, err := s.core.Forecast(key, whatIf)
 	if err != nil {

@@ -2,7 +2,7 @@ package server
 
 import (
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -48,7 +48,7 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 
 // enqueued renders a job in an enqueue response: no payload, with the
 // duplicate and folded flags.
-func enqueued(j engine.Enqueued) api.Job {
+func enqueued(j core.Enqueued) api.Job {
 	out := wireJob(j.Job, false)
 	out.Duplicate, out.Folded = &j.Duplicate, &j.Folded
 	return out

@@ -6,7 +6,6 @@ import (
 
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -290,7 +289,7 @@ func wireCronEntry(e core.CronEntry) api.CronEntry {
 // wireTemplate echoes a job template as an enqueue request: priority and costs
 // materialised, create_with kept (docs/API.md §Budgets in job responses),
 // payload always.
-func wireTemplate(j engine.NewJob) api.EnqueueRequest {
+func wireTemplate(j core.NewJob) api.EnqueueRequest {
 	out := api.EnqueueRequest{
 		Type: &j.Type, Queue: &j.Queue, Payload: api.Payload(j.Payload), Priority: &j.Priority,
 		RetryLimit: j.RetryLimit,

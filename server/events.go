@@ -9,7 +9,6 @@ import (
 	"github.com/coder/websocket"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -94,7 +93,7 @@ func (s *Server) readClientFrames(ctx context.Context, conn *websocket.Conn, sub
 	}
 }
 
-var listNames = map[string]engine.List{api.ListReady: engine.ListReady, api.ListInFlight: engine.ListInFlight, api.ListScheduled: engine.ListScheduled}
+var listNames = map[string]core.List{api.ListReady: core.ListReady, api.ListInFlight: core.ListInFlight, api.ListScheduled: core.ListScheduled}
 
 // command reads a client frame; false when it is not one.
 func command(f api.ClientFrame) (core.Command, bool) {
@@ -119,23 +118,23 @@ func command(f api.ClientFrame) (core.Command, bool) {
 	return core.Command{}, false
 }
 
-func subscribeAnchor(a api.ClientAnchor) (engine.Anchor, bool) {
+func subscribeAnchor(a api.ClientAnchor) (core.Anchor, bool) {
 	switch a.Kind {
 	case api.AnchorHead:
-		return engine.Anchor{Kind: engine.AnchorHead}, true
+		return core.Anchor{Kind: core.AnchorHead}, true
 	case api.AnchorTail:
-		return engine.Anchor{Kind: engine.AnchorTail}, true
+		return core.Anchor{Kind: core.AnchorTail}, true
 	case api.AnchorOffset:
 		if a.Offset == nil || *a.Offset < 0 {
-			return engine.Anchor{}, false
+			return core.Anchor{}, false
 		}
-		return engine.Anchor{Kind: engine.AnchorOffset, Offset: *a.Offset}, true
+		return core.Anchor{Kind: core.AnchorOffset, Offset: *a.Offset}, true
 	case api.AnchorAround:
-		fb := map[string]engine.AnchorKind{"": engine.AnchorNowhere, api.FallbackNowhere: engine.AnchorNowhere, api.FallbackHead: engine.AnchorHead, api.FallbackTail: engine.AnchorTail}
+		fb := map[string]core.AnchorKind{"": core.AnchorNowhere, api.FallbackNowhere: core.AnchorNowhere, api.FallbackHead: core.AnchorHead, api.FallbackTail: core.AnchorTail}
 		k, ok := fb[a.Fallback]
-		return engine.Anchor{Kind: engine.AnchorAround, ID: a.ID, Fallback: k}, ok && a.ID != ""
+		return core.Anchor{Kind: core.AnchorAround, ID: a.ID, Fallback: k}, ok && a.ID != ""
 	}
-	return engine.Anchor{}, false
+	return core.Anchor{}, false
 }
 
 func findCommand(f api.ClientFrame) (core.Command, bool) {
@@ -143,12 +142,12 @@ func findCommand(f api.ClientFrame) (core.Command, bool) {
 	if !ok || f.Anchor == nil || f.Limit == nil {
 		return core.Command{}, false
 	}
-	dirs := map[string]engine.Direction{api.DirectionForward: engine.Forward, api.DirectionBackward: engine.Backward, api.DirectionLocate: engine.Locate}
+	dirs := map[string]core.Direction{api.DirectionForward: core.Forward, api.DirectionBackward: core.Backward, api.DirectionLocate: core.Locate}
 	dir, ok := dirs[f.Direction]
 	if !ok {
 		return core.Command{}, false
 	}
-	req := engine.FindRequest{List: l, Direction: dir, Limit: *f.Limit}
+	req := core.FindRequest{List: l, Direction: dir, Limit: *f.Limit}
 	if f.Query != nil {
 		req.Queues, req.Types = f.Query.Queues, f.Query.Types
 	}
@@ -156,12 +155,12 @@ func findCommand(f api.ClientFrame) (core.Command, bool) {
 	case api.FindJobID:
 		req.ID = f.Anchor.ID
 	case api.FindStart:
-		if dir == engine.Backward {
-			req.Direction = engine.Locate // nothing before the start: finds nothing
+		if dir == core.Backward {
+			req.Direction = core.Locate // nothing before the start: finds nothing
 		}
 	case api.FindEnd:
-		if dir == engine.Forward {
-			req.Direction = engine.Locate
+		if dir == core.Forward {
+			req.Direction = core.Locate
 		}
 	default:
 		return core.Command{}, false
@@ -175,16 +174,16 @@ func (s *Server) adminFrame(ev core.Event) api.AdminFrame {
 		Version:        s.cfg.Version,
 		UptimeMs:       uint64(max(0, s.clock.Now().Sub(s.started).Milliseconds())),
 		Tier:           "pro", // every feature is on
-		TotalReady:     ev.Totals[engine.ListReady],
-		TotalInFlight:  ev.Totals[engine.ListInFlight],
-		TotalScheduled: ev.Totals[engine.ListScheduled],
+		TotalReady:     ev.Totals[core.ListReady],
+		TotalInFlight:  ev.Totals[core.ListInFlight],
+		TotalScheduled: ev.Totals[core.ListScheduled],
 	}}
 	switch ev.Kind {
 	case core.EventHeartbeat:
 		f.Event = api.EventHeartbeat
 	case core.EventSnapshot:
 		f.Event = api.EventJobSnapshot
-		f.Ready, f.InFlight, f.Scheduled = jobWindow(ev.Windows[engine.ListReady]), jobWindow(ev.Windows[engine.ListInFlight]), jobWindow(ev.Windows[engine.ListScheduled])
+		f.Ready, f.InFlight, f.Scheduled = jobWindow(ev.Windows[core.ListReady]), jobWindow(ev.Windows[core.ListInFlight]), jobWindow(ev.Windows[core.ListScheduled])
 	case core.EventJobChanged:
 		f.Event, f.ID, f.Status = api.EventJobChanged, ev.ID, changeNames[ev.Status]
 		if ev.Job != nil {
@@ -218,10 +217,10 @@ var (
 		core.ChangeScheduled: api.ChangeScheduled, core.ChangeScheduledRemoved: api.ChangeScheduledRemoved,
 		core.ChangeCompleted: api.ChangeCompleted, core.ChangeDead: api.ChangeDead,
 	}
-	listWords = map[engine.List]string{engine.ListReady: api.ListReady, engine.ListInFlight: api.ListInFlight, engine.ListScheduled: api.ListScheduled}
+	listWords = map[core.List]string{core.ListReady: api.ListReady, core.ListInFlight: api.ListInFlight, core.ListScheduled: api.ListScheduled}
 )
 
-func jobWindow(w engine.Window) *api.JobWindow {
+func jobWindow(w core.Window) *api.JobWindow {
 	out := &api.JobWindow{Items: make([]api.AdminJob, 0, len(w.Jobs)), FirstPosition: w.First, Total: w.Total, ResolvedAnchor: w.Resolved}
 	for _, j := range w.Jobs {
 		out.Items = append(out.Items, adminJob(j))

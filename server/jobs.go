@@ -12,7 +12,6 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -27,7 +26,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, err := s.core.Enqueue(r.Context(), []engine.NewJob{spec})
+	jobs, err := s.core.Enqueue(r.Context(), []core.NewJob{spec})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -38,7 +37,7 @@ func (s *Server) enqueue(w http.ResponseWriter, r *http.Request) {
 // enqueueStatus is 200 when every request found its job already there (a
 // unique duplicate, or the pending job of its batch, which it folded into),
 // else 201: something was created, or nothing was asked.
-func enqueueStatus(jobs []engine.Enqueued) int {
+func enqueueStatus(jobs []core.Enqueued) int {
 	if len(jobs) == 0 {
 		return http.StatusCreated
 	}
@@ -60,7 +59,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, missing(decodePrefix(r), "jobs"))
 		return
 	}
-	specs := make([]engine.NewJob, len(req.Jobs))
+	specs := make([]core.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
 		spec, err := newJob(&req.Jobs[i], decodePrefix(r))
 		if err != nil {
@@ -70,7 +69,7 @@ func (s *Server) enqueueBulk(w http.ResponseWriter, r *http.Request) {
 		specs[i] = spec
 	}
 	out := api.BulkJobs{Jobs: []api.Job{}}
-	var jobs []engine.Enqueued
+	var jobs []core.Enqueued
 	if len(specs) > 0 {
 		var err error
 		jobs, err = s.core.Enqueue(r.Context(), specs)

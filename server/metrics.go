@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -234,7 +234,7 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 	})
 }
 
-func (l *levels) budget(ch chan<- prometheus.Metric, key string, st *engine.BudgetState) {
+func (l *levels) budget(ch chan<- prometheus.Metric, key string, st *core.BudgetState) {
 	if st == nil {
 		return
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/zizq/zizq/server/batchexpr"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/core"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 )
 
@@ -20,7 +19,7 @@ type Options struct {
 	// onCommit is the metrics' hook, which the store must call after each
 	// of its transactions (chained with any hook of the caller's).
 	OpenStore func(ctx context.Context, onCommit func(store.CommitInfo)) (store.Store, error)
-	Engine    engine.Config
+	Engine    core.EngineConfig
 	HTTP      Config
 	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
 	// (0: core.DefaultPayloadCacheBytes).
@@ -69,7 +68,6 @@ func Start(ctx context.Context, opts Options) *Server {
 	if opts.Role != nil {
 		s.role = opts.Role
 	}
-	s.leaseHeld = opts.LeaseHeld
 	if !opts.Started.IsZero() {
 		s.started = opts.Started
 	}
@@ -82,6 +80,7 @@ func Start(ctx context.Context, opts Options) *Server {
 			return opts.OpenStore(ctx, s.metrics.onCommit)
 		},
 		Engine:            opts.Engine,
+		LeaseHeld:         opts.LeaseHeld,
 		PayloadCacheBytes: opts.PayloadCacheBytes,
 		Clock:             opts.Clock,
 		Logger:            opts.Logger,

@@ -36,9 +36,6 @@ func (s *Server) startFailed() bool {
 	}
 }
 
-// mayDispatch reports whether the server may still hand jobs out.
-func (s *Server) mayDispatch() bool { return s.leaseHeld == nil || s.leaseHeld() }
-
 var (
 	descLeader = prometheus.NewDesc("zizq_cluster_leader", "1 while this server is its cluster's leader (a SQLite server always is), else 0.", nil, nil)
 	descTerm   = prometheus.NewDesc("zizq_cluster_term", "The term of the cluster's lease as this server last saw it (0 for a SQLite server).", nil, nil)

@@ -90,11 +90,9 @@ type Server struct {
 	hooksDone chan struct{}
 
 	metrics *metrics // Prometheus metrics (metrics.go)
-	// role tells the server's place in its cluster; leaseHeld, when set,
-	// whether it may still hand jobs out (cluster.go).
-	role      func() Role
-	leaseHeld func() bool
-	backups   atomic.Int32 // backups in progress (backup.go)
+	// role tells the server's place in its cluster (cluster.go).
+	role    func() Role
+	backups atomic.Int32 // backups in progress (backup.go)
 }
 
 // Handler returns the HTTP handler.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -61,14 +62,13 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-t.Notify():
 			if batch, err = t.Next(r.Context(), batch[:0]); err != nil {
-				s.log.Error("read payloads of take frames", "err", err)
+				if !errors.Is(err, core.ErrLeaseLost) { // the lease may be gone: another leader may hand these out
+					s.log.Error("read payloads of take frames", "err", err)
+				}
 				return // the stream ends: its jobs go back to ready
 			}
 			if len(batch) == 0 {
 				continue
-			}
-			if !s.mayDispatch() {
-				return // the lease may be gone: another leader may hand these out
 			}
 			buf = buf[:0]
 			for _, j := range batch {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/budget"
-	"github.com/zizq/zizq/server/engine"
+	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
 )
 
@@ -32,33 +32,33 @@ func missing(prefix, field string) error {
 
 // newJob validates one enqueue request (the checks that do not depend on
 // server state) and materialises its defaults.
-func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
+func newJob(req *api.EnqueueRequest, prefix string) (core.NewJob, error) {
 	switch {
 	case req.Type == nil:
-		return engine.NewJob{}, missing(prefix, "type")
+		return core.NewJob{}, missing(prefix, "type")
 	case req.Queue == nil:
-		return engine.NewJob{}, missing(prefix, "queue")
+		return core.NewJob{}, missing(prefix, "queue")
 	case req.Payload == nil:
-		return engine.NewJob{}, missing(prefix, "payload")
+		return core.NewJob{}, missing(prefix, "payload")
 	}
 	// A batch missing a field does not decode in Zizq: that comes first.
 	batch, err := batchConfig(req.Batch, prefix)
 	if err != nil {
-		return engine.NewJob{}, err
+		return core.NewJob{}, err
 	}
 	if err := api.ValidateName("type", *req.Type); err != nil {
-		return engine.NewJob{}, badRequest("%s", err)
+		return core.NewJob{}, badRequest("%s", err)
 	}
 	if err := api.ValidateName("queue", *req.Queue); err != nil {
-		return engine.NewJob{}, badRequest("%s", err)
+		return core.NewJob{}, badRequest("%s", err)
 	}
 	if req.UniqueWhile != nil && req.UniqueKey == nil {
-		return engine.NewJob{}, badRequest("unique_while requires unique_key")
+		return core.NewJob{}, badRequest("unique_while requires unique_key")
 	}
 	if req.UniqueKey != nil && req.Batch != nil {
-		return engine.NewJob{}, badRequest("unique_key and batch cannot be combined")
+		return core.NewJob{}, badRequest("unique_key and batch cannot be combined")
 	}
-	j := engine.NewJob{
+	j := core.NewJob{
 		Type: *req.Type, Queue: *req.Queue, Priority: api.DefaultPriority,
 		Payload: req.Payload, RetryLimit: req.RetryLimit,
 	}
@@ -66,11 +66,11 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 		if *req.UniqueKey == "" {
 			// Zizq would take "" as a key; a key that names nothing is far
 			// likelier a client's mistake, and dropping it would be worse.
-			return engine.NewJob{}, badRequest("unique_key must not be empty")
+			return core.NewJob{}, badRequest("unique_key must not be empty")
 		}
 		w, err := uniqueWhile(req.UniqueWhile)
 		if err != nil {
-			return engine.NewJob{}, err
+			return core.NewJob{}, err
 		}
 		j.UniqueKey, j.UniqueWhile = *req.UniqueKey, w
 	}
@@ -79,14 +79,14 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	}
 	if req.ReadyAt != nil {
 		if *req.ReadyAt > maxTimestampMs {
-			return engine.NewJob{}, badRequest("ready_at must be at most %d", int64(maxTimestampMs))
+			return core.NewJob{}, badRequest("ready_at must be at most %d", int64(maxTimestampMs))
 		}
 		at := int64(*req.ReadyAt)
 		j.ReadyAt = &at
 	}
 	b, err := backoff(req.Backoff, prefix)
 	if err != nil {
-		return engine.NewJob{}, err
+		return core.NewJob{}, err
 	}
 	j.Backoff = b
 	if req.Retention != nil {
@@ -94,7 +94,7 @@ func newJob(req *api.EnqueueRequest, prefix string) (engine.NewJob, error) {
 	}
 	j.Budgets, err = bindingSpecs(req.Budgets, prefix)
 	if err != nil {
-		return engine.NewJob{}, err
+		return core.NewJob{}, err
 	}
 	j.Batch = batch
 	return j, nil
@@ -149,8 +149,8 @@ func checkBackoff(b api.Backoff) (*store.Backoff, error) {
 
 // bindingSpecs checks a job's budget bindings without looking at server
 // state, so the outcome never depends on which budgets exist (400s).
-func bindingSpecs(in []api.BindingRequest, prefix string) ([]engine.BindingSpec, error) {
-	var out []engine.BindingSpec
+func bindingSpecs(in []api.BindingRequest, prefix string) ([]core.BindingSpec, error) {
+	var out []core.BindingSpec
 	seen := map[string]bool{}
 	for _, b := range in {
 		spec, err := bindingSpec(b, prefix)
@@ -166,24 +166,24 @@ func bindingSpecs(in []api.BindingRequest, prefix string) ([]engine.BindingSpec,
 	return out, nil
 }
 
-func bindingSpec(b api.BindingRequest, prefix string) (engine.BindingSpec, error) {
+func bindingSpec(b api.BindingRequest, prefix string) (core.BindingSpec, error) {
 	if b.Key == nil {
-		return engine.BindingSpec{}, missing(prefix, "key")
+		return core.BindingSpec{}, missing(prefix, "key")
 	}
 	if err := api.ValidateBudgetKey(*b.Key); err != nil {
-		return engine.BindingSpec{}, badRequest("%s", err)
+		return core.BindingSpec{}, badRequest("%s", err)
 	}
-	spec := engine.BindingSpec{Key: *b.Key, Cost: 1}
+	spec := core.BindingSpec{Key: *b.Key, Cost: 1}
 	if b.Cost != nil {
 		if *b.Cost < 1 {
-			return engine.BindingSpec{}, badRequest("cost must be at least 1")
+			return core.BindingSpec{}, badRequest("cost must be at least 1")
 		}
 		spec.Cost = *b.Cost
 	}
 	if b.CreateWith != nil {
 		cfg, err := createWith(*b.CreateWith, prefix)
 		if err != nil {
-			return engine.BindingSpec{}, badRequest("create_with: %s", err)
+			return core.BindingSpec{}, badRequest("create_with: %s", err)
 		}
 		spec.CreateWith = &cfg
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/zizq/zizq/server/batchexpr"
-	"github.com/zizq/zizq/server/engine"
 	"github.com/zizq/zizq/store"
 	"github.com/zizq/zizq/store/sqlite"
 )
@@ -58,22 +57,27 @@ func (e *inProcess) Close() {}
 
 func startCore(t *testing.T, ev BatchEvaluator) *Service {
 	t.Helper()
+	return startCoreWith(t, Options{Batches: ev})
+}
+
+// startCoreWith starts a service with opts over SQLite in a fresh
+// directory, with the engine's defaults and a quiet logger.
+func startCoreWith(t *testing.T, opts Options) *Service {
+	t.Helper()
 	dir := t.TempDir()
-	s := Start(context.Background(), Options{
-		Open: func(ctx context.Context) (Store, error) {
-			return sqlite.Open(ctx, dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
-		},
-		Engine:  engine.DefaultConfig(),
-		Batches: ev,
-		Logger:  slog.New(slog.DiscardHandler),
-	})
+	opts.Open = func(ctx context.Context) (Store, error) {
+		return sqlite.Open(ctx, dir, sqlite.Options{Logger: slog.New(slog.DiscardHandler)})
+	}
+	opts.Engine = DefaultEngineConfig()
+	opts.Logger = slog.New(slog.DiscardHandler)
+	s := Start(context.Background(), opts)
 	require.NoError(t, s.Wait(context.Background()))
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	return s
 }
 
-func batchedJob(payload string) engine.NewJob {
-	return engine.NewJob{Type: "t", Queue: "q", Priority: 1, Payload: []byte(payload),
+func batchedJob(payload string) NewJob {
+	return NewJob{Type: "t", Queue: "q", Priority: 1, Payload: []byte(payload),
 		Batch: &store.BatchConfig{Key: "k", When: "true", Fold: "$existing + $new"}}
 }
 
@@ -101,7 +105,7 @@ func TestService_EnqueueDecidesAgainWhenThePendingJobMoves(t *testing.T) {
 			ev := &inProcess{}
 			s := startCore(t, ev)
 			ctx := context.Background()
-			first, err := s.Enqueue(ctx, []engine.NewJob{batchedJob("[1]")})
+			first, err := s.Enqueue(ctx, []NewJob{batchedJob("[1]")})
 			require.NoError(t, err)
 			p := first[0].Job.ID
 
@@ -113,7 +117,7 @@ func TestService_EnqueueDecidesAgainWhenThePendingJobMoves(t *testing.T) {
 					}
 				}
 			}
-			got, err := s.Enqueue(ctx, []engine.NewJob{batchedJob("[2]")})
+			got, err := s.Enqueue(ctx, []NewJob{batchedJob("[2]")})
 			require.NoError(t, err)
 			require.Equal(t, 1, folds, "decided again: no pending job to fold into")
 			require.False(t, got[0].Folded)
@@ -134,10 +138,10 @@ func TestService_FoldReadsThePayloadFromTheStore(t *testing.T) {
 	t.Parallel()
 	s := startCore(t, &inProcess{})
 	ctx := context.Background()
-	first, err := s.Enqueue(ctx, []engine.NewJob{batchedJob("[1]")})
+	first, err := s.Enqueue(ctx, []NewJob{batchedJob("[1]")})
 	require.NoError(t, err)
 	s.cache.take(first[0].Job.ID)
-	got, err := s.Enqueue(ctx, []engine.NewJob{batchedJob("[2]"), batchedJob("[3]")})
+	got, err := s.Enqueue(ctx, []NewJob{batchedJob("[2]"), batchedJob("[3]")})
 	require.NoError(t, err)
 	require.True(t, got[0].Folded)
 	require.True(t, got[1].Folded)

@@ -10,11 +10,11 @@ import (
 // PutBudget creates a budget (CreateOnly: refusing an existing key) or
 // creates or replaces it (CreateOrReplace). cfg holds the validated
 // allocation and strategy. A creation whose commit fails is undone.
-func (s *Service) PutBudget(ctx context.Context, key string, cfg store.Budget, mode engine.PutMode) (store.Budget, error) {
+func (s *Service) PutBudget(ctx context.Context, key string, cfg store.Budget, mode PutMode) (store.Budget, error) {
 	if err := s.ready(); err != nil {
 		return store.Budget{}, err
 	}
-	b, w, err := s.engine.PutBudget(key, cfg, mode)
+	b, w, err := s.engine.PutBudget(key, cfg, enginePutMode(mode))
 	if err != nil {
 		return store.Budget{}, translate(err)
 	}
@@ -60,49 +60,49 @@ func (s *Service) DeleteBudget(ctx context.Context, key string) error {
 }
 
 // Budget returns one budget, with its live figures when state is true.
-func (s *Service) Budget(key string, state bool) (engine.BudgetView, error) {
+func (s *Service) Budget(key string, state bool) (BudgetView, error) {
 	if err := s.ready(); err != nil {
-		return engine.BudgetView{}, err
+		return BudgetView{}, err
 	}
 	v, err := s.engine.Budget(key, state)
-	return v, translate(err)
+	return coreBudgetView(v), translate(err)
 }
 
 // Budgets returns every budget sorted by key.
-func (s *Service) Budgets(state bool) ([]engine.BudgetView, error) {
+func (s *Service) Budgets(state bool) ([]BudgetView, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
-	return s.engine.Budgets(state), nil
+	return coreBudgetViews(s.engine.Budgets(state)), nil
 }
 
 // SubBudgets returns the live sub-budgets of the family parent, by key,
 // with their live figures when state is true.
-func (s *Service) SubBudgets(parent string, state bool) ([]engine.BudgetView, error) {
+func (s *Service) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 	if err := s.ready(); err != nil {
 		return nil, err
 	}
 	v, err := s.engine.SubBudgets(parent, state)
-	return v, translate(err)
+	return coreBudgetViews(v), translate(err)
 }
 
 // Forecast returns when the budget key's backlog will have been
 // dispatched, at its own pace or at the one w describes (nil: its own);
 // it changes nothing.
-func (s *Service) Forecast(key string, w *engine.WhatIf) (engine.Forecast, error) {
+func (s *Service) Forecast(key string, w *WhatIf) (Forecast, error) {
 	if err := s.ready(); err != nil {
-		return engine.Forecast{}, err
+		return Forecast{}, err
 	}
-	f, err := s.engine.Forecast(key, w)
-	return f, translate(err)
+	f, err := s.engine.Forecast(key, (*engine.WhatIf)(w))
+	return Forecast(f), translate(err)
 }
 
 // Stats returns the live counts and every budget with its figures.
-func (s *Service) Stats() (engine.Stats, error) {
+func (s *Service) Stats() (Stats, error) {
 	if err := s.ready(); err != nil {
-		return engine.Stats{}, err
+		return Stats{}, err
 	}
-	return s.engine.Stats(), nil
+	return coreStats(s.engine.Stats()), nil
 }
 
 // A write is applied to the engine before its commit, so a failed commit

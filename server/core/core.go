@@ -45,7 +45,11 @@ import (
 type Options struct {
 	// Open opens the store; the service closes it.
 	Open   func(ctx context.Context) (Store, error)
-	Engine engine.Config
+	Engine EngineConfig
+	// LeaseHeld, when set, reports whether this service may still hand
+	// jobs out: a cluster's leader that may have lost its lease must not,
+	// since another leader may be dispatching the same jobs. nil: always.
+	LeaseHeld func() bool
 	// PayloadCacheBytes bounds the payloads of recent enqueues kept for
 	// their dispatch (0: DefaultPayloadCacheBytes; negative: none).
 	PayloadCacheBytes int64
@@ -261,15 +265,6 @@ func (s *Service) Store() Store {
 		return nil
 	}
 	return s.store
-}
-
-// Engine returns the engine (for metrics hooks and tests); nil before
-// ready.
-func (s *Service) Engine() *engine.Engine {
-	if !s.IsReady() {
-		return nil
-	}
-	return s.engine
 }
 
 func (s *Service) nowMs() int64 { return s.clock.Now().UnixMilli() }

@@ -51,7 +51,7 @@ type CronEntry struct {
 	Paused        bool
 	PausedAt      int64
 	ResumedAt     int64
-	Job           engine.NewJob
+	Job           NewJob
 	NextEnqueueAt int64
 	LastEnqueueAt int64
 }
@@ -63,7 +63,7 @@ type CronEntrySpec struct {
 	Expression string
 	Timezone   string
 	Paused     *bool
-	Job        engine.NewJob
+	Job        NewJob
 }
 
 // CronGroupSpec is a whole group to create or replace (PUT). Paused nil
@@ -457,14 +457,15 @@ func (s *Service) newCronEntry(group, groupTZ string, spec CronEntrySpec, prev *
 	if err := checkInterval(spec.Expression); err != nil {
 		return nil, err
 	}
-	if err := s.checkTemplateBudgets(spec.Job); err != nil {
+	job := engineJob(spec.Job, engineBindings(spec.Job.Budgets))
+	if err := s.checkTemplateBudgets(job); err != nil {
 		return nil, err
 	}
-	tmpl, err := encodeTemplate(spec.Job)
+	tmpl, err := encodeTemplate(job)
 	if err != nil {
 		return nil, err
 	}
-	e := &cronEntry{job: spec.Job, sched: sched, zone: zone, row: store.CronEntry{
+	e := &cronEntry{job: job, sched: sched, zone: zone, row: store.CronEntry{
 		Group: group, Name: spec.Name, Expression: spec.Expression, Timezone: spec.Timezone, Job: tmpl,
 	}}
 	if prev == nil {
@@ -612,5 +613,5 @@ func (g *cronGroup) view() CronGroup {
 func (e *cronEntry) view() CronEntry {
 	r := e.row
 	return CronEntry{Name: r.Name, Expression: r.Expression, Timezone: r.Timezone, Paused: r.Paused,
-		PausedAt: r.PausedAt, ResumedAt: r.ResumedAt, Job: e.job, NextEnqueueAt: r.NextEnqueueAt, LastEnqueueAt: r.LastEnqueueAt}
+		PausedAt: r.PausedAt, ResumedAt: r.ResumedAt, Job: coreJob(e.job), NextEnqueueAt: r.NextEnqueueAt, LastEnqueueAt: r.LastEnqueueAt}
 }

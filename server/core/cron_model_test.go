@@ -375,7 +375,7 @@ func (c *cronSim) entrySpec(group, name string, old *modelEntry) (core.CronEntry
 	}
 	return core.CronEntrySpec{
 		Name: name, Expression: spec.expr, Timezone: tz, Paused: c.maybePaused(),
-		Job: engine.NewJob{Type: group + "-" + name, Queue: "q", Priority: 1, Payload: []byte("{}")},
+		Job: core.NewJob{Type: group + "-" + name, Queue: "q", Priority: 1, Payload: []byte("{}")},
 	}, spec
 }
 

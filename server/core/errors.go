@@ -61,6 +61,10 @@ var (
 	ErrBusy          = &Error{Kind: KindBusy}
 )
 
+// ErrLeaseLost is a take's refusal once the service may have lost its
+// cluster lease: another server may lead and hand the same jobs out.
+var ErrLeaseLost = &Error{Kind: KindUnavailable, Msg: "the cluster lease may be lost: this server hands out no more jobs", Item: -1}
+
 func refuse(kind Kind, format string, args ...any) *Error {
 	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...), Item: -1}
 }

@@ -103,30 +103,30 @@ const (
 )
 
 var (
-	addedStatus   = [engine.NumLists]ChangeStatus{ChangeReady, ChangeInFlight, ChangeScheduled}
-	removedStatus = [engine.NumLists]ChangeStatus{ChangeReadyRemoved, ChangeInFlightRemoved, ChangeScheduledRemoved}
+	addedStatus   = [NumLists]ChangeStatus{ChangeReady, ChangeInFlight, ChangeScheduled}
+	removedStatus = [NumLists]ChangeStatus{ChangeReadyRemoved, ChangeInFlightRemoved, ChangeScheduledRemoved}
 )
 
 // Totals are the jobs in each list (ServerStatus of every frame).
-type Totals [engine.NumLists]int
+type Totals [NumLists]int
 
 // Event is one message of the stream; which fields are set depends on
 // Kind. Jobs carry their payload only in detail mode.
 type Event struct {
 	Kind    EventKind
 	Totals  Totals
-	Windows [engine.NumLists]engine.Window // EventSnapshot
+	Windows [NumLists]Window // EventSnapshot
 	// EventJobChanged.
 	ID     string
 	Status ChangeStatus
 	Job    *store.Job
 	// EventFound: the list searched, and the match (Found false: none).
-	List     engine.List
+	List     List
 	Found    bool
 	Position int
-	Window   engine.Window
+	Window   Window
 	// EventBudgetSnapshot, EventBudgetChanged (one), EventBudgetRemoved (Key).
-	Budgets []engine.BudgetView
+	Budgets []BudgetView
 	Key     string
 }
 
@@ -134,15 +134,15 @@ type Event struct {
 type Command struct {
 	Kind CommandKind
 	// CommandSubscribe.
-	List   engine.List
-	Anchor engine.Anchor
+	List   List
+	Anchor Anchor
 	Limit  int
 	// CommandDetail.
 	Detail bool
 	// CommandDelete.
 	ID string
 	// CommandFind.
-	Find engine.FindRequest
+	Find FindRequest
 }
 
 // CommandKind names a command.
@@ -282,7 +282,7 @@ type Subscription struct {
 	detail   bool
 	cursor   engine.Cursor
 	finished []engine.Finished
-	budgets  map[string]engine.BudgetView
+	budgets  map[string]BudgetView
 	totals   Totals
 	resync   bool
 	fullAt   time.Time // when the buffer was found full (resync pending)
@@ -400,9 +400,9 @@ func (sub *Subscription) snapshot(ctx context.Context) {
 		sub.remember(engine.List(l), ws[l].Jobs)
 	}
 	sub.fill(ctx, ws[:])
-	sub.emit(Event{Kind: EventSnapshot, Windows: ws})
-	views := e.Budgets(true)
-	sub.budgets = map[string]engine.BudgetView{}
+	sub.emit(Event{Kind: EventSnapshot, Windows: coreWindows(ws)})
+	views := coreBudgetViews(e.Budgets(true))
+	sub.budgets = map[string]BudgetView{}
 	for _, v := range views {
 		sub.budgets[v.Budget.Key] = v
 	}
@@ -495,7 +495,7 @@ func (sub *Subscription) update(ctx context.Context) {
 		sub.emit(ev)
 	}
 	if ch.Budgets {
-		sub.diffBudgets(e.Budgets(true))
+		sub.diffBudgets(coreBudgetViews(e.Budgets(true)))
 	}
 }
 
@@ -539,7 +539,7 @@ func (sub *Subscription) fillAdded(ctx context.Context, evs []Event) {
 	sub.s.events.details.fill(ctx, sub.s, jobs)
 }
 
-func (sub *Subscription) diffBudgets(views []engine.BudgetView) {
+func (sub *Subscription) diffBudgets(views []BudgetView) {
 	seen := make(map[string]bool, len(views))
 	for _, v := range views {
 		key := v.Budget.Key
@@ -548,7 +548,7 @@ func (sub *Subscription) diffBudgets(views []engine.BudgetView) {
 			continue
 		}
 		sub.budgets[key] = v
-		sub.emit(Event{Kind: EventBudgetChanged, Budgets: []engine.BudgetView{v}})
+		sub.emit(Event{Kind: EventBudgetChanged, Budgets: []BudgetView{v}})
 	}
 	for key := range sub.budgets {
 		if !seen[key] {
@@ -558,7 +558,7 @@ func (sub *Subscription) diffBudgets(views []engine.BudgetView) {
 	}
 }
 
-func sameBudget(a, b engine.BudgetView) bool {
+func sameBudget(a, b BudgetView) bool {
 	if !a.Budget.Equal(b.Budget) || (a.State == nil) != (b.State == nil) {
 		return false
 	}
@@ -577,7 +577,7 @@ func samePtr(a, b *int64) bool { return (a == nil && b == nil) || (a != nil && b
 func (sub *Subscription) command(ctx context.Context, c Command) {
 	switch c.Kind {
 	case CommandSubscribe:
-		sub.subs[c.List] = engine.WindowRequest{Anchor: c.Anchor, Limit: min(max(c.Limit, 0), MaxWindow)}
+		sub.subs[c.List] = engine.WindowRequest{Anchor: engineAnchor(c.Anchor), Limit: min(max(c.Limit, 0), MaxWindow)}
 		sub.snapshot(ctx)
 	case CommandDetail:
 		sub.detail = c.Detail
@@ -588,10 +588,10 @@ func (sub *Subscription) command(ctx context.Context, c Command) {
 			sub.s.log.Warn("event stream: delete job failed", "id", c.ID, "err", err)
 		}
 	case CommandFind:
-		f := c.Find
+		f := engineFind(c.Find)
 		f.Limit = min(max(f.Limit, 0), MaxWindow)
 		found, ok := sub.s.engine.Find(f)
-		sub.emit(Event{Kind: EventFound, List: f.List, Found: ok, Position: found.Position, Window: found.Window})
+		sub.emit(Event{Kind: EventFound, List: c.Find.List, Found: ok, Position: found.Position, Window: Window(found.Window)})
 	}
 }
 

@@ -17,8 +17,9 @@ import (
 // Duplicate (see showDuplicates). A batched request may fold into the
 // pending job of its batch instead: its outcome is that job, marked Folded
 // (batch.go).
-func (s *Service) Enqueue(ctx context.Context, specs []engine.NewJob) ([]engine.Enqueued, error) {
-	return s.enqueue(ctx, specs)
+func (s *Service) Enqueue(ctx context.Context, specs []NewJob) ([]Enqueued, error) {
+	jobs, err := s.enqueue(ctx, engineJobs(specs))
+	return coreEnqueued(jobs), err
 }
 
 // enqueue is Enqueue with ops that commit in the jobs' group (a cron
@@ -292,11 +293,11 @@ func (s *Service) Ack(ctx context.Context, ids []string) ([]string, error) {
 
 // Fail records a failure of an in-flight job, which retries or dies; it
 // returns the job as it is now (no payload).
-func (s *Service) Fail(ctx context.Context, id string, f engine.Failure) (store.Job, error) {
+func (s *Service) Fail(ctx context.Context, id string, f Failure) (store.Job, error) {
 	if err := s.ready(); err != nil {
 		return store.Job{}, err
 	}
-	j, w, err := s.engine.Fail(id, f)
+	j, w, err := s.engine.Fail(id, engine.Failure(f))
 	if err != nil {
 		return store.Job{}, translate(err)
 	}
@@ -359,10 +360,19 @@ func (s *Service) Error(ctx context.Context, id string, attempt uint32) (store.E
 	return rec, err
 }
 
-// Why says what a job waits for; a finished job waits for nothing.
+// Why says what a job waits for (schedule, budget, worker or nothing); a
+// finished job waits for nothing.
 type Why struct {
-	engine.Why
-	Finished bool
+	Job        store.Job
+	WaitingFor string
+	// Reason says it in words when the budgets do not: no worker serves the
+	// queue, or every worker of it is busy.
+	Reason  string
+	Budgets []WhyBudget
+	// ExpectedAt is when the job is expected to be dispatched (ms); nil
+	// when no such estimate holds.
+	ExpectedAt *int64
+	Finished   bool
 }
 
 // Why explains a job's state.
@@ -371,20 +381,26 @@ func (s *Service) Why(ctx context.Context, id string) (Why, error) {
 		return Why{}, err
 	}
 	if w, ok := s.engine.Why(id); ok {
-		return Why{Why: w}, nil
+		return Why{Job: w.Job, WaitingFor: w.WaitingFor, Reason: w.Reason, Budgets: coreWhyBudgets(w.Budgets), ExpectedAt: w.ExpectedAt}, nil
 	}
 	j, err := s.Job(ctx, id)
 	if err != nil {
 		return Why{}, err
 	}
-	w := Why{Why: engine.Why{Job: j, WaitingFor: "nothing"}, Finished: !j.Status.Live()}
+	w := Why{Job: j, WaitingFor: "nothing", Finished: !j.Status.Live()}
 	return w, nil
 }
 
-// RebindOne changes one job's budget bindings (a scheduled or ready job;
-// an in-flight or finished one is refused) and returns it as it is now.
-func (s *Service) RebindOne(ctx context.Context, id string, change engine.BindChange) (store.Job, error) {
+// RebindOne edits one job's budget bindings (a scheduled or ready job;
+// an in-flight or finished one is refused) and returns it as it is now. An
+// edit that does not apply to the job (adding a binding it has, changing
+// one it lacks) is refused.
+func (s *Service) RebindOne(ctx context.Context, id string, edit BindingEdit) (store.Job, error) {
 	if err := s.ready(); err != nil {
+		return store.Job{}, err
+	}
+	change, err := edit.change(true)
+	if err != nil {
 		return store.Job{}, err
 	}
 	_, w, err := s.engine.Rebind([]string{id}, change, true)
@@ -400,21 +416,26 @@ func (s *Service) RebindOne(ctx context.Context, id string, change engine.BindCh
 	return s.Job(ctx, id)
 }
 
-// RebindJobs changes the bindings of the jobs a filter selects; in-flight
-// ones are left alone and reported as blocked.
-func (s *Service) RebindJobs(ctx context.Context, f Filter, change engine.BindChange) (engine.RebindResult, error) {
+// RebindJobs edits the bindings of the jobs a filter selects; a job the
+// edit does not apply to is left alone, and in-flight ones are left alone
+// and reported as blocked.
+func (s *Service) RebindJobs(ctx context.Context, f Filter, edit BindingEdit) (RebindResult, error) {
 	if err := s.ready(); err != nil {
-		return engine.RebindResult{}, err
+		return RebindResult{}, err
+	}
+	change, err := edit.change(false)
+	if err != nil {
+		return RebindResult{}, err
 	}
 	ids, err := s.matching(ctx, f)
 	if err != nil {
-		return engine.RebindResult{}, err
+		return RebindResult{}, err
 	}
 	res, w, err := s.engine.Rebind(ids, change, false)
 	if err != nil {
-		return engine.RebindResult{}, translate(err)
+		return RebindResult{}, translate(err)
 	}
-	return res, wait(ctx, w)
+	return RebindResult(res), wait(ctx, w)
 }
 
 // Queues lists the queues of every stored job, as of now.

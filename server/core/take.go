@@ -28,11 +28,16 @@ func (t *Taker) Notify() <-chan struct{} { return t.t.Notify() }
 
 // Next appends the jobs dispatched since the last call to buf. Payloads
 // come from the cache of recent enqueues, else from the store in one query
-// for the batch; a job deleted since its dispatch is left out.
+// for the batch; a job deleted since its dispatch is left out. Once the
+// lease may be lost (Options.LeaseHeld) it hands out nothing more and
+// answers ErrLeaseLost: the stream must end, and Close return its jobs.
 func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) {
 	start := len(buf)
 	buf = t.t.Drain(buf)
 	frames := buf[start:]
+	if len(frames) > 0 && !t.s.leaseHeld() {
+		return buf[:start], ErrLeaseLost
+	}
 	var missing []string
 	for i := range frames {
 		if p, ok := t.s.cache.take(frames[i].ID); ok {
@@ -68,6 +73,9 @@ func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) 
 	}
 	return buf[:start+len(kept)], nil
 }
+
+// leaseHeld reports whether the service may still hand jobs out.
+func (s *Service) leaseHeld() bool { return s.opts.LeaseHeld == nil || s.opts.LeaseHeld() }
 
 // Close disconnects the taker: the jobs it holds go back to ready.
 func (t *Taker) Close() { t.t.Close() }
