@@ -25,11 +25,16 @@ func (s *Server) adminRoutes() {
 
 // AdminHandler returns the admin port's HTTP handler: the admin routes,
 // and Go's profiles under /debug/pprof/ when Config.Pprof is set.
-func (s *Server) AdminHandler() http.Handler {
+func (s *Server) AdminHandler() http.Handler { return s.withProfiles(s.admin) }
+
+// withProfiles adds the runtime's profiles to an admin handler when
+// Config.Pprof is set. A cluster's node adds them to its own admin port,
+// so that each process profiles itself, a follower too.
+func (s *Server) withProfiles(h http.Handler) http.Handler {
 	if !s.cfg.Pprof {
-		return s.admin
+		return h
 	}
-	return withPprof(s.admin)
+	return withPprof(h)
 }
 
 // pprofPrefix is where the admin port serves the runtime's profiles.
