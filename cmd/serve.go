@@ -59,6 +59,7 @@ type ServeOptions struct {
 	AdminHost                              string
 	AdminPort                              int
 	NoAdmin                                bool
+	Pprof                                  bool
 	AdminTLSCert, AdminTLSKey, AdminTLSCCA string
 	// TLS of the API: certificate and key (PEM), and the CA of the client
 	// certificates that mutual TLS requires.
@@ -178,6 +179,8 @@ leads and runs the queue; the others forward the API to it.`,
 	bind("admin-port", "ZIZQ_ADMIN_PORT")
 	fs.BoolVar(&o.NoAdmin, "no-admin", false, "do not open the admin port")
 	bind("no-admin", "ZIZQ_NO_ADMIN")
+	fs.BoolVar(&o.Pprof, "pprof", false, "serve the Go runtime's profiles on the admin port under /debug/pprof/ (go tool pprof http://ADMIN/debug/pprof/profile)")
+	bind("pprof", "ZIZQ_PPROF")
 	fs.StringVar(&o.AdminTLSCert, "admin-tls-cert", "", "PEM certificate (chain) of the admin port: serve it over HTTPS, with --admin-tls-key")
 	bind("admin-tls-cert", "ZIZQ_ADMIN_TLS_CERT")
 	fs.StringVar(&o.AdminTLSKey, "admin-tls-key", "", "PEM private key of --admin-tls-cert")
@@ -279,6 +282,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	hcfg.HeartbeatInterval = o.Heartbeat
 	hcfg.MaxBodyBytes = o.MaxBodySize
 	hcfg.MaxTakeConnections = o.MaxTakeConnections
+	hcfg.Pprof = o.Pprof
 	if hcfg.HeartbeatInterval <= 0 {
 		return server.Options{}, usageError{fmt.Errorf("--heartbeat-interval must be positive")}
 	}
@@ -323,6 +327,9 @@ func (o *ServeOptions) checkRanges() error {
 	}
 	if err := o.checkLogFlags(); err != nil {
 		return err
+	}
+	if o.Pprof && o.NoAdmin {
+		return usageError{errors.New("--pprof serves on the admin port: drop --no-admin")}
 	}
 	// The engine keeps backoff delays as uint32 milliseconds (about 49 days).
 	for _, d := range []struct {

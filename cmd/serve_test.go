@@ -39,6 +39,7 @@ func TestServe_RefusesBadSettings(t *testing.T) {
 		{"JitterPastUint32Ms", []string{"--default-backoff-jitter", "50d"}, "--default-backoff-jitter must be at most 4294967295ms"},
 		{"PortTooLarge", []string{"--port", "99999"}, "invalid --port 99999: use 0 to 65535"},
 		{"PortNegative", []string{"--port", "-1"}, "invalid --port -1: use 0 to 65535"},
+		{"PprofWithoutAdmin", []string{"--pprof", "--no-admin"}, "--pprof serves on the admin port: drop --no-admin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -244,6 +245,16 @@ func TestServe_StartupLines(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, status)
 		status, _ = do(t, "POST", urls["primary"]+"/backup", nil)
 		require.Equal(t, http.StatusNotFound, status, "backup is on the admin port only")
+		status, _ = do(t, "GET", urls["admin"]+"/debug/pprof/", nil)
+		require.Equal(t, http.StatusNotFound, status, "no profiles without --pprof")
+	})
+	t.Run("Pprof", func(t *testing.T) {
+		t.Parallel()
+		_, lines := startupLines(t, "--admin-port", "0", "--pprof")
+		urls := listeningURLs(t, lines, 2)
+		status, body := do(t, "GET", urls["admin"]+"/debug/pprof/heap?debug=1", nil)
+		require.Equal(t, http.StatusOK, status)
+		require.Contains(t, string(body), "heap profile:")
 	})
 	t.Run("NoAdmin", func(t *testing.T) {
 		t.Parallel()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"strings"
 )
 
 // The admin port (docs/API.md §The admin port): the event stream of
@@ -21,14 +23,58 @@ func (s *Server) adminRoutes() {
 	r.raw("/events", "/backup", "/compact")
 }
 
-// AdminHandler returns the admin port's HTTP handler.
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+// AdminHandler returns the admin port's HTTP handler: the admin routes,
+// and Go's profiles under /debug/pprof/ when Config.Pprof is set.
+func (s *Server) AdminHandler() http.Handler { return s.withProfiles(s.admin) }
+
+// withProfiles adds the runtime's profiles to an admin handler when
+// Config.Pprof is set. A cluster's node adds them to its own admin port,
+// so that each process profiles itself, a follower too.
+func (s *Server) withProfiles(h http.Handler) http.Handler {
+	if !s.cfg.Pprof {
+		return h
+	}
+	return withPprof(h)
+}
+
+// pprofPrefix is where the admin port serves the runtime's profiles.
+const pprofPrefix = "/debug/pprof/"
+
+// withPprof serves net/http/pprof's index, profiles and traces under
+// pprofPrefix and everything else from next. The profiles are off by
+// default: a CPU profile costs the server while it runs, and a heap
+// profile names the program's internals, so an operator turns them on
+// (--pprof) for the time of an investigation, on the port that already
+// is the operator's.
+func withPprof(next http.Handler) http.Handler {
+	named := map[string]http.HandlerFunc{
+		"cmdline": pprof.Cmdline,
+		"profile": pprof.Profile,
+		"symbol":  pprof.Symbol,
+		"trace":   pprof.Trace,
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := strings.CutPrefix(r.URL.Path, pprofPrefix)
+		switch {
+		case r.URL.Path+"/" == pprofPrefix:
+			http.Redirect(w, r, pprofPrefix, http.StatusMovedPermanently)
+		case !ok:
+			next.ServeHTTP(w, r)
+		case named[name] != nil:
+			named[name](w, r)
+		default:
+			// The index at "", and every runtime profile by its name
+			// (heap, goroutine, allocs, block, mutex, threadcreate).
+			pprof.Index(w, r)
+		}
+	})
+}
 
 // ServeAdmin serves the admin port on l, TLS when Config.AdminTLS is set,
 // until ctx is cancelled (or Close is called), then shuts it down: event
 // streams end.
 func (s *Server) ServeAdmin(ctx context.Context, l net.Listener) error {
-	hs := s.httpServer(s.admin)
+	hs := s.httpServer(s.AdminHandler())
 	return s.serveUntil(ctx, hs, l, s.cfg.AdminTLS)
 }
 

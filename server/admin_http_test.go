@@ -100,3 +100,47 @@ func TestAdmin_MutualTLS(t *testing.T) {
 	r := tb.req(t, "GET", "/health", nil)
 	require.Equal(t, http.StatusOK, r.status, "the API port keeps its own (plain) setting")
 }
+
+// TestAdmin_Pprof: the runtime's profiles are on the admin port only when
+// asked for, never on the API port.
+func TestAdmin_Pprof(t *testing.T) {
+	t.Parallel()
+	get := func(t *testing.T, c *http.Client, url string) (int, string) {
+		t.Helper()
+		resp, err := c.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	t.Run("OffByDefault", func(t *testing.T) {
+		t.Parallel()
+		tb := setup(t)
+		status, _ := get(t, tb.h1, tb.admin+"/debug/pprof/")
+		require.Equal(t, http.StatusNotFound, status)
+	})
+	t.Run("On", func(t *testing.T) {
+		t.Parallel()
+		tb := setup(t, func(o *server.Options) { o.HTTP.Pprof = true })
+		status, body := get(t, tb.h1, tb.admin+"/debug/pprof/")
+		require.Equal(t, http.StatusOK, status)
+		require.Contains(t, body, "goroutine")
+		status, body = get(t, tb.h1, tb.admin+"/debug/pprof/goroutine?debug=1")
+		require.Equal(t, http.StatusOK, status)
+		require.Contains(t, body, "goroutine profile:")
+		status, body = get(t, tb.h1, tb.admin+"/debug/pprof/profile?seconds=1")
+		require.Equal(t, http.StatusOK, status)
+		require.NotEmpty(t, body, "a CPU profile")
+		status, _ = get(t, tb.h1, tb.admin+"/debug/pprof/cmdline")
+		require.Equal(t, http.StatusOK, status)
+		status, _ = get(t, tb.h1, tb.admin+"/debug/pprof")
+		require.Equal(t, http.StatusOK, status, "redirected to the index")
+		status, _ = get(t, tb.h1, tb.url+"/debug/pprof/")
+		require.Equal(t, http.StatusNotFound, status, "never on the API port")
+		r := tb.req(t, "POST", "/jobs", `{"type":"t","queue":"q","payload":1}`)
+		require.Equal(t, http.StatusCreated, r.status)
+		resp, _ := postTo(t, tb.h1, tb.admin+"/compact")
+		require.Equal(t, http.StatusNoContent, resp.StatusCode, "the admin routes serve on")
+	})
+}

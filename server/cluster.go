@@ -271,7 +271,7 @@ func (n *Node) Serve(ctx context.Context, l, al net.Listener) error {
 	adminErr := make(chan error, 1)
 	if al != nil {
 		go func() {
-			err := n.serveUntil(ctx, n.bare.httpServer(http.HandlerFunc(n.serveAdmin)), al, n.bare.cfg.AdminTLS)
+			err := n.serveUntil(ctx, n.bare.httpServer(n.bare.withProfiles(http.HandlerFunc(n.serveAdmin))), al, n.bare.cfg.AdminTLS)
 			cancel()
 			adminErr <- err
 		}()

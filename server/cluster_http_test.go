@@ -120,6 +120,25 @@ func TestNode_AdminPortIsTheLeaders(t *testing.T) {
 	}
 }
 
+// With --pprof each node's admin port serves its own process's profiles,
+// a follower's too: a profile is of the process that answers it.
+func TestNode_ProfilesOnEveryNode(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	pprof := func(o *server.Options) { o.HTTP.Pprof = true }
+	a := startNode(t, dsn, pprof)
+	require.Eventually(t, func() bool { s, _ := nodeGet(t, a.url+"/ready"); return s == http.StatusOK }, 10*time.Second, 20*time.Millisecond)
+	b := startNode(t, dsn, pprof)
+	require.True(t, a.node.Role().Leader)
+	for _, n := range []*clusterNode{a, b} {
+		status, body := nodeGet(t, n.admin+"/debug/pprof/goroutine?debug=1")
+		require.Equal(t, http.StatusOK, status, "%s", body)
+		require.Contains(t, string(body), "goroutine profile:")
+	}
+	status, body := nodePost(t, b.admin+"/compact")
+	require.Equal(t, http.StatusServiceUnavailable, status, "%s", body)
+}
+
 // A follower answers its own endpoints, forwards the API to the leader,
 // and leads once the leader stops (it lets its lease go).
 func TestNode_FollowerForwardsThenLeads(t *testing.T) {

@@ -51,7 +51,10 @@ type Config struct {
 	// EventWriteTimeout bounds each write to an event stream: a dashboard
 	// that reads nothing for that long is dropped.
 	EventWriteTimeout time.Duration
-	Version           string
+	// Pprof serves the runtime's profiles on the admin port, under
+	// /debug/pprof/ (admin.go); off by default.
+	Pprof   bool
+	Version string
 }
 
 // DefaultConfig returns the defaults of `zizq serve`.
