@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -122,63 +121,25 @@ func (db *DB) scanJobs(ctx context.Context, f store.Filter, from string, order s
 	if order == store.Desc {
 		cmp, dir = "<", "DESC"
 	}
-	cursor := from
-	buf := make([]store.Job, 0, min(chunk, 1024))
-	for {
+	return reads.Scan(f, from, chunk, func(buf []store.Job, cursor string) ([]store.Job, error) {
 		c := conditions(&f)
 		if cursor != "" {
 			c.add("id "+cmp+" $", cursor)
 		}
 		query := `SELECT ` + jobColumns + ` FROM jobs WHERE ` + c.where() +
 			` ORDER BY id ` + dir + ` LIMIT ` + strconv.Itoa(chunk)
-		var err error
-		if buf, err = queryJobs(ctx, db.pool, buf[:0], query, c.args...); err != nil {
-			return err
-		}
-		for _, j := range buf {
-			if f.Match != nil && !f.Match(j.Payload) {
-				continue
-			}
-			if !fn(j) {
-				return nil
-			}
-		}
-		if len(buf) < chunk {
-			return nil
-		}
-		cursor = buf[len(buf)-1].ID
-	}
+		return queryJobs(ctx, db.pool, buf, query, c.args...)
+	}, fn)
 }
 
 // scanWithin is scanJobs for a filter with a Within set: it looks the
 // set's IDs after from up by primary key, chunk at a time.
 func (db *DB) scanWithin(ctx context.Context, f store.Filter, from string, order store.Order, chunk int, fn func(store.Job) bool) error {
-	ids := f.Within.After(from, order)
-	for len(ids) > 0 {
-		batch := ids[:min(chunk, len(ids))]
-		ids = ids[len(batch):]
+	return reads.ScanWithin(f, from, order, chunk, func(buf []store.Job, batch []string) ([]store.Job, error) {
 		c := conditions(&f)
 		c.add("id = ANY($)", batch)
-		buf, err := queryJobs(ctx, db.pool, nil, `SELECT `+jobColumns+` FROM jobs WHERE `+c.where(), c.args...)
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(buf, func(a, b store.Job) int {
-			if order == store.Desc {
-				return strings.Compare(b.ID, a.ID)
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
-		for _, j := range buf {
-			if f.Match != nil && !f.Match(j.Payload) {
-				continue
-			}
-			if !fn(j) {
-				return nil
-			}
-		}
-	}
-	return nil
+		return queryJobs(ctx, db.pool, buf, `SELECT `+jobColumns+` FROM jobs WHERE `+c.where(), c.args...)
+	}, fn)
 }
 
 // queryJobs appends the jobs a query returns to buf.

@@ -88,9 +88,7 @@ func (db *DB) scanJobs(ctx context.Context, f store.Filter, from string, order s
 		cmp, dir = "<", "DESC"
 	}
 	q := `SELECT ` + jobColumns + ` FROM ` + jobsWithPayload + ` WHERE ` + where
-	cursor := from
-	buf := make([]store.Job, 0, chunk)
-	for {
+	return reads.Scan(f, from, chunk, func(buf []store.Job, cursor string) ([]store.Job, error) {
 		query, qargs := q, args
 		if cursor != "" {
 			query += ` AND jobs.id ` + cmp + ` ?`
@@ -98,56 +96,18 @@ func (db *DB) scanJobs(ctx context.Context, f store.Filter, from string, order s
 		}
 		query += ` ORDER BY jobs.id ` + dir + ` LIMIT ?`
 		qargs = append(qargs[:len(qargs):len(qargs)], chunk)
-		var err error
-		if buf, err = db.queryJobs(ctx, buf[:0], query, qargs...); err != nil {
-			return err
-		}
-		for _, j := range buf {
-			if f.Match != nil && !f.Match(j.Payload) {
-				continue
-			}
-			if !fn(j) {
-				return nil
-			}
-		}
-		if len(buf) < chunk {
-			return nil
-		}
-		cursor = buf[len(buf)-1].ID
-	}
+		return db.queryJobs(ctx, buf, query, qargs...)
+	}, fn)
 }
 
 // scanWithin is scanJobs for a filter with a Within set: it looks up the
 // set's IDs after from, chunk at a time, so that the work follows the size
 // of the set however many rows the table holds.
 func (db *DB) scanWithin(ctx context.Context, f store.Filter, from string, order store.Order, chunk int, fn func(store.Job) bool) error {
-	ids := f.Within.After(from, order)
-	buf := make([]store.Job, 0, min(chunk, len(ids)))
-	for len(ids) > 0 {
-		batch := ids[:min(chunk, len(ids))]
-		ids = ids[len(batch):]
+	return reads.ScanWithin(f, from, order, chunk, func(buf []store.Job, batch []string) ([]store.Job, error) {
 		query, args := withinQuery(jobColumns, &f, batch, true)
-		var err error
-		if buf, err = db.queryJobs(ctx, buf[:0], query, args...); err != nil {
-			return err
-		}
-		// The batch is in order; the rows come back in any.
-		slices.SortFunc(buf, func(a, b store.Job) int {
-			if order == store.Desc {
-				return strings.Compare(b.ID, a.ID)
-			}
-			return strings.Compare(a.ID, b.ID)
-		})
-		for _, j := range buf {
-			if f.Match != nil && !f.Match(j.Payload) {
-				continue
-			}
-			if !fn(j) {
-				return nil
-			}
-		}
-	}
-	return nil
+		return db.queryJobs(ctx, buf, query, args...)
+	}, fn)
 }
 
 // withinQuery selects cols of the jobs of batch (IDs of a Within set) that

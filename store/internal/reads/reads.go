@@ -5,6 +5,8 @@ package reads
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/zizq/zizq/store"
 )
@@ -111,4 +113,77 @@ func Purges(rows Rows, fn func(id string, at int64) error, wrap func(error) erro
 		return fmt.Errorf("load purge schedule: %w", err)
 	}
 	return nil
+}
+
+// Chunk reads up to chunk jobs matching a filter's SQL conditions (Match
+// aside), in order, after the exclusive cursor ("": from the start),
+// appending them to buf: one query of a store's dialect.
+type Chunk func(buf []store.Job, cursor string) ([]store.Job, error)
+
+// Scan calls fn with every job matching f (Match included) that read
+// returns, chunk by chunk, until fn returns false or a chunk comes back
+// short. Each chunk's query ends before fn sees its jobs, so a scan holds
+// no connection while fn runs.
+func Scan(f store.Filter, from string, chunk int, read Chunk, fn func(store.Job) bool) error {
+	cursor := from
+	buf := make([]store.Job, 0, min(chunk, 1024))
+	for {
+		var err error
+		if buf, err = read(buf[:0], cursor); err != nil {
+			return err
+		}
+		if !deliver(f, buf, fn) {
+			return nil
+		}
+		if len(buf) < chunk {
+			return nil
+		}
+		cursor = buf[len(buf)-1].ID
+	}
+}
+
+// Lookup reads the jobs of batch (IDs of a Within set) that a filter's SQL
+// conditions select, appending them to buf in any order: one query of a
+// store's dialect.
+type Lookup func(buf []store.Job, batch []string) ([]store.Job, error)
+
+// ScanWithin is Scan for a filter with a Within set: it looks the set's
+// IDs after from up, chunk at a time, so that the work follows the size of
+// the set however many rows the table holds.
+func ScanWithin(f store.Filter, from string, order store.Order, chunk int, lookup Lookup, fn func(store.Job) bool) error {
+	ids := f.Within.After(from, order)
+	buf := make([]store.Job, 0, min(chunk, len(ids)))
+	for len(ids) > 0 {
+		batch := ids[:min(chunk, len(ids))]
+		ids = ids[len(batch):]
+		var err error
+		if buf, err = lookup(buf[:0], batch); err != nil {
+			return err
+		}
+		// The batch is in order; the rows come back in any.
+		slices.SortFunc(buf, func(a, b store.Job) int {
+			if order == store.Desc {
+				return strings.Compare(b.ID, a.ID)
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		if !deliver(f, buf, fn) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// deliver calls fn with each job of jobs that f's Match accepts; false
+// when fn asked to stop.
+func deliver(f store.Filter, jobs []store.Job, fn func(store.Job) bool) bool {
+	for _, j := range jobs {
+		if f.Match != nil && !f.Match(j.Payload) {
+			continue
+		}
+		if !fn(j) {
+			return false
+		}
+	}
+	return true
 }
