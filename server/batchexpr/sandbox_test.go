@@ -204,7 +204,12 @@ func TestSandbox_DeadlineCountsFromQueueing(t *testing.T) {
 	if errors.Is(errs[0], batchexpr.ErrBusy) {
 		ran, waited = 1, 0
 	}
-	require.EqualError(t, errs[ran], "batch dry-run: fold: fold expression took longer than 2s")
+	// The one that ran is refused for its overrun: by the worker itself at
+	// its deadline, or, when a loaded machine delays the worker's answer
+	// past the grace, by the sandbox that killed it. Both are the program's.
+	var refusal *batchexpr.Error
+	require.ErrorAs(t, errs[ran], &refusal)
+	require.Regexp(t, `^batch dry-run: (fold: fold expression took longer than 2s|evaluation took too long and was stopped)$`, errs[ran].Error())
 	require.ErrorIs(t, errs[waited], batchexpr.ErrBusy)
 	require.Less(t, took[waited], limit+limit/2, "answered at its deadline, not a limit after it; %v", errs[waited])
 }
