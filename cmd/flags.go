@@ -211,6 +211,32 @@ func formatSize(n int64) string {
 }
 func (v *sizeValue) Type() string { return "size" }
 
+// optionalSize is a size flag whose default is worked out from other
+// settings: Given reports whether a value was given, by the flag or by its
+// variable (both go through Set). Unset, it reads "auto".
+type optionalSize struct {
+	N     int64
+	Given bool
+}
+
+func (v *optionalSize) Set(s string) error {
+	n, err := ParseSize(s)
+	if err != nil {
+		return err
+	}
+	v.N, v.Given = n, true
+	return nil
+}
+
+func (v *optionalSize) String() string {
+	if !v.Given {
+		return "auto"
+	}
+	return formatSize(v.N)
+}
+
+func (v *optionalSize) Type() string { return "size" }
+
 func sizeFlag(fs *pflag.FlagSet, p *int64, name string, def int64, usage string) {
 	*p = def
 	fs.Var((*sizeValue)(p), name, usage)

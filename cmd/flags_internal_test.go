@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,4 +22,40 @@ func TestFormatSizeAndDuration_RoundTrip(t *testing.T) {
 		require.Equal(t, d, got, formatDuration(d))
 	}
 	require.Equal(t, "7d", formatDuration(7*24*time.Hour))
+}
+
+// TestPayloadCache_ShareOfMemoryLimit: unset, --payload-cache-size is an
+// eighth of --memory-limit (the core's default when the limit is the
+// runtime's); a value given, by the flag or its variable, wins, 0 turning
+// the cache off.
+func TestPayloadCache_ShareOfMemoryLimit(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		args  []string
+		env   string
+		limit int64
+		want  int64
+	}{
+		"Unset":            {nil, "", 1 << 30, 128 << 20},
+		"UnsetSmallLimit":  {nil, "", 144 << 20, 18 << 20},
+		"UnsetNoLimit":     {nil, "", 0, 0}, // the core's default
+		"Given":            {[]string{"--payload-cache-size", "4MiB"}, "", 1 << 30, 4 << 20},
+		"GivenByVariable":  {nil, "4MiB", 1 << 30, 4 << 20},
+		"GivenZero":        {[]string{"--payload-cache-size", "0"}, "", 1 << 30, -1},
+		"GivenZeroNoLimit": {[]string{"--payload-cache-size", "0"}, "", 0, -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var size optionalSize
+			fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+			fs.Var(&size, "payload-cache-size", "")
+			require.NoError(t, fs.Parse(tc.args))
+			if tc.env != "" {
+				require.NoError(t, fs.Lookup("payload-cache-size").Value.Set(tc.env)) // as applyEnv sets it
+			}
+			require.Equal(t, tc.want, payloadCache(size, tc.limit))
+		})
+	}
+	var unset optionalSize
+	require.Equal(t, "auto", unset.String(), "the default as the help shows it")
 }

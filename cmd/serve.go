@@ -51,7 +51,7 @@ type ServeOptions struct {
 	MaxBudgets         int
 	MaxBodySize        int64
 	MaxTakeConnections int
-	PayloadCacheSize   int64
+	PayloadCacheSize   optionalSize // unset: a share of MemoryLimit (payloadCache)
 	MemoryLimit        int64
 	LicenseKey         string
 	LicenseInterval    time.Duration
@@ -165,7 +165,7 @@ leads and runs the queue; the others forward the API to it.`,
 	bind("max-body-size", "ZIZQ_MAX_BODY_SIZE")
 	fs.IntVar(&o.MaxTakeConnections, "max-take-connections", dh.MaxTakeConnections, "most concurrent take streams (503 beyond)")
 	bind("max-take-connections", "ZIZQ_MAX_TAKE_CONNECTIONS")
-	sizeFlag(fs, &o.PayloadCacheSize, "payload-cache-size", core.DefaultPayloadCacheBytes, "payloads of jobs just enqueued kept for their dispatch, so it does not read them back (0: none)")
+	fs.Var(&o.PayloadCacheSize, "payload-cache-size", "payloads of jobs just enqueued kept for their dispatch, so it does not read them back (0: none; auto: an eighth of --memory-limit, or "+formatSize(core.DefaultPayloadCacheBytes)+" when that is 0)")
 	bind("payload-cache-size", "ZIZQ_PAYLOAD_CACHE_SIZE")
 	sizeFlag(fs, &o.MemoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap: the collector keeps it under this, or under 1.5 x its live data when a backlog needs more (0: the runtime's default)")
 	bind("memory-limit", "ZIZQ_MEMORY_LIMIT")
@@ -296,7 +296,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 	return server.Options{
 		Engine:            ecfg,
 		HTTP:              hcfg,
-		PayloadCacheBytes: payloadCache(o.PayloadCacheSize),
+		PayloadCacheBytes: payloadCache(o.PayloadCacheSize, o.MemoryLimit),
 		Logger:            log,
 	}, nil
 }
@@ -347,13 +347,26 @@ func (o *ServeOptions) checkRanges() error {
 // million queued jobs keep the server within 200 MiB.
 const defaultMemoryLimit = 144 << 20
 
+// payloadCacheShare is the part of --memory-limit that the payload cache
+// takes when --payload-cache-size is not given: a drain reads from memory
+// the payloads of as many recent enqueues as the heap can spare, and the
+// cache gives its oldest back first.
+const payloadCacheShare = 8
+
 // payloadCache maps --payload-cache-size to the server's option, where 0
-// means the default and a negative bound means none.
-func payloadCache(size int64) int64 {
-	if size == 0 {
+// means the default and a negative bound means none. Not given, it is a
+// payloadCacheShare-th of the memory limit, or the core's default when
+// the limit is the runtime's (none).
+func payloadCache(size optionalSize, memoryLimit int64) int64 {
+	switch {
+	case !size.Given && memoryLimit > 0:
+		return max(memoryLimit/payloadCacheShare, 1)
+	case !size.Given:
+		return 0
+	case size.N == 0:
 		return -1
 	}
-	return size
+	return size.N
 }
 
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {

@@ -179,9 +179,9 @@ func BenchmarkLoad(b *testing.B) {
 	}
 }
 
-// BenchmarkGetJobs looks up whole jobs, payloads included, 256 at a time
-// as the engine asks for the payloads of dispatched jobs: in dispatch
-// order, and at random.
+// BenchmarkGetJobs looks up whole jobs, payloads included, 256 at a time,
+// and what a dispatch reads back of them (Payloads: payload and
+// failed_at): in dispatch order, and at random.
 func BenchmarkGetJobs(b *testing.B) {
 	const batch = 256
 	n := benchJobs()
@@ -206,6 +206,22 @@ func BenchmarkGetJobs(b *testing.B) {
 					b.Fatal(len(jobs), err)
 				}
 				rows += len(jobs)
+				at += batch
+			}
+			b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "rows/s")
+		})
+		b.Run("Payloads/"+name, func(b *testing.B) {
+			rows, at := 0, 0
+			start := time.Now()
+			for b.Loop() {
+				if at+batch > len(ids) {
+					at = 0
+				}
+				got, err := t.db.Payloads(t.ctx, ids[at:at+batch])
+				if err != nil || len(got) != batch {
+					b.Fatal(len(got), err)
+				}
+				rows += len(got)
 				at += batch
 			}
 			b.ReportMetric(float64(rows)/time.Since(start).Seconds(), "rows/s")

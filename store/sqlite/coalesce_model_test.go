@@ -3,6 +3,8 @@ package sqlite
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,18 +184,24 @@ func errText(err error) string {
 // stored is what a store holds: every job, and the error records of jobs
 // 1..8 whether they exist or not (a deleted job must leave none).
 type stored struct {
-	Jobs   []store.Job
-	Errors [][]store.ErrorRecord
+	Jobs     []store.Job
+	Payloads []store.JobPayload // what a dispatch reads, apart from the rows
+	Errors   [][]store.ErrorRecord
 }
 
 func contents(t *testing.T, b *testBundle) stored {
 	t.Helper()
 	var out stored
-	for _, id := range b.ids(t) {
+	ids := b.ids(t)
+	for _, id := range ids {
 		j, err := b.db.GetJob(b.ctx, id, 0)
 		require.NoError(t, err)
 		out.Jobs = append(out.Jobs, j)
 	}
+	payloads, err := b.db.Payloads(b.ctx, ids)
+	require.NoError(t, err)
+	slices.SortFunc(payloads, func(x, y store.JobPayload) int { return strings.Compare(x.ID, y.ID) })
+	out.Payloads = payloads
 	for k := 1; k <= 8; k++ {
 		errs, _, err := b.db.ListErrors(b.ctx, id(k), 0, store.Asc, 100)
 		require.NoError(t, err)

@@ -325,8 +325,10 @@ func (db *DB) GetJobs(ctx context.Context, ids []string) ([]store.Job, error) {
 }
 
 // Payloads returns the payload and failed_at of the jobs of ids, in any
-// order; IDs of no job are skipped. One query per getJobsChunk IDs, which
-// reads three columns a job (each column read is a call into SQLite).
+// order; IDs of no job are skipped. One query per getJobsChunk IDs reads
+// job_payloads alone, which holds failed_at beside the payload: one B-tree
+// search a job. Only the IDs it does not find (jobs without a payload, or
+// gone) are looked up in jobs, by a second query.
 func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, error) {
 	out, err := chunk.ByID(ids, getJobsChunk, func(out []store.JobPayload, batch []string) ([]store.JobPayload, error) {
 		return db.queryPayloads(ctx, out, batch)
@@ -337,11 +339,42 @@ func (db *DB) Payloads(ctx context.Context, ids []string) ([]store.JobPayload, e
 	return out, nil
 }
 
+const (
+	// payloadsByID reads the payload rows of a JSON array of IDs.
+	payloadsByID = `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
+		SELECT p.id, p.failed_at, p.payload FROM wanted CROSS JOIN job_payloads AS p ON p.id = wanted.job_id`
+	// failedAtByID reads, for the jobs without a payload row, the rest
+	// of what Payloads returns.
+	failedAtByID = `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
+		SELECT jobs.id, jobs.failed_at, NULL FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id`
+)
+
+// queryPayloads appends the payloads of ids to out. The two queries are
+// two snapshots: a job's answer is the one of either, as if the call had
+// been made then.
 func (db *DB) queryPayloads(ctx context.Context, out []store.JobPayload, ids []string) ([]store.JobPayload, error) {
+	start := len(out)
+	out, err := db.scanPayloads(ctx, out, payloadsByID, ids)
+	if err != nil || len(out)-start == len(ids) {
+		return out, err
+	}
+	found := make(map[string]bool, len(out)-start)
+	for _, p := range out[start:] {
+		found[p.ID] = true
+	}
+	var rest []string
+	for _, id := range ids {
+		if !found[id] {
+			rest = append(rest, id)
+		}
+	}
+	return db.scanPayloads(ctx, out, failedAtByID, rest)
+}
+
+// scanPayloads appends the rows of query, for the IDs of ids, to out.
+func (db *DB) scanPayloads(ctx context.Context, out []store.JobPayload, query string, ids []string) ([]store.JobPayload, error) {
 	arg, _ := json.Marshal(ids) // strings: cannot fail
-	rows, err := db.rdb.QueryContext(ctx, `WITH wanted(job_id) AS (SELECT value FROM json_each(?))
-		SELECT jobs.id, jobs.failed_at, p.payload FROM wanted CROSS JOIN jobs ON jobs.id = wanted.job_id
-		LEFT JOIN job_payloads AS p ON p.id = jobs.id`, string(arg))
+	rows, err := db.rdb.QueryContext(ctx, query, string(arg))
 	if err != nil {
 		return out, err
 	}

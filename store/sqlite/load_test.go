@@ -93,6 +93,9 @@ func TestDB_LoadQueryPlans(t *testing.T) {
 		{liveCounts, nil, []string{"SCAN jobs USING COVERING INDEX jobs_queue", "SEARCH jobs USING COVERING INDEX jobs_status (status>?)"}},
 		{livePriorities, []any{6}, []string{"SEARCH jobs USING INDEX jobs_live (priority>?)"}},
 		{liveBatches, nil, []string{"SCAN jobs USING INDEX jobs_batched"}},
+		// A dispatch's read is one search of job_payloads a job.
+		{payloadsByID, []any{"[]"}, []string{"SEARCH p USING PRIMARY KEY (id=?)"}},
+		{failedAtByID, []any{"[]"}, []string{"SEARCH jobs USING PRIMARY KEY (id=?)"}},
 	} {
 		plan := queryPlan(t, b, tc.query, tc.args...)
 		for _, step := range tc.want {

@@ -24,8 +24,7 @@ const insertChunk = 32
 
 // runStmts are the writer's statements for runs.
 type runStmts struct {
-	deleteJobs, deletePayloads, deleteErrors *sql.Stmt
-	setStatuses                              *sql.Stmt
+	deleteJobs, setStatuses *sql.Stmt
 	// insertJobs and insertPayloads write insertChunk plain new jobs.
 	insertJobs, insertPayloads *sql.Stmt
 }
@@ -33,9 +32,8 @@ type runStmts struct {
 func (r *runStmts) list() []stmtSQL {
 	const ids = `(SELECT value FROM json_each(?1))`
 	return []stmtSQL{
+		// The triggers of jobs delete the payloads and error records.
 		{&r.deleteJobs, `DELETE FROM jobs WHERE id IN ` + ids},
-		{&r.deletePayloads, `DELETE FROM job_payloads WHERE id IN ` + ids},
-		{&r.deleteErrors, `DELETE FROM job_errors WHERE job_id IN ` + ids},
 		{&r.setStatuses, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3)
 			WHERE id IN ` + ids},
 		{&r.insertJobs, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
@@ -51,7 +49,7 @@ func placeholders(rows, n int) string {
 }
 
 func (r *runStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{r.deleteJobs, r.deletePayloads, r.deleteErrors, r.setStatuses, r.insertJobs, r.insertPayloads}
+	return []*sql.Stmt{r.deleteJobs, r.setStatuses, r.insertJobs, r.insertPayloads}
 }
 
 // runLength returns how many ops from the start of ops form a run that
@@ -151,7 +149,7 @@ func (w *writer) insertPayloads(pairs []any) error {
 			_, err = w.runs.insertPayloads.Exec(pairs...)
 			pairs = nil
 		} else {
-			_, err = w.insertPayload.Exec(pairs[0], pairs[1])
+			_, err = w.insertPayload.Exec(pairs[0], pairs[1], 0) // plain: no failed_at
 			pairs = pairs[2:]
 		}
 		if err != nil {
@@ -197,10 +195,6 @@ func (w *writer) applyRun(ops []op) error {
 		_, err := w.runs.setStatuses.Exec(arg, int64(s.Status), s.DequeuedAt)
 		return wrapOp("set job status", ops[0].id, err)
 	}
-	for _, st := range []*sql.Stmt{w.runs.deleteJobs, w.runs.deletePayloads, w.runs.deleteErrors} {
-		if _, err := st.Exec(arg); err != nil {
-			return wrapOp("delete job", ops[0].id, err)
-		}
-	}
-	return nil
+	_, err := w.runs.deleteJobs.Exec(arg)
+	return wrapOp("delete job", ops[0].id, err)
 }

@@ -25,7 +25,7 @@ const insertColumns = rowColumns + `, unique_key, unique_while, unique_holder, f
 const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
-	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
+	dequeued_at, jobs.failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
 	batch_key, batch_when, batch_fold, batch_open, fair_tag`
 
 // jobsWithPayload joins each job to its payload, for jobColumns.
@@ -48,12 +48,14 @@ type writer struct {
 	insertPayload                   *sql.Stmt
 	putJob, setStatus               *sql.Stmt
 	retry, finish, patch, rebind    *sql.Stmt
-	deleteJob, deletePayload        *sql.Stmt
-	deleteErrors, probe             *sql.Stmt
+	deleteJob, deletePayload, probe *sql.Stmt
 	setPayload, closeBatch          *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
-	cron                            cronStmts
+	// deleteTriggers are the names and SQL of the delete triggers of jobs,
+	// as the schema has them (see deleteAll).
+	deleteTriggers [][2]string
+	cron           cronStmts
 	// Unique keys: the holder of a key lets it go, a job takes its own.
 	releaseKey, releaseKeyOf *sql.Stmt
 	holdKey, dropHolder      *sql.Stmt
@@ -73,7 +75,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		// is here: a family's backlog is made of such jobs.
 		{&w.insertPlain, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
-		{&w.insertPayload, `INSERT INTO job_payloads (id, payload) VALUES (?, ?)`},
+		{&w.insertPayload, `INSERT INTO job_payloads (id, payload, failed_at) VALUES (?, ?, ?)`},
 		{&w.putJob, `UPDATE jobs SET queue = ?2, type = ?3, priority = ?4, status = ?5,
 			ready_at = ?6, attempts = ?7, retry_limit = ?8,
 			backoff_exponent = ?9, backoff_base_ms = ?10, backoff_jitter_ms = ?11,
@@ -89,12 +91,13 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			backoff_exponent = ?7, backoff_base_ms = ?8, backoff_jitter_ms = ?9,
 			retention_completed_ms = ?10, retention_dead_ms = ?11 WHERE id = ?1`},
 		{&w.rebind, `UPDATE jobs SET budgets = ?2 WHERE id = ?1`},
+		// The triggers of jobs delete the job's payload and, if it has
+		// any, its error records (migration 0009).
 		{&w.deleteJob, `DELETE FROM jobs WHERE id = ?`},
 		{&w.deletePayload, `DELETE FROM job_payloads WHERE id = ?`},
-		{&w.deleteErrors, `DELETE FROM job_errors WHERE job_id = ?`},
 		{&w.probe, `SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?)`},
-		{&w.setPayload, `INSERT OR REPLACE INTO job_payloads (id, payload)
-			SELECT ?1, ?2 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
+		{&w.setPayload, `INSERT OR REPLACE INTO job_payloads (id, payload, failed_at)
+			SELECT ?1, ?2, failed_at FROM jobs WHERE id = ?1`},
 		{&w.closeBatch, `UPDATE jobs SET batch_open = 0 WHERE id = ?`},
 		{&w.addError, `INSERT OR REPLACE INTO job_errors
 			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
@@ -104,7 +107,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
-		{&w.deleteEverything, `DELETE FROM jobs; DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM budgets`},
+		{&w.deleteEverything, `DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM jobs; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
 		{&w.recoverFlight, `UPDATE jobs SET status = 1 WHERE status = 2 AND status <> 1`},
 		// "unique_holder = 1" lets SQLite use jobs_unique_holder.
@@ -121,6 +124,9 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		}
 		*s.s = st
 	}
+	if err := w.loadDeleteTriggers(ctx); err != nil {
+		return err
+	}
 	w.mode = mode
 	if err := w.setMode(mode, true); err != nil {
 		return fmt.Errorf("set commit mode: %w", err)
@@ -132,7 +138,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
-		w.deleteJob, w.deletePayload, w.deleteErrors, w.probe, w.setPayload, w.closeBatch,
+		w.deleteJob, w.deletePayload, w.probe, w.setPayload, w.closeBatch,
 		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
 		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
@@ -241,7 +247,7 @@ func (w *writer) apply(o *op) error {
 	case store.InsertJobOp:
 		err = w.insert(&s.Job)
 		if err == nil && len(s.Job.Payload) > 0 {
-			_, err = w.insertPayload.Exec(s.Job.ID, s.Job.Payload)
+			_, err = w.insertPayload.Exec(s.Job.ID, s.Job.Payload, s.Job.FailedAt)
 		}
 		return wrapOp("insert job", o.id, err)
 	case store.PutJobOp:
@@ -275,11 +281,7 @@ func (w *writer) apply(o *op) error {
 	case store.UniqueHolderOp:
 		return wrapOp("set the unique key holder of job", o.id, w.setHolder(s))
 	case store.DeleteJobOp:
-		for _, st := range []*sql.Stmt{w.deleteJob, w.deletePayload, w.deleteErrors} {
-			if _, err = st.Exec(s.ID); err != nil {
-				break
-			}
-		}
+		_, err = w.deleteJob.Exec(s.ID)
 		return wrapOp("delete job", o.id, err)
 	case store.AddErrorOp:
 		r := &s.Record
@@ -293,13 +295,54 @@ func (w *writer) apply(o *op) error {
 		_, err = w.delBudget.Exec(s.Key)
 		return wrapOp("delete budget", o.id, err)
 	case store.DeleteEverythingOp:
-		_, err = w.deleteEverything.Exec()
-		return wrapOp("delete everything", "", err)
+		return wrapOp("delete everything", "", w.deleteAll())
 	}
 	if o.kind == opCron {
 		return w.applyCron(o.src)
 	}
 	return fmt.Errorf("unknown store op %T", o.src)
+}
+
+// jobDeleteTriggers name the triggers that delete a job's payload and error
+// records with its row (migration 0009).
+var jobDeleteTriggers = []string{"jobs_deleted", "jobs_deleted_errors"}
+
+// loadDeleteTriggers reads the SQL of jobDeleteTriggers from the schema.
+func (w *writer) loadDeleteTriggers(ctx context.Context) error {
+	w.deleteTriggers = w.deleteTriggers[:0]
+	for _, name := range jobDeleteTriggers {
+		var q string
+		err := w.conn.QueryRowContext(ctx, `SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?`, name).Scan(&q)
+		if err != nil {
+			return fmt.Errorf("read trigger %s: %w", name, err)
+		}
+		w.deleteTriggers = append(w.deleteTriggers, [2]string{name, q})
+	}
+	return nil
+}
+
+// deleteAll deletes every job, record and budget. SQLite empties a table
+// at once only when it has no delete trigger; with one it deletes row by
+// row, some thirty times slower. So the triggers of jobs are dropped for
+// the deletes and made again, in the same transaction (a schema change:
+// the statements of every connection are prepared again on their next use,
+// which a reset can afford).
+func (w *writer) deleteAll() error {
+	ctx := context.Background()
+	for _, t := range w.deleteTriggers {
+		if _, err := w.conn.ExecContext(ctx, "DROP TRIGGER "+t[0]); err != nil {
+			return err
+		}
+	}
+	if _, err := w.deleteEverything.Exec(); err != nil {
+		return err
+	}
+	for _, t := range w.deleteTriggers {
+		if _, err := w.conn.ExecContext(ctx, t[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // insert writes the row of a new job; one with a unique key takes the key

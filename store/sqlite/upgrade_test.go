@@ -202,6 +202,14 @@ func TestOpen_UpgradesRoundOneSchema(t *testing.T) {
 		"SELECT count(*) FROM pragma_table_info('jobs') WHERE name = 'payload'").Scan(&payloadColumn))
 	require.Zero(t, payloadColumn, "jobs is narrow")
 
+	// A dispatch reads the failure of a job that failed before the upgrade.
+	read, err := db.Payloads(ctx, []string{roundOne.retried, roundOne.ready})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []store.JobPayload{
+		{ID: roundOne.retried, Payload: []byte(`{"n":1}`), FailedAt: 1796122815311},
+		{ID: roundOne.ready, Payload: []byte(`null`)},
+	}, read)
+
 	recs, _, err := db.ListErrors(ctx, roundOne.dead, 0, store.Asc, 10)
 	require.NoError(t, err)
 	require.Equal(t, []store.ErrorRecord{{JobID: roundOne.dead, Attempt: 1, Message: "smtp refused",
@@ -232,6 +240,9 @@ func TestOpen_UpgradesRoundOneSchema(t *testing.T) {
 		store.Finish(roundOne.ready, store.Completed, 0, 0, 5, 6)).Wait(ctx))
 	_, err = db.GetJob(ctx, roundOne.dead, 0)
 	require.ErrorIs(t, err, store.ErrNotFound)
+	recs, _, err = db.ListErrors(ctx, roundOne.dead, 0, store.Asc, 10)
+	require.NoError(t, err)
+	require.Empty(t, recs, "the old job's error record goes with it")
 	require.NoError(t, db.rdb.QueryRowContext(ctx, "SELECT count(*) FROM job_payloads").Scan(&payloads))
 	require.Equal(t, len(want), payloads, "one payload in, one out")
 	require.NoError(t, db.IntegrityCheck(ctx))

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+
 	"math"
 	"testing"
 
@@ -222,6 +224,39 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		require.Empty(t, b.errors(t, id(1)))
 	})
 
+	t.Run("DeleteJobsTogether", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		// Records written in every way a store may take them: with the
+		// insert, in groups of their own, replaced, and none at all.
+		b.apply(t, store.InsertJob(job(1)), store.AddError(store.ErrorRecord{JobID: id(1), Attempt: 1, Message: "a"}))
+		for n := 2; n <= 8; n++ {
+			b.apply(t, store.InsertJob(with(n, func(j *store.Job) { j.Payload = []byte(fmt.Sprint(n)) })))
+		}
+		b.apply(t, store.Retry(id(2), 1, 5, 6, store.Ready))
+		b.apply(t, store.AddError(store.ErrorRecord{JobID: id(2), Attempt: 1, Message: "b"}))
+		b.apply(t, store.AddError(store.ErrorRecord{JobID: id(2), Attempt: 1, Message: "b again"}))
+		b.apply(t, store.AddError(store.ErrorRecord{JobID: id(5), Attempt: 3, Message: "c"}),
+			store.AddError(store.ErrorRecord{JobID: id(5), Attempt: 4, Message: "d"}))
+
+		var dels []store.Op
+		for n := 1; n <= 6; n++ {
+			dels = append(dels, store.DeleteJob(id(n)))
+		}
+		b.apply(t, dels...) // a batch of acks
+		b.apply(t, store.DeleteJob(id(7)))
+		require.Equal(t, ids(8), b.ids(t))
+		got, err := b.s.Payloads(b.ctx, ids(upTo(9, 1)...))
+		require.NoError(t, err)
+		require.Equal(t, []store.JobPayload{{ID: id(8), Payload: []byte("8")}}, got, "the payloads go with their jobs")
+
+		// New jobs of the same IDs have none of the old records.
+		for n := 1; n <= 7; n++ {
+			b.apply(t, store.InsertJob(job(n)))
+			require.Empty(t, b.errors(t, id(n)), "job %d", n)
+		}
+	})
+
 	t.Run("AddError", func(t *testing.T) {
 		t.Parallel()
 		b := newB(t)
@@ -292,6 +327,17 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		_, err := b.s.GetError(b.ctx, id(1), 1)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		require.Empty(t, b.budgets(t))
+
+		// Deletes after a reset still take a job's payload and records.
+		b.apply(t, store.InsertJob(with(4, func(j *store.Job) { j.Payload = []byte("4") })),
+			store.AddError(store.ErrorRecord{JobID: id(4), Attempt: 1}))
+		b.apply(t, store.Retry(id(3), 1, 7, 8, store.Ready))
+		b.apply(t, store.DeleteJob(id(4)))
+		b.apply(t, store.InsertJob(job(4)))
+		require.Empty(t, b.errors(t, id(4)))
+		got, err := b.s.Payloads(b.ctx, ids(3, 4))
+		require.NoError(t, err)
+		require.ElementsMatch(t, []store.JobPayload{{ID: id(3), Payload: job(3).Payload, FailedAt: 7}, {ID: id(4), Payload: job(4).Payload}}, got)
 	})
 
 	t.Run("RecoverInFlight", func(t *testing.T) {

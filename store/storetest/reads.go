@@ -209,6 +209,50 @@ func testReads(t *testing.T, newB func(testing.TB) *bundle) {
 		}
 	})
 
+	t.Run("PayloadsFollowWrites", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		payload := func(n int) []byte { return []byte(fmt.Sprintf(`{"n":%d}`, n)) }
+		for n := 1; n <= 7; n++ {
+			b.apply(t, store.InsertJob(with(n, func(j *store.Job) { j.Payload = payload(n) })))
+		}
+		b.apply(t, store.Retry(id(1), 1, 10, 11, store.Ready))
+		b.apply(t, store.Finish(id(2), store.Dead, 1, 20, 0, 0))
+		b.apply(t, store.Retry(id(3), 1, 30, 31, store.Ready))
+		b.apply(t, store.Finish(id(3), store.Completed, 1, 0, 32, 0)) // failed_at cleared
+		put := b.get(t, id(4))
+		put.FailedAt = 40
+		b.apply(t, store.PutJob(put))
+		b.apply(t, store.Retry(id(5), 1, 50, 51, store.Ready))
+		b.apply(t, store.SetPayload(id(5), payload(55))) // a fold after a failure
+		b.apply(t, store.Retry(id(6), 1, 60, 61, store.Ready))
+		b.apply(t, store.SetPayload(id(6), nil))
+		// In one group with the insert, which a store may fold together.
+		b.apply(t, store.InsertJob(with(8, func(j *store.Job) { j.Payload = payload(8) })),
+			store.Retry(id(8), 1, 80, 81, store.Ready))
+		b.apply(t, store.InsertJob(with(9, func(j *store.Job) { j.Payload = nil })),
+			store.Retry(id(9), 1, 90, 91, store.Ready), store.SetPayload(id(9), payload(9)))
+
+		got, err := b.s.Payloads(b.ctx, ids(upTo(10, 1)[1:]...))
+		require.NoError(t, err)
+		slices.SortFunc(got, func(a, b store.JobPayload) int { return strings.Compare(a.ID, b.ID) })
+		require.Equal(t, []store.JobPayload{
+			{ID: id(1), Payload: payload(1), FailedAt: 10},
+			{ID: id(2), Payload: payload(2), FailedAt: 20},
+			{ID: id(3), Payload: payload(3)},
+			{ID: id(4), Payload: payload(4), FailedAt: 40},
+			{ID: id(5), Payload: payload(55), FailedAt: 50},
+			{ID: id(6), FailedAt: 60},
+			{ID: id(7), Payload: payload(7)},
+			{ID: id(8), Payload: payload(8), FailedAt: 80},
+			{ID: id(9), Payload: payload(9), FailedAt: 90},
+		}, got, "each job's payload and failed_at as its last write left them")
+		for n := 1; n <= 9; n++ {
+			j := b.get(t, id(n))
+			require.Equal(t, got[n-1].FailedAt, j.FailedAt, "job %d: as GetJob reads it", n)
+		}
+	})
+
 	t.Run("Load", func(t *testing.T) { testLoad(t, newB) })
 }
 
