@@ -21,6 +21,10 @@ type lesser[T any] interface{ less(T) bool }
 // bmax is the most members of a leaf and children of an inner node.
 const bmax = 64
 
+// bigTree is the size from which a tree's new last leaf gets its full
+// size at once (splitTail).
+const bigTree = 16 * bmax
+
 // leafStep is the granule a leaf's array grows by. Leaves begin small and
 // grow by half (rounded up to leafStep) rather than doubling: a family's
 // many small groups each have a partial last leaf, which would otherwise
@@ -147,7 +151,7 @@ func (t *bptree[T]) set(x T) bool {
 	if t.root == nil {
 		t.root = &bnode[T]{leaf: true, items: make([]T, 0, leafStep)}
 	}
-	added, split := t.root.insert(x, true)
+	added, split := t.root.insert(x, true, t.n >= bigTree)
 	if split != nil {
 		old := t.root
 		t.root = &bnode[T]{n: old.n + split.n, kids: []*bnode[T]{old, split}, firsts: []T{old.firstItem(), split.firstItem()}}
@@ -166,9 +170,9 @@ func (n *bnode[T]) firstItem() T {
 }
 
 // insert puts x in the subtree; rightmost says the subtree is the last of
-// the tree. It returns whether x was added and a new right sibling when
-// the node had to split.
-func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
+// the tree, big that the tree holds bigTree members or more. It returns
+// whether x was added and a new right sibling when the node had to split.
+func (n *bnode[T]) insert(x T, rightmost, big bool) (bool, *bnode[T]) {
 	if n.leaf {
 		i := lowerBound(n.items, x)
 		if i < len(n.items) && !x.less(n.items[i]) {
@@ -187,18 +191,18 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 			// in order, or a few at a time in reverse): a new leaf takes x
 			// and the members after it, and this one stays (nearly) full.
 			// Splitting in half would leave it half empty for good.
-			return true, n.splitTail(i, x)
+			return true, n.splitTail(i, x, big)
 		}
 		right := n.splitLeaf()
 		if i > len(n.items) {
-			added, _ := right.insert(x, false)
+			added, _ := right.insert(x, false, big)
 			return added, right
 		}
-		added, _ := n.insert(x, false)
+		added, _ := n.insert(x, false, big)
 		return added, right
 	}
 	c := n.child(x)
-	added, split := n.kids[c].insert(x, rightmost && c == len(n.kids)-1)
+	added, split := n.kids[c].insert(x, rightmost && c == len(n.kids)-1, big)
 	if added {
 		n.n++ // a split below moves members between children, not out
 	}
@@ -233,10 +237,14 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 // after x, which belongs at i. A plain append starts the leaf small (a
 // family's many small groups each end in one); members out of order mean
 // a busy tree, whose new last leaf will fill: it gets its full size at once.
-func (n *bnode[T]) splitTail(i int, x T) *bnode[T] {
+// So does the last leaf of a big tree: one partial leaf is nothing beside
+// its members, and a tree that turns over (a collection's sets, which
+// take at the back what dispatch takes from the front) would otherwise
+// grow each new leaf through every step, garbage for the collector.
+func (n *bnode[T]) splitTail(i int, x T, big bool) *bnode[T] {
 	tail := n.items[i:]
 	size := leafStep
-	if len(tail) > 0 {
+	if len(tail) > 0 || big {
 		size = bmax
 	}
 	right := &bnode[T]{leaf: true, items: append(append(make([]T, 0, size), x), tail...)}
