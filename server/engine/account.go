@@ -28,7 +28,7 @@ type account struct {
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
 	served ptrSet[*group]
-	colls  map[collKey]*collection
+	colls  *collSet
 	// tbCo counts, for each time_based budget, the served groups it shares
 	// with this one (a while_in_flight budget's change looks at their
 	// heads); nil when there is none.
@@ -165,7 +165,7 @@ func (e *Engine) changed(a *account) {
 	}
 	e.checkHead(a)
 	e.deadlineDirty(a)
-	if !a.timeBased() {
+	if len(a.tbCo) > 0 && !a.timeBased() { // a map's range costs, even empty
 		for s := range a.tbCo {
 			e.checkHead(s)
 		}
@@ -181,7 +181,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 				return
 			}
 		}
-		for _, c := range a.colls {
+		for _, c := range a.colls.all() {
 			for g := range c.groups {
 				if !yield(g) {
 					return
@@ -194,7 +194,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 // servedCount is how many groups servedGroups yields.
 func (a *account) servedCount() int {
 	n := a.served.len()
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		n += len(c.groups)
 	}
 	return n
@@ -308,7 +308,12 @@ func (e *Engine) headRound(marks []*account) []*account {
 			a.headMark = false
 		}
 	}
-	if len(round) > 1 {
+	switch {
+	case len(round) == 2: // the usual round of a family job: its sub-budget and the family
+		if round[1].cfg.Key < round[0].cfg.Key {
+			round[0], round[1] = round[1], round[0]
+		}
+	case len(round) > 2:
 		slices.SortFunc(round, func(x, y *account) int { return strings.Compare(x.cfg.Key, y.cfg.Key) })
 	}
 	e.roundBuf = round
@@ -330,7 +335,7 @@ func (e *Engine) chooseHead(a *account) (item, *group) {
 			best, in = m, g
 		}
 	}
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		if e.pays(a, c.cost) || e.paused(a) { // paused: so is each of its groups
 			continue
 		}
@@ -394,7 +399,7 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 		first, last := g.set.min(), g.set.max()
 		e.refillNeeds(a, g.costOf(a), first, last, a.headGroup == g, consider)
 	}
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		// Over its groups at once: the earliest first member, the latest
 		// last one, and whether the head is in one of them.
 		e.work++
