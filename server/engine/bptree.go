@@ -150,6 +150,8 @@ func lowerBound[T lesser[T]](items []T, x T) int {
 func (t *bptree[T]) set(x T) bool {
 	if t.root == nil {
 		t.root = &bnode[T]{leaf: true, items: make([]T, 0, leafStep)}
+	} else if t.appendLast(x) {
+		return true
 	}
 	added, split := t.root.insert(x, true, t.n >= bigTree)
 	if split != nil {
@@ -160,6 +162,28 @@ func (t *bptree[T]) set(x T) bool {
 		t.n++
 	}
 	return added
+}
+
+// appendLast puts x at the end of the last leaf when x comes after every
+// member and the leaf has room, which is what most inserts are (new jobs,
+// a collection's sets turning over): the path down the right edge is
+// known without a comparison, and nothing above the leaf but the counts
+// changes. It reports whether it did.
+func (t *bptree[T]) appendLast(x T) bool {
+	n := t.root
+	for !n.leaf {
+		n = n.kids[len(n.kids)-1]
+	}
+	if len(n.items) == 0 || len(n.items) == bmax || !n.items[len(n.items)-1].less(x) {
+		return false
+	}
+	n.items = append(roomFor(n.items, 1), x)
+	n.n++
+	for m := t.root; m != n; m = m.kids[len(m.kids)-1] {
+		m.n++
+	}
+	t.n++
+	return true
 }
 
 func (n *bnode[T]) firstItem() T {
@@ -285,7 +309,13 @@ func (n *bnode[T]) splitInner() *bnode[T] {
 
 // delete removes the member equal to x; it reports whether there was one.
 func (t *bptree[T]) delete(x T) bool {
-	if t.root == nil || !t.root.remove(x, true) {
+	if t.root == nil {
+		return false
+	}
+	if t.deleteFirst(x) {
+		return true
+	}
+	if !t.root.remove(x, true) {
 		return false
 	}
 	t.n--
@@ -295,6 +325,40 @@ func (t *bptree[T]) delete(x T) bool {
 	if t.root.leaf && len(t.root.items) == 0 {
 		t.root = nil
 	}
+	return true
+}
+
+// deleteFirst removes x when it is the first member and removing it changes
+// nothing but the first leaf's front and the counts and first members on
+// the way down to it, as dispatch does from a backlog: no node runs low
+// (remove would merge it). The first leaf is not the last one (remove
+// drops a front slot only from a leaf that takes no appends): the root has
+// two children or more. It reports whether it did.
+func (t *bptree[T]) deleteFirst(x T) bool {
+	n := t.root
+	if n.leaf || len(n.kids) == 1 { // a root of one child: remove lifts it
+		return false
+	}
+	for !n.leaf {
+		k := n.kids[0]
+		if k.leaf && len(k.items)-1 < bmax/4 || !k.leaf && len(k.kids) < bmax/4 {
+			return false
+		}
+		n = k
+	}
+	if x.less(n.items[0]) || n.items[0].less(x) {
+		return false
+	}
+	var zero T
+	n.items[0] = zero
+	n.items = n.items[1:]
+	n.n--
+	first := n.items[0]
+	for m := t.root; m != n; m = m.kids[0] {
+		m.n--
+		m.firsts[0] = first
+	}
+	t.n--
 	return true
 }
 
