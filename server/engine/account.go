@@ -35,7 +35,7 @@ type account struct {
 	tbCo map[*account]int32
 	// costs counts the unfinished jobs bound to the budget by cost, for the
 	// checks of a change of allocation or burst and of a delete.
-	costs      map[int64]int64
+	costs      *costCounts
 	bound      int64
 	inFlight   int64
 	dispatched int64
@@ -78,7 +78,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		cfg:   cfg,
 		pool:  newPool(cfg, e.vnow),
 		head:  none,
-		costs: map[int64]int64{},
+		costs: &costCounts{},
 	}
 	if cfg.PerKey != nil {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
@@ -106,9 +106,46 @@ func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
 // bind counts an unfinished job bound to the budget at cost.
 func (a *account) bind(cost int64, delta int64) {
 	a.bound += delta
-	a.costs[cost] += delta
-	if a.costs[cost] == 0 {
-		delete(a.costs, cost)
+	a.costs.add(cost, delta)
+}
+
+// costCounts counts jobs by cost. Nearly all of a budget's jobs cost one
+// amount, which is counted inline, any other in a map: a family's 10,000
+// sub-budgets are each counted on every dispatch of their jobs, and a map
+// is several cold lines of memory and a hash for that one entry.
+type costCounts struct {
+	cost, n int64           // one cost and its count; free when n is 0
+	more    map[int64]int64 // the other costs (nil: none)
+}
+
+func (c *costCounts) add(cost, delta int64) {
+	if c.n != 0 && c.cost == cost {
+		c.n += delta
+		return
+	}
+	if _, other := c.more[cost]; other || c.n != 0 {
+		if c.more == nil {
+			c.more = map[int64]int64{}
+		}
+		if c.more[cost] += delta; c.more[cost] == 0 {
+			delete(c.more, cost)
+		}
+		return
+	}
+	c.cost, c.n = cost, delta
+}
+
+// all yields each cost counted and its count.
+func (c *costCounts) all() iter.Seq2[int64, int64] {
+	return func(yield func(int64, int64) bool) {
+		if c.n != 0 && !yield(c.cost, c.n) {
+			return
+		}
+		for cost, n := range c.more {
+			if !yield(cost, n) {
+				return
+			}
+		}
 	}
 }
 
