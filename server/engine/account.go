@@ -28,14 +28,14 @@ type account struct {
 	// served holds the groups of served queues whose jobs it binds, but
 	// those it collects (a family's: colls, collection.go).
 	served ptrSet[*group]
-	colls  map[collKey]*collection
+	colls  *collSet
 	// tbCo counts, for each time_based budget, the served groups it shares
 	// with this one (a while_in_flight budget's change looks at their
 	// heads); nil when there is none.
 	tbCo map[*account]int32
 	// costs counts the unfinished jobs bound to the budget by cost, for the
 	// checks of a change of allocation or burst and of a delete.
-	costs      map[int64]int64
+	costs      *costCounts
 	bound      int64
 	inFlight   int64
 	dispatched int64
@@ -78,7 +78,7 @@ func (e *Engine) addAccount(cfg store.Budget) *account {
 		cfg:   cfg,
 		pool:  newPool(cfg, e.vnow),
 		head:  none,
-		costs: map[int64]int64{},
+		costs: &costCounts{},
 	}
 	if cfg.PerKey != nil {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
@@ -106,9 +106,46 @@ func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
 // bind counts an unfinished job bound to the budget at cost.
 func (a *account) bind(cost int64, delta int64) {
 	a.bound += delta
-	a.costs[cost] += delta
-	if a.costs[cost] == 0 {
-		delete(a.costs, cost)
+	a.costs.add(cost, delta)
+}
+
+// costCounts counts jobs by cost. Nearly all of a budget's jobs cost one
+// amount, which is counted inline, any other in a map: a family's 10,000
+// sub-budgets are each counted on every dispatch of their jobs, and a map
+// is several cold lines of memory and a hash for that one entry.
+type costCounts struct {
+	cost, n int64           // one cost and its count; free when n is 0
+	more    map[int64]int64 // the other costs (nil: none)
+}
+
+func (c *costCounts) add(cost, delta int64) {
+	if c.n != 0 && c.cost == cost {
+		c.n += delta
+		return
+	}
+	if _, other := c.more[cost]; other || c.n != 0 {
+		if c.more == nil {
+			c.more = map[int64]int64{}
+		}
+		if c.more[cost] += delta; c.more[cost] == 0 {
+			delete(c.more, cost)
+		}
+		return
+	}
+	c.cost, c.n = cost, delta
+}
+
+// all yields each cost counted and its count.
+func (c *costCounts) all() iter.Seq2[int64, int64] {
+	return func(yield func(int64, int64) bool) {
+		if c.n != 0 && !yield(c.cost, c.n) {
+			return
+		}
+		for cost, n := range c.more {
+			if !yield(cost, n) {
+				return
+			}
+		}
 	}
 }
 
@@ -165,7 +202,7 @@ func (e *Engine) changed(a *account) {
 	}
 	e.checkHead(a)
 	e.deadlineDirty(a)
-	if !a.timeBased() {
+	if len(a.tbCo) > 0 && !a.timeBased() { // a map's range costs, even empty
 		for s := range a.tbCo {
 			e.checkHead(s)
 		}
@@ -181,7 +218,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 				return
 			}
 		}
-		for _, c := range a.colls {
+		for _, c := range a.colls.all() {
 			for g := range c.groups {
 				if !yield(g) {
 					return
@@ -194,7 +231,7 @@ func (a *account) servedGroups() iter.Seq[*group] {
 // servedCount is how many groups servedGroups yields.
 func (a *account) servedCount() int {
 	n := a.served.len()
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		n += len(c.groups)
 	}
 	return n
@@ -308,7 +345,12 @@ func (e *Engine) headRound(marks []*account) []*account {
 			a.headMark = false
 		}
 	}
-	if len(round) > 1 {
+	switch {
+	case len(round) == 2: // the usual round of a family job: its sub-budget and the family
+		if round[1].cfg.Key < round[0].cfg.Key {
+			round[0], round[1] = round[1], round[0]
+		}
+	case len(round) > 2:
 		slices.SortFunc(round, func(x, y *account) int { return strings.Compare(x.cfg.Key, y.cfg.Key) })
 	}
 	e.roundBuf = round
@@ -330,7 +372,7 @@ func (e *Engine) chooseHead(a *account) (item, *group) {
 			best, in = m, g
 		}
 	}
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		if e.pays(a, c.cost) || e.paused(a) { // paused: so is each of its groups
 			continue
 		}
@@ -394,7 +436,7 @@ func (e *Engine) refillAt(a *account) (int64, bool) {
 		first, last := g.set.min(), g.set.max()
 		e.refillNeeds(a, g.costOf(a), first, last, a.headGroup == g, consider)
 	}
-	for _, c := range a.colls {
+	for _, c := range a.colls.all() {
 		// Over its groups at once: the earliest first member, the latest
 		// last one, and whether the head is in one of them.
 		e.work++

@@ -21,6 +21,10 @@ type lesser[T any] interface{ less(T) bool }
 // bmax is the most members of a leaf and children of an inner node.
 const bmax = 64
 
+// bigTree is the size from which a tree's new last leaf gets its full
+// size at once (splitTail).
+const bigTree = 16 * bmax
+
 // leafStep is the granule a leaf's array grows by. Leaves begin small and
 // grow by half (rounded up to leafStep) rather than doubling: a family's
 // many small groups each have a partial last leaf, which would otherwise
@@ -146,8 +150,10 @@ func lowerBound[T lesser[T]](items []T, x T) int {
 func (t *bptree[T]) set(x T) bool {
 	if t.root == nil {
 		t.root = &bnode[T]{leaf: true, items: make([]T, 0, leafStep)}
+	} else if t.appendLast(x) {
+		return true
 	}
-	added, split := t.root.insert(x, true)
+	added, split := t.root.insert(x, true, t.n >= bigTree)
 	if split != nil {
 		old := t.root
 		t.root = &bnode[T]{n: old.n + split.n, kids: []*bnode[T]{old, split}, firsts: []T{old.firstItem(), split.firstItem()}}
@@ -158,6 +164,28 @@ func (t *bptree[T]) set(x T) bool {
 	return added
 }
 
+// appendLast puts x at the end of the last leaf when x comes after every
+// member and the leaf has room, which is what most inserts are (new jobs,
+// a collection's sets turning over): the path down the right edge is
+// known without a comparison, and nothing above the leaf but the counts
+// changes. It reports whether it did.
+func (t *bptree[T]) appendLast(x T) bool {
+	n := t.root
+	for !n.leaf {
+		n = n.kids[len(n.kids)-1]
+	}
+	if len(n.items) == 0 || len(n.items) == bmax || !n.items[len(n.items)-1].less(x) {
+		return false
+	}
+	n.items = append(roomFor(n.items, 1), x)
+	n.n++
+	for m := t.root; m != n; m = m.kids[len(m.kids)-1] {
+		m.n++
+	}
+	t.n++
+	return true
+}
+
 func (n *bnode[T]) firstItem() T {
 	for !n.leaf {
 		n = n.kids[0]
@@ -166,9 +194,9 @@ func (n *bnode[T]) firstItem() T {
 }
 
 // insert puts x in the subtree; rightmost says the subtree is the last of
-// the tree. It returns whether x was added and a new right sibling when
-// the node had to split.
-func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
+// the tree, big that the tree holds bigTree members or more. It returns
+// whether x was added and a new right sibling when the node had to split.
+func (n *bnode[T]) insert(x T, rightmost, big bool) (bool, *bnode[T]) {
 	if n.leaf {
 		i := lowerBound(n.items, x)
 		if i < len(n.items) && !x.less(n.items[i]) {
@@ -187,18 +215,18 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 			// in order, or a few at a time in reverse): a new leaf takes x
 			// and the members after it, and this one stays (nearly) full.
 			// Splitting in half would leave it half empty for good.
-			return true, n.splitTail(i, x)
+			return true, n.splitTail(i, x, big)
 		}
 		right := n.splitLeaf()
 		if i > len(n.items) {
-			added, _ := right.insert(x, false)
+			added, _ := right.insert(x, false, big)
 			return added, right
 		}
-		added, _ := n.insert(x, false)
+		added, _ := n.insert(x, false, big)
 		return added, right
 	}
 	c := n.child(x)
-	added, split := n.kids[c].insert(x, rightmost && c == len(n.kids)-1)
+	added, split := n.kids[c].insert(x, rightmost && c == len(n.kids)-1, big)
 	if added {
 		n.n++ // a split below moves members between children, not out
 	}
@@ -233,10 +261,14 @@ func (n *bnode[T]) insert(x T, rightmost bool) (bool, *bnode[T]) {
 // after x, which belongs at i. A plain append starts the leaf small (a
 // family's many small groups each end in one); members out of order mean
 // a busy tree, whose new last leaf will fill: it gets its full size at once.
-func (n *bnode[T]) splitTail(i int, x T) *bnode[T] {
+// So does the last leaf of a big tree: one partial leaf is nothing beside
+// its members, and a tree that turns over (a collection's sets, which
+// take at the back what dispatch takes from the front) would otherwise
+// grow each new leaf through every step, garbage for the collector.
+func (n *bnode[T]) splitTail(i int, x T, big bool) *bnode[T] {
 	tail := n.items[i:]
 	size := leafStep
-	if len(tail) > 0 {
+	if len(tail) > 0 || big {
 		size = bmax
 	}
 	right := &bnode[T]{leaf: true, items: append(append(make([]T, 0, size), x), tail...)}
@@ -277,7 +309,13 @@ func (n *bnode[T]) splitInner() *bnode[T] {
 
 // delete removes the member equal to x; it reports whether there was one.
 func (t *bptree[T]) delete(x T) bool {
-	if t.root == nil || !t.root.remove(x, true) {
+	if t.root == nil {
+		return false
+	}
+	if t.deleteFirst(x) {
+		return true
+	}
+	if !t.root.remove(x, true) {
 		return false
 	}
 	t.n--
@@ -287,6 +325,40 @@ func (t *bptree[T]) delete(x T) bool {
 	if t.root.leaf && len(t.root.items) == 0 {
 		t.root = nil
 	}
+	return true
+}
+
+// deleteFirst removes x when it is the first member and removing it changes
+// nothing but the first leaf's front and the counts and first members on
+// the way down to it, as dispatch does from a backlog: no node runs low
+// (remove would merge it). The first leaf is not the last one (remove
+// drops a front slot only from a leaf that takes no appends): the root has
+// two children or more. It reports whether it did.
+func (t *bptree[T]) deleteFirst(x T) bool {
+	n := t.root
+	if n.leaf || len(n.kids) == 1 { // a root of one child: remove lifts it
+		return false
+	}
+	for !n.leaf {
+		k := n.kids[0]
+		if k.leaf && len(k.items)-1 < bmax/4 || !k.leaf && len(k.kids) < bmax/4 {
+			return false
+		}
+		n = k
+	}
+	if x.less(n.items[0]) || n.items[0].less(x) {
+		return false
+	}
+	var zero T
+	n.items[0] = zero
+	n.items = n.items[1:]
+	n.n--
+	first := n.items[0]
+	for m := t.root; m != n; m = m.kids[0] {
+		m.n--
+		m.firsts[0] = first
+	}
+	t.n--
 	return true
 }
 

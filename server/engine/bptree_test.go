@@ -50,6 +50,7 @@ func TestBptree_MatchesSortedSlice(t *testing.T) {
 			if step%50 != 0 {
 				continue
 			}
+			requireWellFormed(t, &tr)
 			var got []testInt
 			tr.ascend(0, func(x testInt) bool { got = append(got, x); return true })
 			require.Equal(t, len(want), len(got), "seed %d step %d", seed, step)
@@ -138,6 +139,7 @@ func TestBptree_DeepTreeMatchesSortedSlice(t *testing.T) {
 				want = want[1:]
 			}
 		}
+		requireWellFormed(t, &tr)
 		var got []testInt
 		tr.ascend(0, func(x testInt) bool { got = append(got, x); return true })
 		require.Equal(t, want, got, "round %d", round)
@@ -150,4 +152,37 @@ func TestBptree_DeepTreeMatchesSortedSlice(t *testing.T) {
 			require.Equal(t, i, tr.rank(want[i], false))
 		}
 	}
+}
+
+// requireWellFormed checks what every lookup relies on, node by node: each
+// count is its subtree's members, each first member is its child's, no
+// node is empty, and each leaf is in order. The ends' fast paths
+// (appendLast, deleteFirst) keep these by hand.
+func requireWellFormed(t *testing.T, tr *bptree[testInt]) {
+	t.Helper()
+	if tr.root == nil {
+		require.Zero(t, tr.n)
+		return
+	}
+	var walk func(n *bnode[testInt]) (count int, first testInt)
+	walk = func(n *bnode[testInt]) (int, testInt) {
+		if n.leaf {
+			require.NotEmpty(t, n.items, "empty leaf")
+			require.True(t, slices.IsSorted(n.items), "leaf out of order")
+			require.Equal(t, len(n.items), n.n, "leaf count")
+			return n.n, n.items[0]
+		}
+		require.NotEmpty(t, n.kids, "inner node without children")
+		require.Len(t, n.firsts, len(n.kids))
+		sum := 0
+		for i, k := range n.kids {
+			c, f := walk(k)
+			require.Equal(t, f, n.firsts[i], "first member of child %d", i)
+			sum += c
+		}
+		require.Equal(t, sum, n.n, "inner count")
+		return sum, n.firsts[0]
+	}
+	n, _ := walk(tr.root)
+	require.Equal(t, n, tr.n, "tree count")
 }

@@ -262,7 +262,7 @@ func (a *account) checkBound(cfg store.Budget) error {
 
 func (a *account) checkLimit(key, verb, noun string, limit int64) error {
 	var n, most int64
-	for c, count := range a.costs {
+	for c, count := range a.costs.all() {
 		if c > limit {
 			n += count
 			most = max(most, c)

@@ -1,5 +1,7 @@
 package engine
 
+import "slices"
+
 // Collections keep a family's many groups from costing every decision.
 //
 // A family with thousands of live sub-budgets binds thousands of groups of
@@ -27,8 +29,8 @@ type collection struct {
 	parts  jobSet // the partial candidates of its groups
 	firsts jobSet // the first members of its groups
 	lasts  jobSet // the last members of its groups (a time_based family's refillAt)
-	heads  bptree[headEntry]
-	dirty  bool // its candidate needs recomputing (markColl)
+	heads  jobSet // the jobs that filed heads are (fileHead), each once
+	dirty  bool   // its candidate needs recomputing (markColl)
 }
 
 // candEntry is an entry of a queue's heap of candidates: a group outside
@@ -62,14 +64,14 @@ func (e *Engine) collect(g *group) bool {
 	}
 	a := b.a
 	if a.colls == nil {
-		a.colls = map[collKey]*collection{}
+		a.colls = &collSet{byKey: map[collKey]*collection{}}
 	}
 	k := collKey{q: g.q, cost: b.cost}
-	c := a.colls[k]
+	c := a.colls.byKey[k]
 	if c == nil {
 		c = &collection{candEntry: candEntry{cand: none, hidx: -1}, a: a, q: g.q, cost: b.cost,
-			groups: map[*group]struct{}{}, parts: newJobSet(), firsts: newJobSet(), lasts: newJobSet()}
-		a.colls[k] = c
+			groups: map[*group]struct{}{}, parts: newJobSet(), firsts: newJobSet(), lasts: newJobSet(), heads: newJobSet()}
+		a.colls.add(k, c)
 		g.q.colls = append(g.q.colls, c)
 	}
 	c.groups[g] = struct{}{}
@@ -95,14 +97,47 @@ func (e *Engine) uncollect(g *group) {
 	}
 	c.parts.t = nil
 	e.recomputeColl(c) // leaves the queue's heap
-	delete(c.a.colls, collKey{q: c.q, cost: c.cost})
+	c.a.colls.remove(collKey{q: c.q, cost: c.cost})
 	q := c.q
-	for i, x := range q.colls {
+	q.colls = deleteColl(q.colls, c)
+}
+
+// collSet is a budget's collections, by queue and cost and as a list:
+// every change of a family ranges over them, and ranging over a map costs
+// a random start and a walk of its table even for one member.
+type collSet struct {
+	byKey map[collKey]*collection
+	list  []*collection
+}
+
+// all returns the collections; none for a budget that has none (nil).
+func (s *collSet) all() []*collection {
+	if s == nil {
+		return nil
+	}
+	return s.list
+}
+
+func (s *collSet) add(k collKey, c *collection) {
+	s.byKey[k] = c
+	s.list = append(s.list, c)
+}
+
+func (s *collSet) remove(k collKey) {
+	if c := s.byKey[k]; c != nil {
+		delete(s.byKey, k)
+		s.list = deleteColl(s.list, c)
+	}
+}
+
+// deleteColl removes c from list, keeping the order of the others.
+func deleteColl(list []*collection, c *collection) []*collection {
+	for i, x := range list {
 		if x == c {
-			q.colls = append(q.colls[:i], q.colls[i+1:]...)
-			break
+			return slices.Delete(list, i, i+1)
 		}
 	}
+	return list
 }
 
 // edgesChanged keeps a collected group's first and last members in its
@@ -231,19 +266,6 @@ func (e *Engine) groupOfItem(m item) *group {
 	return e.queueList[r.q].group(e.sigOf(r))
 }
 
-// headEntry is a budget's head in its collection's heads.
-type headEntry struct {
-	it item
-	a  *account
-}
-
-func (h headEntry) less(o headEntry) bool {
-	if h.it.k() != o.it.k() {
-		return h.it.less(o.it)
-	}
-	return h.a.cfg.Key < o.a.cfg.Key
-}
-
 // placeHead files a budget's new head where releaseIdleReservations looks
 // for affordable heads: in its queue's loose heads, or, for a budget other
 // than the family whose head is in a collected group, in the collection's
@@ -267,7 +289,9 @@ func (e *Engine) fileHead(a *account, c *collection, pb bound) {
 		return
 	}
 	if in {
-		c.heads.set(headEntry{it: a.head, a: a})
+		if !headFiled(a.headGroup, a.head) {
+			c.heads.insert(a.head)
+		}
 		a.headIn = c
 	} else {
 		e.unplaceHead(a)
@@ -277,10 +301,36 @@ func (e *Engine) fileHead(a *account, c *collection, pb bound) {
 // unplaceHead takes a budget's head out of where placeHead filed it.
 func (e *Engine) unplaceHead(a *account) {
 	a.headGroup.q.looseHeads.remove(a)
-	if a.headIn != nil {
-		a.headIn.heads.delete(headEntry{it: a.head, a: a})
+	if c := a.headIn; c != nil {
 		a.headIn = nil
+		if !headFiled(a.headGroup, a.head) {
+			c.heads.remove(a.head.k())
+		}
 	}
+}
+
+// headFiled reports whether some budget of g has h, one of g's jobs, for
+// its head filed in g's collection. The heads filed there are a set of
+// jobs, not of budgets: the entries hold no pointer, so the collector never
+// scans them, and the budgets heading a job are among its group's few.
+func headFiled(g *group, h item) bool {
+	for _, b := range g.binds() {
+		if b.a.headIn != nil && b.a.head.idx == h.idx {
+			return true
+		}
+	}
+	return false
+}
+
+// filedOn appends the budgets whose head is h, a job of g, filed in g's
+// collection, in key order.
+func filedOn(g *group, h item, out []*account) []*account {
+	for _, b := range g.binds() {
+		if b.a.headIn != nil && b.a.head.idx == h.idx {
+			out = append(out, b.a)
+		}
+	}
+	return out
 }
 
 // replaceHeads refiles the heads of the other budgets in a collected group
@@ -299,13 +349,15 @@ func (e *Engine) replaceHeads(g *group, pb bound) {
 // first head it refuses.
 func (e *Engine) idleHeads(q *queue, best item, out []*account) []*account {
 	for _, c := range q.colls {
-		c.heads.ascend(0, func(h headEntry) bool {
+		c.heads.ascend(0, func(h item) bool {
 			e.work++
-			if !e.familyAdmits(c, h.it) {
+			if !e.familyAdmits(c, h) {
 				return false
 			}
-			if h.it.idx != best.idx && e.affordBound(h.a.headGroup).admits(h.it.k()) {
-				out = append(out, h.a)
+			if h.idx != best.idx {
+				if g := e.groupOfItem(h); e.affordBound(g).admits(h.k()) {
+					out = filedOn(g, h, out)
+				}
 			}
 			return true
 		})

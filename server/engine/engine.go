@@ -474,18 +474,21 @@ func (e *Engine) refreshCandidates() {
 		for _, g := range a.served.list {
 			e.markGroup(g)
 		}
-		for _, c := range a.colls {
+		for _, c := range a.colls.all() {
 			e.markColl(c)
 		}
 	}
 	e.changedAccounts = e.changedAccounts[:0]
-	for len(e.dirtyGroups) > 0 {
-		g := e.dirtyGroups[len(e.dirtyGroups)-1]
-		e.dirtyGroups = e.dirtyGroups[:len(e.dirtyGroups)-1]
-		if g.dirty {
+	// In the order they were marked, which is mostly the one order (acks
+	// come in the order of dispatch): new partial candidates then join a
+	// collection's sets at the back, where a tree looks first.
+	for i := 0; i < len(e.dirtyGroups); i++ {
+		if g := e.dirtyGroups[i]; g.dirty {
 			e.recompute(g)
 		}
 	}
+	clear(e.dirtyGroups)
+	e.dirtyGroups = e.dirtyGroups[:0]
 	for _, c := range e.dirtyColls {
 		if c.dirty {
 			e.recomputeColl(c)

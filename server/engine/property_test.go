@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -481,6 +482,7 @@ func (r *propRun) compare() {
 			r.fail("parked on %s: engine %d, model %d", key, got, want)
 		}
 	}
+	r.checkFiledHeads()
 	for _, q := range propQueues {
 		if eq := e.queues[q]; eq != nil {
 			if got, want := e.queueCounts(eq).Parked, r.m.queueParked(q); got != want {
@@ -498,6 +500,38 @@ func (r *propRun) compare() {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			r.fail("why %s: engine %+v, model %+v; model's lines ahead: %s; engine's: %s", id, got, want, r.m.aheadOf(id), r.engineAhead(j))
 		}
+	}
+}
+
+// checkFiledHeads checks the heads filed in each collection against their
+// definition: the jobs that head some budget whose headIn is the
+// collection, each once (compare holds the lock).
+func (r *propRun) checkFiledHeads() {
+	r.t.Helper()
+	want := map[*collection][]string{}
+	for _, a := range r.e.accounts {
+		if c := a.headIn; c != nil && !slices.Contains(want[c], a.head.id.String()) {
+			want[c] = append(want[c], a.head.id.String())
+		}
+	}
+	for _, q := range r.e.queues {
+		for _, c := range q.colls {
+			var got []string
+			c.heads.ascend(0, func(h item) bool {
+				got = append(got, h.id.String())
+				return true
+			})
+			w := want[c]
+			sort.Strings(got)
+			sort.Strings(w)
+			if !slices.Equal(got, w) {
+				r.fail("heads filed in the collection of %s in %s: engine %v, want %v", c.a.cfg.Key, q.name, got, w)
+			}
+			delete(want, c)
+		}
+	}
+	if len(want) > 0 {
+		r.fail("heads filed in collections no queue has: %v", want)
 	}
 }
 
