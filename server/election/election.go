@@ -220,8 +220,11 @@ func (e *Elector) lead(ctx context.Context, term int64, sent time.Time) {
 	e.mu.Lock()
 	e.leader, e.term, e.deadline, e.followed = true, term, e.stepDownAt(sent), e.cfg.URL
 	e.mu.Unlock()
-	e.cfg.Roles.Lead(ctx, term)
+	// Logged first: the term's server starts in Lead, and whoever sees
+	// this node lead (its Role, a forwarded request's 503) must find the
+	// line that says since when.
 	e.cfg.Logger.Info("lease acquired: leading the cluster", "term", term, "node", e.cfg.Node, "url", e.cfg.URL)
+	e.cfg.Roles.Lead(ctx, term)
 }
 
 // follow records the leader of st.

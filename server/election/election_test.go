@@ -104,12 +104,19 @@ type fakeRoles struct {
 	mu     sync.Mutex
 	calls  []string
 	failed bool
+	// lastLog, when set, tells the last line logged so far; loggedAt holds
+	// it as it was at each call.
+	lastLog  func() string
+	loggedAt []string
 }
 
 func (r *fakeRoles) record(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, fmt.Sprintf(format, args...))
+	if r.lastLog != nil {
+		r.loggedAt = append(r.loggedAt, r.lastLog())
+	}
 }
 
 func (r *fakeRoles) Lead(_ context.Context, term int64) { r.record("lead %d", term) }
@@ -386,4 +393,28 @@ func TestElector_Run(t *testing.T) {
 	require.Equal(t, []int64{1}, b.lease.releases)
 	require.Equal(t, []string{"lead 1", "step down: shutting down"}, b.roles.got())
 	require.Equal(t, []string{"lease acquired: leading the cluster 1", "lease given up: stepping down 1"}, b.logs.messages(t))
+}
+
+// TestElector_LogsTheChangeFirst: a change of role is logged before the
+// node acts on it, so that whoever sees it lead (its Role, the answers of
+// its term's server) finds the line that says since when.
+func TestElector_LogsTheChangeFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.roles.lastLog = func() string {
+		msgs := b.logs.messages(t)
+		if len(msgs) == 0 {
+			return ""
+		}
+		return msgs[len(msgs)-1]
+	}
+	b.round()
+	b.clk.Advance(2 * ttl) // a pause past the lease: the term ended
+	b.round()
+	require.Equal(t, []string{"lead 1", "step down: the term ended meanwhile: starting afresh", "lead 2"}, b.roles.got())
+	require.Equal(t, []string{
+		"lease acquired: leading the cluster 1",
+		"lease lost: stepping down 1",
+		"lease acquired: leading the cluster 2",
+	}, b.roles.loggedAt)
 }
