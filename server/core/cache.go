@@ -36,7 +36,10 @@ type payloadCache struct {
 	// place is their new entry) are skipped.
 	order []jobid.ID
 	head  int
-	now   func() time.Time
+	// peak is the most entries since the map was made: a map keeps the
+	// room of its most entries, so a cache shrunk far below it is copied.
+	peak int
+	now  func() time.Time
 	// compactions counts the entries compact has examined (its cost).
 	compactions int
 }
@@ -77,6 +80,9 @@ func (c *payloadCache) setBound(bound int64) {
 		}
 		c.order = c.order[:last]
 	}
+	if len(c.items) < c.peak/4 {
+		c.rebuild()
+	}
 }
 
 // put keeps a payload if there is room for it, making room only of stale
@@ -108,6 +114,7 @@ func (c *payloadCache) put(id string, payload []byte) {
 	c.items[key] = cachedPayload{payload: payload, at: len(c.order)}
 	c.order = append(c.order, key)
 	c.size += cost(payload)
+	c.peak = max(c.peak, len(c.items))
 	c.compact()
 }
 
@@ -183,6 +190,24 @@ func (c *payloadCache) compact() {
 		return
 	}
 	c.compactions += len(c.order) - c.head
+	c.order, c.head = c.liveOrder(), 0
+}
+
+// rebuild copies the live entries into a map and order of their size,
+// giving back the room of the ones dropped.
+func (c *payloadCache) rebuild() {
+	order := c.liveOrder()
+	items := make(map[jobid.ID]cachedPayload, len(order))
+	for i, id := range order {
+		p := c.items[id]
+		p.at = i
+		items[id] = p
+	}
+	c.items, c.order, c.head, c.peak = items, order, 0, len(items)
+}
+
+// liveOrder returns the live entries of order, renumbering their places.
+func (c *payloadCache) liveOrder() []jobid.ID {
 	live := make([]jobid.ID, 0, len(c.items))
 	for i, id := range c.order[c.head:] {
 		if p := c.items[id]; c.live(id, c.head+i) {
@@ -191,5 +216,5 @@ func (c *payloadCache) compact() {
 			live = append(live, id)
 		}
 	}
-	c.order, c.head = live, 0
+	return live
 }

@@ -131,6 +131,28 @@ func TestPayloadCache_LowerBoundDropsTheNewest(t *testing.T) {
 	require.Equal(t, int64(10*entry16), b.c.bound, "never above the bound given")
 }
 
+// TestPayloadCache_ShrunkGivesBackItsMap: a map keeps the room of its most
+// entries; a cache whose bound falls as a backlog grows must not keep a
+// map sized for the many payloads it held before (9 MiB at a million
+// jobs).
+func TestPayloadCache_ShrunkGivesBackItsMap(t *testing.T) {
+	t.Parallel()
+	b := setupCache(10_000 * entry16)
+	ids := b.newIDs(10_000)
+	for i, id := range ids {
+		b.c.put(id, payloadOf(i))
+	}
+	b.c.setBound(100 * entry16)
+	require.Len(t, b.c.items, 100)
+	require.Equal(t, 100, b.c.peak, "the map was made again at its size")
+	require.Len(t, b.c.order, 100)
+	for i, id := range ids[:100] {
+		p, ok := b.c.take(id)
+		require.True(t, ok)
+		require.Equal(t, payloadOf(i), p)
+	}
+}
+
 func TestPayloadCache_KeepsACopy(t *testing.T) {
 	t.Parallel()
 	b := setupCache(1 << 20)
