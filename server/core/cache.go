@@ -51,8 +51,8 @@ type cachedPayload struct {
 
 // entryOverhead is what an entry holds beside its payload: a map slot of
 // 48 bytes (ID, slice header, place in order) at the map's usual load,
-// and its ID in order with that slice's spare room. BenchmarkPayloadCache_HeapPerEntry
-// measures it.
+// and its ID in order with that slice's spare room.
+// BenchmarkPayloadCache_HeapPerEntry measures it.
 const entryOverhead = 96
 
 // staleAfter is how long a payload may hold its room while newer payloads
@@ -90,7 +90,7 @@ func (c *payloadCache) setBound(bound int64) {
 // place if it fits and is dropped if not.
 func (c *payloadCache) put(id string, payload []byte) {
 	key, ok := jobid.Parse(id)
-	if !ok || c.max <= 0 {
+	if !ok || c.max <= 0 || !c.mayFit(key, len(payload)) {
 		return
 	}
 	// A copy (the payload may be a slice of the request's whole body,
@@ -116,6 +116,19 @@ func (c *payloadCache) put(id string, payload []byte) {
 	c.size += cost(payload)
 	c.peak = max(c.peak, len(c.items))
 	c.compact()
+}
+
+// mayFit reports whether a payload of n bytes may be kept, before it is
+// copied: behind a deep backlog most are not, and their copies would only
+// be garbage.
+func (c *payloadCache) mayFit(key jobid.ID, n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return true
+	}
+	c.evictStale(int64(n) + entryOverhead)
+	return c.size+int64(n)+entryOverhead <= c.bound
 }
 
 // evictStale drops the oldest payloads while they are stale and want is
