@@ -26,7 +26,8 @@ func TestFormatSizeAndDuration_RoundTrip(t *testing.T) {
 
 // TestPayloadCache_ShareOfMemoryLimit: unset, --payload-cache-size is an
 // eighth of --memory-limit (the core's default when the limit is the
-// runtime's); a value given, by the flag or its variable, wins, 0 turning
+// runtime's) and shares two thirds of the limit with the engine's jobs; a
+// value given, by the flag or its variable, is a fixed bound, 0 turning
 // the cache off.
 func TestPayloadCache_ShareOfMemoryLimit(t *testing.T) {
 	t.Parallel()
@@ -35,14 +36,15 @@ func TestPayloadCache_ShareOfMemoryLimit(t *testing.T) {
 		env   string
 		limit int64
 		want  int64
+		heap  int64
 	}{
-		"Unset":            {nil, "", 1 << 30, 128 << 20},
-		"UnsetSmallLimit":  {nil, "", 144 << 20, 18 << 20},
-		"UnsetNoLimit":     {nil, "", 0, 0}, // the core's default
-		"Given":            {[]string{"--payload-cache-size", "4MiB"}, "", 1 << 30, 4 << 20},
-		"GivenByVariable":  {nil, "4MiB", 1 << 30, 4 << 20},
-		"GivenZero":        {[]string{"--payload-cache-size", "0"}, "", 1 << 30, -1},
-		"GivenZeroNoLimit": {[]string{"--payload-cache-size", "0"}, "", 0, -1},
+		"Unset":            {nil, "", 1 << 30, 128 << 20, 1 << 30 * 2 / 3},
+		"UnsetSmallLimit":  {nil, "", 144 << 20, 18 << 20, 96 << 20},
+		"UnsetNoLimit":     {nil, "", 0, 0, 0}, // the core's default, fixed
+		"Given":            {[]string{"--payload-cache-size", "4MiB"}, "", 1 << 30, 4 << 20, 0},
+		"GivenByVariable":  {nil, "4MiB", 1 << 30, 4 << 20, 0},
+		"GivenZero":        {[]string{"--payload-cache-size", "0"}, "", 1 << 30, -1, 0},
+		"GivenZeroNoLimit": {[]string{"--payload-cache-size", "0"}, "", 0, -1, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -54,6 +56,7 @@ func TestPayloadCache_ShareOfMemoryLimit(t *testing.T) {
 				require.NoError(t, fs.Lookup("payload-cache-size").Value.Set(tc.env)) // as applyEnv sets it
 			}
 			require.Equal(t, tc.want, payloadCache(size, tc.limit))
+			require.Equal(t, tc.heap, payloadCacheHeap(size, tc.limit), "the heap it shares with the engine's jobs")
 		})
 	}
 	var unset optionalSize

@@ -165,7 +165,7 @@ leads and runs the queue; the others forward the API to it.`,
 	bind("max-body-size", "ZIZQ_MAX_BODY_SIZE")
 	fs.IntVar(&o.MaxTakeConnections, "max-take-connections", dh.MaxTakeConnections, "most concurrent take streams (503 beyond)")
 	bind("max-take-connections", "ZIZQ_MAX_TAKE_CONNECTIONS")
-	fs.Var(&o.PayloadCacheSize, "payload-cache-size", "payloads of jobs just enqueued kept for their dispatch, so it does not read them back (0: none; auto: an eighth of --memory-limit, or "+formatSize(core.DefaultPayloadCacheBytes)+" when that is 0)")
+	fs.Var(&o.PayloadCacheSize, "payload-cache-size", "payloads of jobs just enqueued kept for their dispatch, so it does not read them back; when full it keeps the oldest (dispatched next) and admits no more until they go, or one has waited a minute (0: none; auto: an eighth of --memory-limit at most, shrinking to what two thirds of the limit leave beside the queued jobs, none at about a million under the default limit; "+formatSize(core.DefaultPayloadCacheBytes)+", fixed, when the limit is 0)")
 	bind("payload-cache-size", "ZIZQ_PAYLOAD_CACHE_SIZE")
 	sizeFlag(fs, &o.MemoryLimit, "memory-limit", defaultMemoryLimit, "soft limit of the Go heap: the collector keeps it under this, or under 1.5 x its live data when a backlog needs more (0: the runtime's default)")
 	bind("memory-limit", "ZIZQ_MEMORY_LIMIT")
@@ -297,6 +297,7 @@ func (o *ServeOptions) serverOptions(log *slog.Logger) (server.Options, error) {
 		Engine:            ecfg,
 		HTTP:              hcfg,
 		PayloadCacheBytes: payloadCache(o.PayloadCacheSize, o.MemoryLimit),
+		PayloadCacheHeap:  payloadCacheHeap(o.PayloadCacheSize, o.MemoryLimit),
 		Logger:            log,
 	}, nil
 }
@@ -348,9 +349,9 @@ func (o *ServeOptions) checkRanges() error {
 const defaultMemoryLimit = 144 << 20
 
 // payloadCacheShare is the part of --memory-limit that the payload cache
-// takes when --payload-cache-size is not given: a drain reads from memory
-// the payloads of as many recent enqueues as the heap can spare, and the
-// cache gives its oldest back first.
+// takes at most when --payload-cache-size is not given: a drain reads from
+// memory the payloads of as many jobs as the heap can spare. It gets less
+// as the engine's jobs fill the heap (payloadCacheHeap).
 const payloadCacheShare = 8
 
 // payloadCache maps --payload-cache-size to the server's option, where 0
@@ -367,6 +368,19 @@ func payloadCache(size optionalSize, memoryLimit int64) int64 {
 		return -1
 	}
 	return size.N
+}
+
+// payloadCacheHeap is the live heap the payload cache shares with the
+// engine's jobs when --payload-cache-size is not given: the part of
+// --memory-limit under which the collector keeps the limit where it is
+// (memlimit.Headroom). So a backlog takes the cache's room rather than
+// growing the heap by it: at a million queued jobs there is none left.
+// Given a size, or with no limit, the cache's bound is fixed (0).
+func payloadCacheHeap(size optionalSize, memoryLimit int64) int64 {
+	if size.Given || memoryLimit <= 0 {
+		return 0
+	}
+	return int64(float64(memoryLimit) / memlimit.Headroom)
 }
 
 func serveRun(ctx context.Context, o *ServeOptions, streams IO) error {

@@ -24,8 +24,11 @@ type Options struct {
 	// PayloadCacheBytes bounds the core's cache of recent enqueues' payloads
 	// (0: core.DefaultPayloadCacheBytes).
 	PayloadCacheBytes int64
-	Clock             clock.Clock  // nil: the real clock
-	Logger            *slog.Logger // nil: slog.Default()
+	// PayloadCacheHeap is the live heap that cache shares with the
+	// engine's jobs (core.Options.PayloadCacheHeap; 0: a fixed bound).
+	PayloadCacheHeap int64
+	Clock            clock.Clock  // nil: the real clock
+	Logger           *slog.Logger // nil: slog.Default()
 	// Role, when set, tells the server's place in its cluster, for /stats
 	// and /metrics; nil is a lone server, its own leader.
 	Role func() Role
@@ -82,6 +85,7 @@ func Start(ctx context.Context, opts Options) *Server {
 		Engine:            opts.Engine,
 		LeaseHeld:         opts.LeaseHeld,
 		PayloadCacheBytes: opts.PayloadCacheBytes,
+		PayloadCacheHeap:  opts.PayloadCacheHeap,
 		Clock:             opts.Clock,
 		Logger:            opts.Logger,
 		BeforeRestore:     opts.beforeRestore,

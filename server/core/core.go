@@ -53,8 +53,14 @@ type Options struct {
 	// PayloadCacheBytes bounds the payloads of recent enqueues kept for
 	// their dispatch (0: DefaultPayloadCacheBytes; negative: none).
 	PayloadCacheBytes int64
-	Clock             clock.Clock  // nil: the real clock
-	Logger            *slog.Logger // nil: slog.Default()
+	// PayloadCacheHeap, when positive, is the live heap the payload cache
+	// shares with the engine's jobs: its bound shrinks to what this leaves
+	// beside them (engine.BytesPerJob a job), so a backlog takes the
+	// cache's memory rather than adding to it. 0: the bound stays
+	// PayloadCacheBytes, however many jobs there are.
+	PayloadCacheHeap int64
+	Clock            clock.Clock  // nil: the real clock
+	Logger           *slog.Logger // nil: slog.Default()
 	// BeforeRestore, when set, runs once the store is open and before the
 	// engine is rebuilt (tests hold the start there).
 	BeforeRestore func(context.Context)
@@ -124,7 +130,7 @@ func Start(ctx context.Context, opts Options) *Service {
 		}
 		opts.Batches = batchexpr.NewSandbox(so)
 	}
-	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes),
+	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes, opts.Clock.Now),
 		cron: newCronState(), batches: opts.Batches, batchKeys: newKeyLocks()}
 	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)

@@ -48,6 +48,7 @@ func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan
 		return nil, nil, translate(err)
 	}
 	ids := make([]string, 0, len(jobs))
+	s.fitCache()
 	for _, j := range jobs {
 		if !j.Duplicate {
 			ids = append(ids, j.ID)
@@ -68,6 +69,14 @@ func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan
 	}
 	s.showDuplicates(ctx, jobs, ids)
 	return jobs, folded, nil
+}
+
+// fitCache gives the payload cache what PayloadCacheHeap leaves beside
+// the engine's jobs.
+func (s *Service) fitCache() {
+	if s.opts.PayloadCacheHeap > 0 {
+		s.cache.setBound(s.opts.PayloadCacheHeap - int64(s.engine.JobCount())*engine.BytesPerJob)
+	}
 }
 
 // unwindEnqueue undoes an enqueue whose commit failed: the engine forgets

@@ -28,6 +28,12 @@ type jobRec struct {
 	flags recFlags
 }
 
+// BytesPerJob is the engine's live heap a queued job without bindings,
+// rounded up from what BenchmarkEngine_MemoryPerJob measures (94 bytes):
+// its record and its entries in the id index and its group's set. The
+// core sizes its payload cache from it.
+const BytesPerJob = 100
+
 type recFlags uint8
 
 const (

@@ -39,6 +39,13 @@ type Stats struct {
 	Budgets []BudgetView
 }
 
+// JobCount returns how many live jobs the engine holds records of.
+func (e *Engine) JobCount() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return int(e.slab.n) - len(e.slab.free)
+}
+
 // Stats returns live counts and every budget with its live figures.
 func (e *Engine) Stats() Stats {
 	e.mu.Lock()
