@@ -26,6 +26,16 @@ func setupCache(bound int64) cacheBundle {
 	return cacheBundle{clk: clk, ids: jobid.New(clk.Now), c: newPayloadCache(bound, clk.Now)}
 }
 
+// putNew puts the payloads of n new jobs (payloadOf their index) and
+// returns their IDs, in the order they were put.
+func (b cacheBundle) putNew(n int) []string {
+	ids := b.newIDs(n)
+	for i, id := range ids {
+		b.c.put(id, payloadOf(i))
+	}
+	return ids
+}
+
 // newIDs returns n job IDs, in the order they were made.
 func (b cacheBundle) newIDs(n int) []string {
 	ids := make([]string, n)
@@ -45,10 +55,7 @@ const entry16 = entryOverhead + 16
 func TestPayloadCache_FullKeepsTheOldest(t *testing.T) {
 	t.Parallel()
 	b := setupCache(5 * entry16)
-	ids := b.newIDs(10)
-	for i, id := range ids {
-		b.c.put(id, payloadOf(i))
-	}
+	ids := b.putNew(10)
 	require.Equal(t, int64(5*entry16), b.c.size, "the bound counts payloads and their entries")
 	for i, id := range ids {
 		p, ok := b.c.take(id)
@@ -115,10 +122,7 @@ func TestPayloadCache_StalePayloadsMakeRoom(t *testing.T) {
 func TestPayloadCache_LowerBoundDropsTheNewest(t *testing.T) {
 	t.Parallel()
 	b := setupCache(10 * entry16)
-	ids := b.newIDs(10)
-	for i, id := range ids {
-		b.c.put(id, payloadOf(i))
-	}
+	ids := b.putNew(10)
 	b.c.setBound(4*entry16 + 1)
 	require.Equal(t, int64(4*entry16), b.c.size)
 	for i, id := range ids {
@@ -138,10 +142,7 @@ func TestPayloadCache_LowerBoundDropsTheNewest(t *testing.T) {
 func TestPayloadCache_ShrunkGivesBackItsMap(t *testing.T) {
 	t.Parallel()
 	b := setupCache(10_000 * entry16)
-	ids := b.newIDs(10_000)
-	for i, id := range ids {
-		b.c.put(id, payloadOf(i))
-	}
+	ids := b.putNew(10_000)
 	b.c.setBound(100 * entry16)
 	require.Len(t, b.c.items, 100)
 	require.Equal(t, 100, b.c.peak, "the map was made again at its size")
@@ -167,10 +168,7 @@ func TestPayloadCache_KeepsACopy(t *testing.T) {
 func TestPayloadCache_Replace(t *testing.T) {
 	t.Parallel()
 	b := setupCache(3 * entry16)
-	ids := b.newIDs(3)
-	for i, id := range ids {
-		b.c.put(id, payloadOf(i))
-	}
+	ids := b.putNew(3)
 	b.c.replace(ids[1], []byte("[1,2]"))
 	p, ok := b.c.peek(ids[1])
 	require.True(t, ok, "a full cache takes a fold's payload in its job's place")
