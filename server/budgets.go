@@ -33,9 +33,9 @@ func (s *Server) listBudgets(w http.ResponseWriter, r *http.Request) {
 	}
 	var views []core.BudgetView
 	if q.Parent != "" {
-		views, err = s.core.SubBudgets(q.Parent, q.State)
+		views, err = s.core.SubBudgets(r.Context(), q.Parent, q.State)
 	} else {
-		views, err = s.core.Budgets(q.State)
+		views, err = s.core.Budgets(r.Context(), q.State)
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -54,7 +54,7 @@ func (s *Server) getBudget(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	v, err := s.core.Budget(r.PathValue("key"), state)
+	v, err := s.core.Budget(r.Context(), r.PathValue("key"), state)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -245,7 +245,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	var whatIf *core.WhatIf
 	if !q.IsZero() {
-		v, err := s.core.Budget(key, false)
+		v, err := s.core.Budget(r.Context(), key, false)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -256,7 +256,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 		}
 		whatIf = &core.WhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
 	}
-	f, err := s.core.Forecast(key, whatIf)
+	f, err := s.core.Forecast(r.Context(), key, whatIf)
 	if err != nil {
 		s.fail(w, r, err)
 		return

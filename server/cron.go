@@ -25,7 +25,7 @@ func (s *Server) cronRoutes() {
 }
 
 func (s *Server) listCrons(w http.ResponseWriter, r *http.Request) {
-	names, err := s.core.CronGroupNames()
+	names, err := s.core.CronGroupNames(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -43,7 +43,7 @@ func (s *Server) deleteCrons(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getCronGroup(w http.ResponseWriter, r *http.Request) {
-	g, err := s.core.CronGroup(r.PathValue("g"))
+	g, err := s.core.CronGroup(r.Context(), r.PathValue("g"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -108,7 +108,7 @@ func (s *Server) addCronEntry(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getCronEntry(w http.ResponseWriter, r *http.Request) {
-	e, err := s.core.CronEntry(r.PathValue("g"), r.PathValue("e"))
+	e, err := s.core.CronEntry(r.Context(), r.PathValue("g"), r.PathValue("e"))
 	if err != nil {
 		s.fail(w, r, err)
 		return

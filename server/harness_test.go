@@ -39,9 +39,20 @@ func setupIn(t *testing.T, dir string, tune ...func(*server.Options)) *testBundl
 	return setupTB(t, dir, tune...)
 }
 
+// setupStarting starts a server on dir without waiting for its store to
+// load.
+func setupStarting(t *testing.T, dir string, tune ...func(*server.Options)) *testBundle {
+	t.Helper()
+	return bundleOf(t, dir, servertest.StartingIn(t, dir, tune...))
+}
+
 func setupTB(t testing.TB, dir string, tune ...func(*server.Options)) *testBundle {
 	t.Helper()
-	ts := servertest.StartIn(t, dir, tune...)
+	return bundleOf(t, dir, servertest.StartIn(t, dir, tune...))
+}
+
+func bundleOf(t testing.TB, dir string, ts *servertest.Server) *testBundle {
+	t.Helper()
 	h2 := &http.Transport{}
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"time"
@@ -157,7 +158,7 @@ func (l slogPromLogger) Println(v ...any) { l.s.log.Warn("metrics", "err", v) }
 
 // Descriptions of the levels read at scrape time.
 var (
-	descReady          = prometheus.NewDesc("zizq_ready", "1 once the engine is rebuilt from the store and the server serves, else 0.", nil, nil)
+	descReady          = prometheus.NewDesc("zizq_ready", "1 once the server serves (GET /ready answers 200), else 0.", nil, nil)
 	descJobs           = prometheus.NewDesc("zizq_jobs", "Live jobs by queue and status (ready excludes parked jobs).", []string{"queue", "status"}, nil)
 	descTakes          = prometheus.NewDesc("zizq_take_connections", "Open take streams.", nil, nil)
 	descDBBytes        = prometheus.NewDesc("zizq_store_database_bytes", "Size of the database file.", nil, nil)
@@ -194,11 +195,14 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(descTakes, float64(s.takes.Load()))
-	if !s.isReady() {
+	if !s.isServing() {
 		gauge(descReady, 0)
 		return
 	}
 	gauge(descReady, 1)
+	if !s.isReady() { // the rest of the figures once the engine is loaded whole
+		return
+	}
 	dbBytes, walBytes := s.core.Sizes()
 	gauge(descDBBytes, float64(dbBytes))
 	gauge(descWALBytes, float64(walBytes))
@@ -208,7 +212,7 @@ func (l *levels) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descDecisions, prometheus.CounterValue, float64(decisions))
 	ch <- prometheus.MustNewConstMetric(descExamined, prometheus.CounterValue, float64(examined))
 
-	st, err := s.core.Stats() // the engine's own short lock; nothing else is held
+	st, err := s.core.Stats(context.Background()) // ready (above): no wait; the engine's own short lock; nothing else is held
 	if err != nil {
 		return
 	}

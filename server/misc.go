@@ -38,12 +38,12 @@ func (s *Server) reset(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) stats(w http.ResponseWriter, r *http.Request) {
-	st, err := s.core.Stats()
+	st, err := s.core.Stats(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	crons, err := s.core.CronSummaries()
+	crons, err := s.core.CronSummaries(r.Context())
 	if err != nil {
 		s.fail(w, r, err)
 		return

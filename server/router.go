@@ -80,7 +80,7 @@ func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !best.early && !rt.s.isReady() {
+	if !best.early && !rt.s.isServing() {
 		rt.s.notReady(w, r)
 		return
 	}

@@ -14,12 +14,19 @@ import (
 // while for a large store):
 //
 //   - GET /health answers 200 from the start (the process is alive), GET
-//     /ready 503 until the engine is rebuilt, then 200. /version and
-//     /metrics answer too.
+//     /ready 503 until the engine serves, then 200. /version and /metrics
+//     answer too.
 //   - Take streams are accepted and wait, with heartbeats, until the engine
-//     is ready; then jobs flow as usual.
+//     serves; then jobs flow as usual.
 //   - Every other request answers 503 {"error":"server is starting"} with
-//     Retry-After: 1.
+//     Retry-After: 1 until the engine serves.
+//
+// The engine serves once the store's first jobs are loaded, when the
+// store's live jobs are plain (no unique key, no batch; no family budget),
+// else once it is loaded whole. Between the two, takes, acknowledgements,
+// failures and enqueues of plain jobs are served at once, in the one order
+// (the engine's Restorer.Serve says why it holds), and every other request
+// waits for the rest of the load.
 
 // Ready is closed once the server serves every request.
 func (s *Server) Ready() <-chan struct{} { return s.core.Ready() }
@@ -56,15 +63,19 @@ func (s *Server) runReadyHooks() {
 	}
 }
 
-// isReady reports whether the engine and store are in place.
+// isReady reports whether the engine and store are in place, the engine
+// loaded whole.
 func (s *Server) isReady() bool { return s.core.IsReady() }
+
+// isServing reports whether the engine serves, loaded whole or not.
+func (s *Server) isServing() bool { return s.core.IsServing() }
 
 // startError returns why the start failed, or nil.
 func (s *Server) startError() error { return s.core.Err() }
 
-// readyz answers GET /ready: 200 once the engine is rebuilt, 503 before.
+// readyz answers GET /ready: 200 once the engine serves, 503 before.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
-	if !s.isReady() {
+	if !s.isServing() {
 		s.notReady(w, r)
 		return
 	}
@@ -78,7 +89,7 @@ func (s *Server) notReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // holdTakeUntilReady answers a take stream opened while the server starts
-// and holds it, with heartbeats, until the engine is ready. It returns the
+// and holds it, with heartbeats, until the engine serves. It returns the
 // writer to go on with (its header is sent), or nil if the stream ended
 // first.
 func (s *Server) holdTakeUntilReady(w http.ResponseWriter, r *http.Request, sf api.StreamFormat) http.ResponseWriter {
@@ -93,7 +104,7 @@ func (s *Server) holdTakeUntilReady(w http.ResponseWriter, r *http.Request, sf a
 	defer heartbeat.Stop()
 	for {
 		select {
-		case <-s.core.Ready():
+		case <-s.core.Serving():
 			return headerSent{w}
 		case <-s.core.Failed():
 			return nil

@@ -30,7 +30,7 @@ func (s *Server) take(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, http.StatusServiceUnavailable, "too many take connections: the limit is "+strconv.Itoa(s.cfg.MaxTakeConnections))
 		return
 	}
-	if !s.isReady() { // opened while the server starts: answered, then held
+	if !s.isServing() { // opened while the server starts: answered, then held
 		if w = s.holdTakeUntilReady(w, r, sf); w == nil {
 			return
 		}

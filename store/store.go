@@ -120,14 +120,27 @@ type Pending interface {
 	Wait(ctx context.Context) error
 }
 
-// Loader receives what Store.Load reads; a nil function skips its part.
+// Loader receives what Store.Load reads, in this order: the budgets, the
+// start, the live jobs, unique keys, batches and purges. A nil function
+// skips its part.
 type Loader struct {
 	Budget func(Budget) error
+	Start  func(LoadStart) error
 	Job    func(LiveJob) error // in (priority, id) order
 	Unique func(UniqueJob) error
 	Batch  func(LiveBatch) error
 	Purge  func(id string, at int64) error
-	MaxID  func(id string)
+}
+
+// LoadStart is what Load tells before the first live job.
+type LoadStart struct {
+	// MaxID is the greatest job ID the store ever held ("" for none): every
+	// later job's ID must sort after it.
+	MaxID string
+	// Plain reports that no live job has a unique key or belongs to a
+	// batch: nothing Load reads after the jobs concerns a live one, so the
+	// jobs read so far may be served while the rest are read.
+	Plain bool
 }
 
 // UniqueJob is a job's unique key as Load reads it: a live job's, whether

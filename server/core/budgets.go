@@ -11,7 +11,7 @@ import (
 // creates or replaces it (CreateOrReplace). cfg holds the validated
 // allocation and strategy. A creation whose commit fails is undone.
 func (s *Service) PutBudget(ctx context.Context, key string, cfg store.Budget, mode PutMode) (store.Budget, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return store.Budget{}, err
 	}
 	b, w, err := s.engine.PutBudget(key, cfg, enginePutMode(mode))
@@ -27,7 +27,7 @@ func (s *Service) PutBudget(ctx context.Context, key string, cfg store.Budget, m
 
 // PatchBudget changes an existing budget; change validates the result.
 func (s *Service) PatchBudget(ctx context.Context, key string, change func(*store.Budget) error) (store.Budget, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return store.Budget{}, err
 	}
 	b, w, err := s.engine.PatchBudget(key, change)
@@ -40,7 +40,7 @@ func (s *Service) PatchBudget(ctx context.Context, key string, change func(*stor
 // DeleteBudget deletes a budget that no unfinished job and no cron
 // entry's template is bound to.
 func (s *Service) DeleteBudget(ctx context.Context, key string) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	// Held across the delete, so no entry binds the budget meanwhile.
@@ -60,8 +60,8 @@ func (s *Service) DeleteBudget(ctx context.Context, key string) error {
 }
 
 // Budget returns one budget, with its live figures when state is true.
-func (s *Service) Budget(key string, state bool) (BudgetView, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) Budget(ctx context.Context, key string, state bool) (BudgetView, error) {
+	if err := s.ready(ctx); err != nil {
 		return BudgetView{}, err
 	}
 	v, err := s.engine.Budget(key, state)
@@ -69,8 +69,8 @@ func (s *Service) Budget(key string, state bool) (BudgetView, error) {
 }
 
 // Budgets returns every budget sorted by key.
-func (s *Service) Budgets(state bool) ([]BudgetView, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) Budgets(ctx context.Context, state bool) ([]BudgetView, error) {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	return coreBudgetViews(s.engine.Budgets(state)), nil
@@ -78,8 +78,8 @@ func (s *Service) Budgets(state bool) ([]BudgetView, error) {
 
 // SubBudgets returns the live sub-budgets of the family parent, by key,
 // with their live figures when state is true.
-func (s *Service) SubBudgets(parent string, state bool) ([]BudgetView, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) SubBudgets(ctx context.Context, parent string, state bool) ([]BudgetView, error) {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	v, err := s.engine.SubBudgets(parent, state)
@@ -89,8 +89,8 @@ func (s *Service) SubBudgets(parent string, state bool) ([]BudgetView, error) {
 // Forecast returns when the budget key's backlog will have been
 // dispatched, at its own pace or at the one w describes (nil: its own);
 // it changes nothing.
-func (s *Service) Forecast(key string, w *WhatIf) (Forecast, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) Forecast(ctx context.Context, key string, w *WhatIf) (Forecast, error) {
+	if err := s.ready(ctx); err != nil {
 		return Forecast{}, err
 	}
 	f, err := s.engine.Forecast(key, (*engine.WhatIf)(w))
@@ -98,8 +98,8 @@ func (s *Service) Forecast(key string, w *WhatIf) (Forecast, error) {
 }
 
 // Stats returns the live counts and every budget with its figures.
-func (s *Service) Stats() (Stats, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) Stats(ctx context.Context) (Stats, error) {
+	if err := s.ready(ctx); err != nil {
 		return Stats{}, err
 	}
 	return coreStats(s.engine.Stats()), nil

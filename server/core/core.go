@@ -100,11 +100,15 @@ type Service struct {
 
 // lifecycle tracks the start.
 type lifecycle struct {
-	ready  chan struct{} // closed once the engine is loaded
-	failed chan struct{} // closed if the start failed; err says why
-	done   chan struct{} // closed when the start goroutine returns
-	err    error
-	cancel context.CancelFunc
+	// serving is closed once the engine serves: the jobs loaded so far are
+	// dispatched, acknowledged and failed, and plain jobs enqueued, while
+	// the rest load (restore). ready is closed once it is loaded whole.
+	serving chan struct{}
+	ready   chan struct{}
+	failed  chan struct{} // closed if the start failed; err says why
+	done    chan struct{} // closed when the start goroutine returns
+	err     error
+	cancel  context.CancelFunc
 }
 
 // Start returns a service at once and opens its store, returns the last
@@ -132,7 +136,7 @@ func Start(ctx context.Context, opts Options) *Service {
 	}
 	s := &Service{opts: opts, clock: opts.Clock, log: opts.Logger, cache: newPayloadCache(opts.PayloadCacheBytes, opts.Clock.Now),
 		cron: newCronState(), batches: opts.Batches, batchKeys: newKeyLocks()}
-	s.life = lifecycle{ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
+	s.life = lifecycle{serving: make(chan struct{}), ready: make(chan struct{}), failed: make(chan struct{}), done: make(chan struct{})}
 	ctx, s.life.cancel = context.WithCancel(ctx)
 	go s.start(ctx)
 	return s
@@ -155,6 +159,7 @@ func (s *Service) start(ctx context.Context) {
 		return
 	}
 	s.engine, s.store = e, st
+	s.serve()
 	groups, err := s.loadCron(ctx)
 	if err != nil {
 		_ = st.Close()
@@ -177,23 +182,45 @@ func (s *Service) fail(err error) {
 	close(s.life.failed)
 }
 
-// restore rebuilds the engine from the store. The engine loads the jobs
-// left in flight before the store returns them to ready, so it knows which
-// they were (a queued one takes its unique key again if it is free).
+// restore rebuilds the engine from the store. The store returns the last
+// run's in-flight jobs to ready once the load's snapshot is taken, so the
+// engine still knows which they were (a queued one takes its unique key
+// again if it is free). When the store's live jobs are plain, the engine
+// serves from then on, while the rest load (engine.Restorer.Serve).
 func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error) {
 	e := engine.New(s.opts.Engine, s.clock, journal{st}, jobid.New(s.clock.Now))
 	r := e.Restore()
-	err := load(ctx, st, r)
+	var requeued int64
+	begin := func(start store.LoadStart) error {
+		r.MaxID(start.MaxID)
+		n, err := st.RecoverInFlight(ctx)
+		if err != nil {
+			return fmt.Errorf("recover in-flight jobs: %w", err)
+		}
+		requeued = n
+		if start.Plain && r.Serve() {
+			s.engine, s.store = e, st
+			s.serve()
+			s.log.Info("serving while the engine loads")
+		}
+		return nil
+	}
+	err := load(ctx, st, r, begin)
 	jobs := r.Finish()
 	if err != nil {
 		return nil, err
 	}
-	requeued, err := st.RecoverInFlight(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("recover in-flight jobs: %w", err)
-	}
 	s.log.Info("engine restored", "jobs", jobs, "requeued", requeued)
 	return e, nil
+}
+
+// serve marks the service as serving, once.
+func (s *Service) serve() {
+	select {
+	case <-s.life.serving:
+	default:
+		close(s.life.serving)
+	}
 }
 
 // journal adapts the store to the engine's Journal.
@@ -214,6 +241,20 @@ func (s *Service) Err() error {
 		return s.life.err
 	default:
 		return nil
+	}
+}
+
+// Serving is closed once the engine serves, before or when Ready is.
+func (s *Service) Serving() <-chan struct{} { return s.life.serving }
+
+// IsServing reports whether the engine serves the jobs it has loaded: the
+// server is ready for workers and producers.
+func (s *Service) IsServing() bool {
+	select {
+	case <-s.life.serving:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -239,13 +280,40 @@ func (s *Service) Wait(ctx context.Context) error {
 	}
 }
 
-// ready returns ErrStarting until the service is ready.
-func (s *Service) ready() error {
+// ready returns nil once the service serves every call. While the engine
+// serves the jobs loaded so far, it waits for the rest (seconds at
+// millions of jobs) or for ctx; before the engine serves it returns
+// ErrStarting.
+func (s *Service) ready(ctx context.Context) error {
 	if s.IsReady() {
+		return nil
+	}
+	if err := s.serving(); err != nil {
+		return err
+	}
+	select {
+	case <-s.life.ready:
+		return nil
+	case <-s.life.failed:
+		return refuse(KindStarting, "server is starting")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// serving returns ErrStarting until the engine serves: the calls that
+// need only the jobs loaded so far (a take, an acknowledgement, a failure,
+// an enqueue of plain jobs) go ahead while the rest load.
+func (s *Service) serving() error {
+	if s.IsServing() {
 		return nil
 	}
 	return refuse(KindStarting, "server is starting")
 }
+
+// loading reports whether the engine serves but is not loaded whole: a
+// job it does not know may yet come.
+func (s *Service) loading() bool { return s.IsServing() && !s.IsReady() }
 
 // Close ends a start in progress and closes the store; call it once every
 // transport has stopped calling.

@@ -136,8 +136,8 @@ func entryNotFound(group, name string) error {
 }
 
 // CronGroupNames returns the name of every cron group, sorted.
-func (s *Service) CronGroupNames() ([]string, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) CronGroupNames(ctx context.Context) ([]string, error) {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	s.cron.mu.Lock()
@@ -151,8 +151,8 @@ func (s *Service) CronGroupNames() ([]string, error) {
 }
 
 // CronGroup returns one group with its entries.
-func (s *Service) CronGroup(name string) (CronGroup, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) CronGroup(ctx context.Context, name string) (CronGroup, error) {
+	if err := s.ready(ctx); err != nil {
 		return CronGroup{}, err
 	}
 	s.cron.mu.Lock()
@@ -165,8 +165,8 @@ func (s *Service) CronGroup(name string) (CronGroup, error) {
 }
 
 // CronEntry returns one entry of a group.
-func (s *Service) CronEntry(group, name string) (CronEntry, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) CronEntry(ctx context.Context, group, name string) (CronEntry, error) {
+	if err := s.ready(ctx); err != nil {
 		return CronEntry{}, err
 	}
 	s.cron.mu.Lock()
@@ -182,7 +182,7 @@ func (s *Service) CronEntry(group, name string) (CronEntry, error) {
 // created or replaced (an unchanged schedule keeps its next and last
 // occurrence), the others are deleted.
 func (s *Service) PutCronGroup(ctx context.Context, name string, spec CronGroupSpec) (CronGroup, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return CronGroup{}, err
 	}
 	if _, err := loadTimezone(spec.Timezone); err != nil {
@@ -237,7 +237,7 @@ func (s *Service) PutCronGroup(ctx context.Context, name string, spec CronGroupS
 
 // PatchCronGroup pauses or resumes a group.
 func (s *Service) PatchCronGroup(ctx context.Context, name string, paused bool) (CronGroup, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return CronGroup{}, err
 	}
 	s.cron.mu.Lock()
@@ -259,7 +259,7 @@ func (s *Service) PatchCronGroup(ctx context.Context, name string, paused bool) 
 
 // DeleteCronGroup deletes a group and its entries.
 func (s *Service) DeleteCronGroup(ctx context.Context, name string) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	s.cron.mu.Lock()
@@ -278,7 +278,7 @@ func (s *Service) DeleteCronGroup(ctx context.Context, name string) error {
 
 // DeleteCronGroups deletes every group and says how many there were.
 func (s *Service) DeleteCronGroups(ctx context.Context) (int, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
 	s.cron.mu.Lock()
@@ -322,7 +322,7 @@ func (s *Service) PutCronEntry(ctx context.Context, group string, spec CronEntry
 }
 
 func (s *Service) writeCronEntry(ctx context.Context, group string, spec CronEntrySpec, replace bool) (CronEntry, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return CronEntry{}, err
 	}
 	s.cron.mu.Lock()
@@ -354,7 +354,7 @@ func (s *Service) writeCronEntry(ctx context.Context, group string, spec CronEnt
 
 // PatchCronEntry pauses or resumes one entry.
 func (s *Service) PatchCronEntry(ctx context.Context, group, name string, paused bool) (CronEntry, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return CronEntry{}, err
 	}
 	s.cron.mu.Lock()
@@ -378,7 +378,7 @@ func (s *Service) PatchCronEntry(ctx context.Context, group, name string, paused
 
 // DeleteCronEntry deletes one entry; its group stays, empty or not.
 func (s *Service) DeleteCronEntry(ctx context.Context, group, name string) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	s.cron.mu.Lock()
@@ -396,8 +396,8 @@ func (s *Service) DeleteCronEntry(ctx context.Context, group, name string) error
 }
 
 // CronSummaries returns every group at a glance, by name.
-func (s *Service) CronSummaries() ([]CronSummary, error) {
-	if err := s.ready(); err != nil {
+func (s *Service) CronSummaries(ctx context.Context) ([]CronSummary, error) {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	s.cron.mu.Lock()

@@ -547,11 +547,11 @@ func (c *cronSim) modelState() map[string]groupState {
 }
 
 func (c *cronSim) serviceState() map[string]groupState {
-	names, err := c.svc.CronGroupNames()
+	names, err := c.svc.CronGroupNames(context.Background())
 	require.NoError(c.t, err)
 	out := map[string]groupState{}
 	for _, name := range names {
-		g, err := c.svc.CronGroup(name)
+		g, err := c.svc.CronGroup(context.Background(), name)
 		require.NoError(c.t, err)
 		gs := groupState{Paused: g.Paused, Entries: map[string]entryState{}}
 		for _, e := range g.Entries {

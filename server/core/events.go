@@ -196,7 +196,7 @@ func (s *Service) EventStats() EventStats {
 // list (head windows) and of the budgets. It ends when ctx does, when
 // Close is called or when it is dropped (Err says why).
 func (s *Service) Subscribe(ctx context.Context, opts EventOptions) (*Subscription, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	opts = opts.withDefaults()

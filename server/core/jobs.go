@@ -26,7 +26,7 @@ func (s *Service) Enqueue(ctx context.Context, specs []NewJob) ([]Enqueued, erro
 // fire's schedule, cron_fire.go), even when every request is a duplicate
 // or a fold.
 func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...store.Op) ([]engine.Enqueued, error) {
-	if err := s.ready(); err != nil {
+	if err := s.readyFor(ctx, specs); err != nil {
 		return nil, err
 	}
 	for _, sp := range specs {
@@ -36,6 +36,18 @@ func (s *Service) enqueue(ctx context.Context, specs []engine.NewJob, with ...st
 	}
 	jobs, _, err := s.commitEnqueue(ctx, specs, engine.BatchPlan{}, with)
 	return jobs, err
+}
+
+// readyFor waits until the engine may take the jobs: plain jobs go in while
+// it loads; a unique key or a batch needs the keys and batches of every
+// loaded job, read after them.
+func (s *Service) readyFor(ctx context.Context, specs []engine.NewJob) error {
+	for _, sp := range specs {
+		if sp.UniqueKey != "" || sp.Batch != nil || sp.BatchOpen {
+			return s.ready(ctx)
+		}
+	}
+	return s.serving()
 }
 
 // commitEnqueue creates jobs, applies a batch plan and journals with in one
@@ -103,7 +115,7 @@ func (s *Service) unwindEnqueue(ctx context.Context, ids []string, specs []engin
 // engine's; what never changes (payload, type) and a finished job come
 // from the store.
 func (s *Service) Job(ctx context.Context, id string) (store.Job, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return store.Job{}, err
 	}
 	row, err := s.store.GetJob(ctx, id, s.nowMs())
@@ -192,7 +204,7 @@ func (s *Service) storeFilter(f Filter) store.Filter {
 
 // Jobs lists jobs in ID order from the cursor from (exclusive), as of now.
 func (s *Service) Jobs(ctx context.Context, f Filter, from string, o store.Order, limit int) ([]store.Job, bool, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, false, err
 	}
 	sf := s.storeFilter(f)
@@ -204,7 +216,7 @@ func (s *Service) Jobs(ctx context.Context, f Filter, from string, o store.Order
 
 // Count counts jobs, as of now.
 func (s *Service) Count(ctx context.Context, f Filter) (int64, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
 	sf := s.storeFilter(f)
@@ -235,7 +247,7 @@ func (s *Service) DeleteJob(ctx context.Context, id string) error {
 
 // DeleteJobs deletes the jobs a filter selects and says how many.
 func (s *Service) DeleteJobs(ctx context.Context, f Filter) (int64, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
 	ids, err := s.matching(ctx, f)
@@ -251,7 +263,7 @@ type Change func(now int64, j *store.Job) error
 
 // PatchJob changes a live job and returns it as it is now.
 func (s *Service) PatchJob(ctx context.Context, id string, change Change) (store.Job, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return store.Job{}, err
 	}
 	_, w, err := s.engine.Patch(id, change)
@@ -280,7 +292,7 @@ func (s *Service) notLive(ctx context.Context, id, what string) error {
 // PatchJobs applies one change to every live job a filter selects, in one
 // commit, and says how many it changed (finished jobs are skipped).
 func (s *Service) PatchJobs(ctx context.Context, f Filter, change Change) (int64, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return 0, err
 	}
 	ids, err := s.matching(ctx, f)
@@ -292,21 +304,40 @@ func (s *Service) PatchJobs(ctx context.Context, f Filter, change Change) (int64
 }
 
 // Ack completes in-flight jobs; it returns those that were not in flight.
+//
+// While the engine loads, a job it does not know yet may be one of the
+// last run's: the answer for those waits until it is loaded whole.
 func (s *Service) Ack(ctx context.Context, ids []string) ([]string, error) {
-	if err := s.ready(); err != nil {
+	if err := s.serving(); err != nil {
 		return nil, err
 	}
 	missing, w := s.engine.Ack(ids)
+	if len(missing) > 0 && s.loading() {
+		if err := s.ready(ctx); err != nil {
+			return nil, err
+		}
+		var again engine.Waiter
+		missing, again = s.engine.Ack(missing)
+		if err := wait(ctx, again); err != nil {
+			return nil, err
+		}
+	}
 	return missing, wait(ctx, w)
 }
 
 // Fail records a failure of an in-flight job, which retries or dies; it
 // returns the job as it is now (no payload).
 func (s *Service) Fail(ctx context.Context, id string, f Failure) (store.Job, error) {
-	if err := s.ready(); err != nil {
+	if err := s.serving(); err != nil {
 		return store.Job{}, err
 	}
 	j, w, err := s.engine.Fail(id, engine.Failure(f))
+	if err != nil && s.loading() { // as for Ack: it may be a job not loaded yet
+		if err := s.ready(ctx); err != nil {
+			return store.Job{}, err
+		}
+		j, w, err = s.engine.Fail(id, engine.Failure(f))
+	}
 	if err != nil {
 		return store.Job{}, translate(err)
 	}
@@ -386,7 +417,7 @@ type Why struct {
 
 // Why explains a job's state.
 func (s *Service) Why(ctx context.Context, id string) (Why, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return Why{}, err
 	}
 	if w, ok := s.engine.Why(id); ok {
@@ -405,7 +436,7 @@ func (s *Service) Why(ctx context.Context, id string) (Why, error) {
 // edit that does not apply to the job (adding a binding it has, changing
 // one it lacks) is refused.
 func (s *Service) RebindOne(ctx context.Context, id string, edit BindingEdit) (store.Job, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return store.Job{}, err
 	}
 	change, err := edit.change(true)
@@ -429,7 +460,7 @@ func (s *Service) RebindOne(ctx context.Context, id string, edit BindingEdit) (s
 // edit does not apply to is left alone, and in-flight ones are left alone
 // and reported as blocked.
 func (s *Service) RebindJobs(ctx context.Context, f Filter, edit BindingEdit) (RebindResult, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return RebindResult{}, err
 	}
 	change, err := edit.change(false)
@@ -449,7 +480,7 @@ func (s *Service) RebindJobs(ctx context.Context, f Filter, edit BindingEdit) (R
 
 // Queues lists the queues of every stored job, as of now.
 func (s *Service) Queues(ctx context.Context) ([]string, error) {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
 	if err := s.store.Barrier(ctx); err != nil {
@@ -461,7 +492,7 @@ func (s *Service) Queues(ctx context.Context) ([]string, error) {
 // Reset deletes every cron group first (no entry fires after), then every
 // job and budget.
 func (s *Service) Reset(ctx context.Context) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	s.cron.mu.Lock()

@@ -17,19 +17,20 @@ const (
 	loadDepth = 4
 )
 
-// load fills a new engine from the store in one pass. The store's reader
-// decodes rows on this goroutine while another indexes the jobs in the
-// engine: at ten million jobs each side is several seconds of work, and a
-// machine of two cores does them at once.
-func load(ctx context.Context, st Store, r *engine.Restorer) error {
+// load fills a new engine from the store in one pass, calling begin once
+// the budgets are in and before the first job. The store's reader decodes
+// rows on this goroutine while another indexes the jobs in the engine: at
+// ten million jobs each side is several seconds of work, and a machine of
+// two cores does them at once.
+func load(ctx context.Context, st Store, r *engine.Restorer, begin func(store.LoadStart) error) error {
 	p := newLoadPipe(r)
 	err := st.Load(ctx, store.Loader{
 		Budget: p.budget,
+		Start:  begin,
 		Job:    p.job,
 		Unique: p.unique,
 		Batch:  p.batched,
 		Purge:  p.purge,
-		MaxID:  p.maxID,
 	})
 	if perr := p.finish(); err == nil {
 		err = perr
@@ -109,11 +110,6 @@ func (p *loadPipe) purge(id string, at int64) error {
 	return nil
 }
 
-func (p *loadPipe) maxID(id string) {
-	_ = p.finish() // an indexing error comes back from load
-	p.r.MaxID(id)
-}
-
 // start runs the indexer.
 func (p *loadPipe) start() {
 	p.open = true
@@ -128,8 +124,8 @@ func (p *loadPipe) start() {
 func (p *loadPipe) index() {
 	defer close(p.done)
 	for batch := range p.full {
-		for i := 0; i < len(batch) && p.err == nil; i++ {
-			if err := p.r.Job(batch[i]); err != nil {
+		if p.err == nil {
+			if err := p.r.Jobs(batch); err != nil {
 				p.err = err
 				p.failed.Store(true)
 			}

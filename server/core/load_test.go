@@ -22,6 +22,7 @@ type scriptedLoad struct {
 	jobs        []store.LiveJob
 	purges      int
 	maxID       string
+	plain       bool
 	jobsGiven   int
 }
 
@@ -30,6 +31,9 @@ func (s *scriptedLoad) Load(_ context.Context, l store.Loader) error {
 		if err := l.Budget(b); err != nil {
 			return err
 		}
+	}
+	if err := l.Start(store.LoadStart{MaxID: s.maxID, Plain: s.plain}); err != nil {
+		return err
 	}
 	for _, j := range s.jobs {
 		s.jobsGiven++
@@ -43,7 +47,6 @@ func (s *scriptedLoad) Load(_ context.Context, l store.Loader) error {
 			return err
 		}
 	}
-	l.MaxID(s.maxID)
 	return nil
 }
 
@@ -81,7 +84,7 @@ func TestLoad_IndexesEveryJobAcrossBatches(t *testing.T) {
 	st.maxID = future
 
 	r := e.Restore()
-	err := load(t.Context(), st, r)
+	err := load(t.Context(), st, r, maxIDOnly(r))
 	require.Equal(t, n, r.Finish())
 	require.NoError(t, err)
 	require.Equal(t, int64(n), e.Stats().Jobs.Ready)
@@ -102,7 +105,7 @@ func TestLoad_StopsAtTheFirstIndexingError(t *testing.T) {
 	st := &scriptedLoad{jobs: jobs, purges: 2}
 
 	r := e.Restore()
-	err := load(t.Context(), st, r)
+	err := load(t.Context(), st, r, maxIDOnly(r))
 	r.Finish()
 	require.ErrorContains(t, err, jobs[loadBatch+3].ID)
 	require.ErrorContains(t, err, "missing")
@@ -115,9 +118,14 @@ func TestLoad_NoJobs(t *testing.T) {
 	e, _ := newRestoreEngine(t)
 	st := &scriptedLoad{budgets: []store.Budget{{Key: "b", Allocation: 1, Strategy: store.WhileInFlight}}, purges: 1}
 	r := e.Restore()
-	require.NoError(t, load(t.Context(), st, r))
+	require.NoError(t, load(t.Context(), st, r, maxIDOnly(r)))
 	require.Zero(t, r.Finish())
 	require.Len(t, e.Stats().Budgets, 1)
+}
+
+// maxIDOnly is the start of a load that only observes the greatest ID.
+func maxIDOnly(r *engine.Restorer) func(store.LoadStart) error {
+	return func(s store.LoadStart) error { r.MaxID(s.MaxID); return nil }
 }
 
 func bindingsOf(j store.Job) []store.Binding {

@@ -13,7 +13,7 @@ type Store = store.Store
 // Backup writes a consistent snapshot of the store as a tar.gz archive;
 // started is called once, just before the first byte is written.
 func (s *Service) Backup(ctx context.Context, w io.Writer, started func()) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	return s.store.Backup(ctx, &firstWrite{w: w, first: started})
@@ -37,7 +37,7 @@ func (f *firstWrite) Write(p []byte) (int, error) {
 // Compact returns the space of deleted jobs to the file system and empties
 // the store's log (store.Store.Compact).
 func (s *Service) Compact(ctx context.Context) error {
-	if err := s.ready(); err != nil {
+	if err := s.ready(ctx); err != nil {
 		return err
 	}
 	return s.store.Compact(ctx)

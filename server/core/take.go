@@ -17,7 +17,7 @@ type Taker struct {
 // Take connects a taker serving the named queues (none: all) with at most
 // prefetch unacknowledged jobs (0: unlimited).
 func (s *Service) Take(queues []string, prefetch int) (*Taker, error) {
-	if err := s.ready(); err != nil {
+	if err := s.serving(); err != nil {
 		return nil, err
 	}
 	return &Taker{s: s, t: s.engine.NewTaker(queues, prefetch)}, nil

@@ -289,10 +289,9 @@ func (e *Engine) journalDispatch(j ref, id string, ms int64) {
 	e.journal.Append(store.CloseBatch(id), store.SetStatus(id, store.InFlight, ms))
 }
 
-// Batch gives a restored job its batch; the newest open one of each key
-// that waits (not scheduled) is its pending job.
-func (r *Restorer) Batch(b store.LiveBatch) {
-	e := r.e
+// restoreBatch gives a restored job its batch; the newest open one of each
+// key that waits (not scheduled) is its pending job.
+func (e *Engine) restoreBatch(b store.LiveBatch) {
 	j, live := e.lookup(b.ID)
 	if !live {
 		return

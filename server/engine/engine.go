@@ -43,6 +43,12 @@
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
+// # Serving while it loads
+//
+// A restore may serve before it has every job (restore.go): dispatch stays
+// within the horizon, a prefix of the one order that no job still to load
+// can precede; affordBound and partBound start from it.
+//
 // # Unique keys
 //
 // The holder index of unique keys lives here too, beside the records and
@@ -216,6 +222,11 @@ type Engine struct {
 	subBudgets       int
 	restoredFamilies map[*account]bool
 
+	// horizon is the part of the one order that may be dispatched: all of
+	// it, except while a restore serves the jobs it has loaded so far
+	// (restore.go).
+	horizon bound
+
 	counts [numStates]int64
 	obs    observer // the change feed of dashboards (observe.go)
 	// work counts the group and budget entries decisions looked at (for
@@ -250,85 +261,10 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		queues:     map[string]*queue{},
 		accounts:   map[string]*account{},
 		takers:     map[*Taker]struct{}{},
+		horizon:    admitAll,
 	}
 	e.promos.e = e
 	return e
-}
-
-// Restorer loads the store's state into a new engine, piece by piece, as
-// the store reads it: budgets first, then live jobs (an in-flight one counts
-// as ready), then unique keys, then batches, then purge deadlines. It
-// journals nothing
-// but, at Finish, the unique keys that jobs left in flight take again (see
-// unique.go). Jobs given in (priority, id) order load fastest. The engine
-// is locked from Restore to Finish; nothing else may use it meanwhile.
-type Restorer struct {
-	e        *Engine
-	jobs     int
-	inFlight []ref // jobs the last run left in flight
-}
-
-// Restore begins loading the store's state; call it once, before takers
-// connect.
-func (e *Engine) Restore() *Restorer {
-	e.mu.Lock()
-	e.enterOp()
-	e.restoredFamilies = map[*account]bool{}
-	return &Restorer{e: e}
-}
-
-// Budget adds a budget. A pause that ended while the server was down is
-// over; one that has not is timed.
-func (r *Restorer) Budget(b store.Budget) {
-	a := r.e.addAccount(r.e.pastPauseCleared(b))
-	r.e.deadlineDirty(a)
-	r.e.restoreSubPauses(a)
-}
-
-// Job adds a live job; its budgets must have been added.
-func (r *Restorer) Job(lj store.LiveJob) error {
-	e := r.e
-	sj := store.Job{
-		ID: lj.ID, Queue: lj.Queue, Type: lj.Type, Priority: lj.Priority, Status: lj.Status,
-		ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
-		Retention: lj.Retention, Budgets: lj.Budgets, FairTag: lj.FairTag,
-	}
-	j, err := e.newJob(&sj, false)
-	if err != nil {
-		return fmt.Errorf("restore job %s: %w", lj.ID, err)
-	}
-	// The IDs to come sort after MaxID's, which no live job's passes.
-	e.schedule(j)
-	r.jobs++
-	if lj.Status == store.InFlight {
-		r.inFlight = append(r.inFlight, j)
-	}
-	return nil
-}
-
-// Unique adds a job's unique key: a live job's (loaded before), holding it
-// or not, or a finished job's that holds it.
-func (r *Restorer) Unique(u store.UniqueJob) { r.e.restoreUnique(u) }
-
-// Purge adds the purge deadline (ms) of a retained terminal job.
-func (r *Restorer) Purge(id string, at int64) {
-	if jid, ok := jobid.Parse(id); ok {
-		r.e.purges.push(purge{at: at * int64(time.Millisecond), id: jid})
-	}
-}
-
-// MaxID makes every later job ID sort after id, the largest the store ever
-// held; it must be called, live jobs or not.
-func (r *Restorer) MaxID(id string) { r.e.idgen.Observe(id) }
-
-// Finish ends the load and unlocks the engine; it returns the jobs loaded.
-func (r *Restorer) Finish() int {
-	r.e.restoredFamilies = nil
-	r.e.fireDue(r.e.vnow) // purges already due go first: their keys are free
-	r.e.recovered(r.inFlight)
-	r.e.finishOp()
-	r.e.mu.Unlock()
-	return r.jobs
 }
 
 func (e *Engine) nowMs() int64 { return e.vnow / int64(time.Millisecond) }

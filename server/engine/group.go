@@ -229,9 +229,9 @@ func (e *Engine) markGroup(g *group) {
 }
 
 // affordBound is the prefix of the group that every one of its budgets
-// pays now.
+// pays now, within the horizon.
 func (e *Engine) affordBound(g *group) bound {
-	b := admitAll
+	b := e.horizon
 	for _, s := range g.binds() {
 		b = b.tighter(e.payBound(s.a, s.cost, g))
 	}
@@ -242,7 +242,7 @@ func (e *Engine) affordBound(g *group) bound {
 // its collection's family pays now (affordBound, for a group outside
 // collections).
 func (e *Engine) partBound(g *group) bound {
-	b := admitAll
+	b := e.horizon
 	for _, s := range g.binds() {
 		if g.coll == nil || s.a != g.coll.a {
 			b = b.tighter(e.payBound(s.a, s.cost, g))

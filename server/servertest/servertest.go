@@ -149,6 +149,18 @@ func Start(t testing.TB, tune ...func(*server.Options)) *Server {
 // StartIn serves an existing data directory (restart tests).
 func StartIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
 	t.Helper()
+	return startIn(t, dir, true, tune...)
+}
+
+// StartingIn is StartIn returning at once, the store still loading: for
+// the tests of what a starting server answers.
+func StartingIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
+	t.Helper()
+	return startIn(t, dir, false, tune...)
+}
+
+func startIn(t testing.TB, dir string, wait bool, tune ...func(*server.Options)) *Server {
+	t.Helper()
 	opts := Options(dir)
 	// The store logs where the tunes have the server log.
 	opts.OpenStore = nil
@@ -165,8 +177,13 @@ func StartIn(t testing.TB, dir string, tune ...func(*server.Options)) *Server {
 		opts.OpenStore = SQLiteStore(dir, sqlite.Options{Logger: opts.Logger})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.Open(ctx, opts)
-	require.NoError(t, err)
+	srv := server.Start(ctx, opts)
+	if wait {
+		if err := srv.Core().Wait(ctx); err != nil {
+			_ = srv.CloseStore()
+			require.NoError(t, err)
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	al, err := net.Listen("tcp", "127.0.0.1:0")

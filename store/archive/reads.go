@@ -91,7 +91,7 @@ func (r *storeReads) load(ctx context.Context) error {
 			}
 			return nil
 		},
-		MaxID: func(id string) { r.highWater = id },
+		Start: func(s store.LoadStart) error { r.highWater = s.MaxID; return nil },
 	})
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func TestDB_BackupRestoresEverything(t *testing.T) {
 	defer dst.Close()
 	storetest.RequireSameContent(t, src, dst)
 	var got string
-	require.NoError(t, dst.Load(ctx, store.Loader{MaxID: func(id string) { got = id }}))
+	require.NoError(t, dst.Load(ctx, store.Loader{Start: func(s store.LoadStart) error { got = s.MaxID; return nil }}))
 	require.Equal(t, mark, got)
 
 	t.Run("NoArchive", func(t *testing.T) {

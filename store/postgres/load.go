@@ -15,12 +15,16 @@ const liveColumns = `id, queue, type, priority, status, ready_at, attempts, retr
 	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets, fair_tag`
 
 // Load reads what the engine needs at start from one REPEATABLE READ
-// snapshot: budgets, live jobs in (priority, id) order, unique keys, the
-// batches of the live batched jobs, the purge schedule and the greatest
-// job ID. Rows go to l as they arrive.
+// snapshot: budgets, the start (the greatest job ID, and whether the live
+// jobs are plain), live jobs in (priority, id) order, unique keys, the
+// batches of the live batched jobs and the purge schedule. Rows go to l as
+// they arrive. The snapshot is taken before Start is called.
 func (db *DB) Load(ctx context.Context, l store.Loader) error {
 	return readTx(ctx, db.pool, func(tx pgx.Tx) error {
 		if err := loadBudgets(ctx, tx, l.Budget); err != nil {
+			return err
+		}
+		if err := loadStart(ctx, tx, l.Start); err != nil {
 			return err
 		}
 		if err := loadLive(ctx, tx, l.Job); err != nil {
@@ -32,19 +36,28 @@ func (db *DB) Load(ctx context.Context, l store.Loader) error {
 		if err := loadBatches(ctx, tx, l.Batch); err != nil {
 			return err
 		}
-		if err := loadPurges(ctx, tx, l.Purge); err != nil {
-			return err
-		}
-		if l.MaxID == nil {
-			return nil
-		}
-		id, err := maxJobID(ctx, tx)
-		if err != nil {
-			return err
-		}
-		l.MaxID(id)
-		return nil
+		return loadPurges(ctx, tx, l.Purge)
 	})
+}
+
+// liveSpecial tells whether a live job has a unique key or a batch,
+// through the partial indexes that hold only such jobs.
+const liveSpecial = `SELECT EXISTS (SELECT 1 FROM jobs WHERE unique_key IS NOT NULL AND status <= 2),
+	EXISTS (SELECT 1 FROM jobs WHERE batch_key IS NOT NULL AND status <= 2)`
+
+func loadStart(ctx context.Context, tx pgx.Tx, fn func(store.LoadStart) error) error {
+	if fn == nil {
+		return nil
+	}
+	maxID, err := maxJobID(ctx, tx)
+	if err != nil {
+		return err
+	}
+	var unique, batched bool
+	if err := tx.QueryRow(ctx, liveSpecial).Scan(&unique, &batched); err != nil {
+		return fmt.Errorf("load: live unique keys and batches: %w", wrapConn(err))
+	}
+	return fn(store.LoadStart{MaxID: maxID, Plain: !unique && !batched})
 }
 
 func loadBudgets(ctx context.Context, tx pgx.Tx, fn func(store.Budget) error) error {

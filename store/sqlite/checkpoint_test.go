@@ -174,7 +174,7 @@ func TestDB_MaxJobIDOutlivesJobs(t *testing.T) {
 	ctx := context.Background()
 	maxID := func(db *DB) string {
 		var got string
-		require.NoError(t, db.Load(ctx, store.Loader{MaxID: func(id string) { got = id }}))
+		require.NoError(t, db.Load(ctx, store.Loader{Start: func(s store.LoadStart) error { got = s.MaxID; return nil }}))
 		return got
 	}
 	db, err := Open(ctx, dir, quiet())

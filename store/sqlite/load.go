@@ -118,10 +118,12 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 const getJobsChunk = 1000
 
 // Load reads what the engine needs at start from one read transaction (one
-// snapshot of the WAL): budgets, live jobs in (priority, id) order, unique
-// keys, batches, the purge schedule and the greatest job ID. Each part is
-// one query whose rows go to l as they are read, so the first job arrives
-// before the last is read.
+// snapshot of the WAL): budgets, the start (the greatest job ID, and
+// whether the live jobs are plain), live jobs in (priority, id) order,
+// unique keys, batches and the purge schedule. Each part is one query
+// whose rows go to l as they are read, so the first job arrives before the
+// last is read. The snapshot is taken before Start is called: what commits
+// from then on is not read.
 func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	tx, err := db.rdb.BeginTx(ctx, nil)
 	if err != nil {
@@ -129,6 +131,9 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	}
 	defer func() { _ = tx.Rollback() }() // read-only: nothing to commit
 	if err := loadBudgets(ctx, tx, l.Budget); err != nil {
+		return err
+	}
+	if err := db.loadStart(ctx, tx, l.Start); err != nil {
 		return err
 	}
 	if err := loadLive(ctx, tx, l.Job); err != nil {
@@ -140,18 +145,27 @@ func (db *DB) Load(ctx context.Context, l store.Loader) (err error) {
 	if err := loadBatches(ctx, tx, l.Batch); err != nil {
 		return err
 	}
-	if err := loadPurges(ctx, tx, l.Purge); err != nil {
-		return err
-	}
-	if l.MaxID == nil {
+	return loadPurges(ctx, tx, l.Purge)
+}
+
+// liveSpecial tells whether a live job has a unique key or a batch,
+// through the partial indexes that hold only such jobs.
+const liveSpecial = `SELECT EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_unique WHERE unique_key IS NOT NULL AND status <= 2),
+	EXISTS (SELECT 1 FROM jobs INDEXED BY jobs_batched WHERE batch_key IS NOT NULL AND status <= 2)`
+
+func (db *DB) loadStart(ctx context.Context, tx *sql.Tx, fn func(store.LoadStart) error) error {
+	if fn == nil {
 		return nil
 	}
 	maxID, err := db.maxJobID(ctx, tx)
 	if err != nil {
 		return err
 	}
-	l.MaxID(maxID)
-	return nil
+	var unique, batched bool
+	if err := tx.QueryRowContext(ctx, liveSpecial).Scan(&unique, &batched); err != nil {
+		return fmt.Errorf("load: live unique keys and batches: %w", err)
+	}
+	return fn(store.LoadStart{MaxID: maxID, Plain: !unique && !batched})
 }
 
 func loadBudgets(ctx context.Context, tx *sql.Tx, fn func(store.Budget) error) error {

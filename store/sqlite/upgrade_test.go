@@ -62,7 +62,7 @@ func TestOpen_UpgradesFirstSchema(t *testing.T) {
 	var maxID string
 	require.NoError(t, db.Load(ctx, store.Loader{
 		Job:   func(j store.LiveJob) error { live = append(live, j); return nil },
-		MaxID: func(id string) { maxID = id },
+		Start: func(s store.LoadStart) error { maxID = s.MaxID; return nil },
 	}))
 	require.Len(t, live, 2)
 	require.Equal(t, fixtureReady, live[0].ID)
@@ -224,7 +224,7 @@ func TestOpen_UpgradesRoundOneSchema(t *testing.T) {
 		Budget: func(b store.Budget) error { budgets = append(budgets, b.Key); return nil },
 		Job:    func(j store.LiveJob) error { live = append(live, j.ID); return nil },
 		Purge:  func(id string, _ int64) error { purges = append(purges, id); return nil },
-		MaxID:  func(id string) { maxID = id },
+		Start:  func(s store.LoadStart) error { maxID = s.MaxID; return nil },
 	}))
 	require.Equal(t, []string{"api-eu", "hourly"}, budgets)
 	require.Equal(t, []string{roundOne.inFlight, roundOne.ready, roundOne.retried, roundOne.scheduled}, live)

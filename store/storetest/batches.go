@@ -143,7 +143,7 @@ func testBatches(t *testing.T, newB func(testing.TB) *bundle) {
 		got := load(t, b)
 		require.Equal(t, []store.LiveBatch{{ID: id(1), Batch: cfg}, {ID: id(2), Batch: cfg}, {ID: id(3), Batch: cfg}}, got.Batches,
 			"live batched jobs only, by id, as they are now")
-		require.Equal(t, []string{"jobs", "unique", "batches", "purges", "max"}, got.Order)
+		require.Equal(t, []string{"start", "jobs", "unique", "batches", "purges"}, got.Order)
 	})
 
 	t.Run("FailedGroupKeepsTheBatch", func(t *testing.T) {

@@ -18,8 +18,8 @@ type loaded struct {
 	Unique  []store.UniqueJob // by ID
 	Batches []store.LiveBatch
 	Purges  []purge
-	MaxID   []string // one call
-	Order   []string // the parts in the order they came, runs collapsed
+	Starts  []store.LoadStart // one call
+	Order   []string          // the parts in the order they came, runs collapsed
 }
 
 type purge struct {
@@ -46,11 +46,19 @@ func load(t testing.TB, b *bundle) loaded {
 			l.Purges = append(l.Purges, purge{id, at})
 			return nil
 		},
-		MaxID: func(id string) { part("max"); l.MaxID = append(l.MaxID, id) },
+		Start: func(st store.LoadStart) error { part("start"); l.Starts = append(l.Starts, st); return nil },
 	})
 	require.NoError(t, err)
 	slices.SortFunc(l.Unique, func(a, b store.UniqueJob) int { return cmp.Compare(a.ID, b.ID) })
 	return l
+}
+
+// maxID is the greatest job ID a Load tells.
+func maxID(t testing.TB, b *bundle) string {
+	t.Helper()
+	starts := load(t, b).Starts
+	require.Len(t, starts, 1)
+	return starts[0].MaxID
 }
 
 // live is the LiveJob of a stored job.
@@ -64,7 +72,7 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 	t.Run("Empty", func(t *testing.T) {
 		t.Parallel()
 		b := newB(t)
-		require.Equal(t, loaded{MaxID: []string{""}, Order: []string{"max"}}, load(t, b))
+		require.Equal(t, loaded{Starts: []store.LoadStart{{Plain: true}}, Order: []string{"start"}}, load(t, b))
 	})
 
 	t.Run("Everything", func(t *testing.T) {
@@ -125,8 +133,8 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		})
 		slices.SortFunc(want.Batches, func(a, b store.LiveBatch) int { return cmp.Compare(a.ID, b.ID) })
 		slices.SortFunc(want.Purges, func(a, b purge) int { return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.ID, b.ID)) })
-		want.MaxID = ids(59)
-		want.Order = []string{"budgets", "jobs", "batches", "purges", "max"}
+		want.Starts = []store.LoadStart{{MaxID: id(59)}} // live batched jobs: not plain
+		want.Order = []string{"budgets", "start", "jobs", "batches", "purges"}
 		require.Equal(t, want, load(t, b))
 	})
 
@@ -166,18 +174,18 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		b := newB(t)
 		b.apply(t, store.InsertJob(with(1, func(j *store.Job) { j.Status = store.Completed })),
 			store.InsertJob(with(2, func(j *store.Job) { j.Status = store.Dead })))
-		require.Equal(t, loaded{MaxID: ids(2), Order: []string{"max"}}, load(t, b))
+		require.Equal(t, loaded{Starts: []store.LoadStart{{MaxID: id(2), Plain: true}}, Order: []string{"start"}}, load(t, b))
 	})
 
 	t.Run("MaxIDOutlivesJobs", func(t *testing.T) {
 		t.Parallel()
 		b := newB(t)
 		b.apply(t, store.InsertJob(job(7)), store.InsertJob(job(3)))
-		require.Equal(t, ids(7), load(t, b).MaxID)
+		require.Equal(t, id(7), maxID(t, b))
 		b.apply(t, store.DeleteJob(id(7)))
-		require.Equal(t, ids(7), load(t, b).MaxID, "a deleted job's ID still counts")
+		require.Equal(t, id(7), maxID(t, b), "a deleted job's ID still counts")
 		b.apply(t, store.DeleteEverything())
-		require.Equal(t, ids(7), load(t, b).MaxID, "and after a reset")
+		require.Equal(t, id(7), maxID(t, b), "and after a reset")
 	})
 
 	t.Run("FollowsUpdates", func(t *testing.T) {
@@ -219,7 +227,46 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 		require.NoError(t, err)
 		require.True(t, changed)
 		require.Equal(t, ids(upTo(300, 1)...), got)
-		require.Equal(t, []string{id(1000)}, load(t, b).MaxID, "and a new load sees the change")
+		require.Equal(t, id(1000), maxID(t, b), "and a new load sees the change")
+	})
+
+	t.Run("StartTellsWhetherTheLiveJobsArePlain", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		plain := func() bool {
+			starts := load(t, b).Starts
+			require.Len(t, starts, 1)
+			return starts[0].Plain
+		}
+		b.apply(t, store.InsertJob(job(1)), store.InsertJob(keyed(2, "k", store.UniqueExists)),
+			store.InsertJob(with(3, func(j *store.Job) { j.Batch = &store.BatchConfig{Key: "b", When: "true", Fold: "$new"} })))
+		require.False(t, plain(), "a live job with a unique key and one in a batch")
+		b.apply(t, store.Finish(id(3), store.Completed, 0, 0, 10, 20))
+		require.False(t, plain(), "a live job with a unique key")
+		b.apply(t, store.Finish(id(2), store.Completed, 0, 0, 10, 20))
+		require.True(t, plain(), "keys and batches of finished jobs only")
+		b.apply(t, store.InsertJob(with(4, func(j *store.Job) {
+			j.Status, j.Batch = store.InFlight, &store.BatchConfig{Key: "b", When: "true", Fold: "$new"}
+		})))
+		require.False(t, plain(), "an in-flight batched job")
+	})
+
+	t.Run("StartComesInTheSnapshot", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		b.apply(t, store.InsertJob(job(1)), store.InsertJob(job(2)))
+		// What commits once Start is called (the core returns the last
+		// run's in-flight jobs to ready there) is not read.
+		var got []string
+		err := b.s.Load(b.ctx, store.Loader{
+			Start: func(store.LoadStart) error {
+				b.apply(t, store.InsertJob(job(3)), store.DeleteJob(id(1)))
+				return nil
+			},
+			Job: func(j store.LiveJob) error { got = append(got, j.ID); return nil },
+		})
+		require.NoError(t, err)
+		require.Equal(t, ids(1, 2), got)
 	})
 
 	t.Run("StopsAtTheFirstError", func(t *testing.T) {
@@ -230,13 +277,14 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 			ops = append(ops, store.InsertJob(job(n)))
 		}
 		b.apply(t, ops...)
-		calls, maxCalls := 0, 0
+		calls, later := 0, 0
 		err := b.s.Load(b.ctx, store.Loader{
-			Job:   func(store.LiveJob) error { calls++; return errStop },
-			MaxID: func(string) { maxCalls++ },
+			Job:    func(store.LiveJob) error { calls++; return errStop },
+			Purge:  func(string, int64) error { later++; return nil },
+			Unique: func(store.UniqueJob) error { later++; return nil },
 		})
 		require.ErrorIs(t, err, errStop)
 		require.Equal(t, 1, calls)
-		require.Zero(t, maxCalls)
+		require.Zero(t, later)
 	})
 }

@@ -169,6 +169,6 @@ func testUnique(t *testing.T, newB func(testing.TB) *bundle) {
 		b := newB(t)
 		b.apply(t, store.InsertJob(keyed(1, "k", store.UniqueExists)), store.InsertJob(job(2)),
 			store.InsertJob(with(3, func(j *store.Job) { j.Status, j.PurgeAt = store.Dead, 9 })))
-		require.Equal(t, []string{"jobs", "unique", "purges", "max"}, load(t, b).Order)
+		require.Equal(t, []string{"start", "jobs", "unique", "purges"}, load(t, b).Order)
 	})
 }
