@@ -33,8 +33,7 @@ func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, tag: e.t
 func (e *Engine) tagOf(r ref) int64 {
 	tag := r.id.Millis()
 	if e.rec(r.idx).flags&recLead != 0 {
-		ent, _ := e.ids.entry(r.id)
-		tag += int64(ent.lead)
+		tag += int64(e.slab.lead(r.idx))
 	}
 	return tag
 }
@@ -88,11 +87,11 @@ func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 		e.overrides[idx] = &o
 		r.flags |= recOverrides
 	}
-	lead := leadOf(jid, j.FairTag)
-	if lead != 0 {
+	if lead := leadOf(jid, j.FairTag); lead != 0 {
 		r.flags |= recLead
+		e.slab.setLead(idx, lead)
 	}
-	e.ids.set(jid, idx, lead)
+	e.ids.set(jid, idx)
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
@@ -169,7 +168,7 @@ func (e *Engine) setState(idx int32, s jobState) {
 // group, to the taker. The member's key is the job's: a family job's tag
 // is not looked up again.
 func (e *Engine) deliver(it item, t *Taker) {
-	j := ref{id: it.id, idx: it.idx}
+	j := it.jobRef()
 	r := e.rec(j.idx)
 	for _, b := range e.binds(r) {
 		b.a.pool.Debit(b.cost, e.vnow)
@@ -177,7 +176,7 @@ func (e *Engine) deliver(it item, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 	}
-	e.dispatchedTag(it.tag, e.binds(r))
+	e.dispatchedTag(it.tag(), e.binds(r))
 	waited := int64(0)
 	if r.binds != 0 {
 		waited = r.readyAt // when it became ready (a requeue keeps it)

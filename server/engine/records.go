@@ -28,10 +28,14 @@ type jobRec struct {
 	flags recFlags
 }
 
-// BytesPerJob is the engine's live heap a queued job without bindings,
-// rounded up from what BenchmarkEngine_MemoryPerJob measures (94 bytes):
-// its record and its entries in the id index and its group's set. The
-// core sizes its payload cache from it.
+// BytesPerJob is the heap the core counts for each queued job when it
+// sizes its payload cache. BenchmarkEngine_MemoryPerJob measures the
+// engine's live heap of a queued job without bindings at 86 bytes (its
+// record and its entries in the id index and its group's set); the rest is
+// what the runtime spends beside the live records (the collector's
+// metadata, partly used spans), and it keeps --payload-cache-size's
+// documented default: none left at about a million jobs under the default
+// --memory-limit, whose RSS would otherwise hold the cache's payloads too.
 const BytesPerJob = 100
 
 type recFlags uint8
@@ -42,8 +46,8 @@ const (
 	recOverrides recFlags = 1 << iota
 	// recUnique: the job has a unique key, in Engine.unique.
 	recUnique
-	// recLead: the job's tag is not its ID's time; the id index holds the
-	// difference.
+	// recLead: the job's tag is not its ID's time; the slab holds the
+	// difference (slab.lead).
 	recLead
 	// recBatch: the job is batched, its batch in Engine.batches.
 	recBatch
@@ -67,9 +71,13 @@ func (o *overrides) empty() bool {
 }
 
 // slab holds records in fixed chunks, so they never move and growing
-// wastes no more than one chunk; freed slots are reused.
+// wastes no more than one chunk; freed slots are reused. Beside the
+// records it holds their leads (leadOf): only a family's jobs have one, so
+// a chunk of leads is made only for a chunk of records that holds such a
+// job, and a record without one costs nothing for it.
 type slab struct {
 	chunks [][]jobRec
+	leads  [][]int32 // by chunk; nil where no record of the chunk has a lead
 	free   []int32
 	n      int32
 }
@@ -84,6 +92,7 @@ func (s *slab) alloc() int32 {
 	}
 	if int(s.n) == len(s.chunks)*slabChunk {
 		s.chunks = append(s.chunks, make([]jobRec, slabChunk))
+		s.leads = append(s.leads, nil)
 	}
 	s.n++
 	return s.n - 1
@@ -91,10 +100,32 @@ func (s *slab) alloc() int32 {
 
 func (s *slab) release(i int32) {
 	*s.at(i) = jobRec{}
+	if l := s.leads[i/slabChunk]; l != nil {
+		l[i%slabChunk] = 0
+	}
 	s.free = append(s.free, i)
 }
 
 func (s *slab) at(i int32) *jobRec { return &s.chunks[i/slabChunk][i%slabChunk] }
+
+// lead returns record i's lead (0: none).
+func (s *slab) lead(i int32) int32 {
+	if l := s.leads[i/slabChunk]; l != nil {
+		return l[i%slabChunk]
+	}
+	return 0
+}
+
+func (s *slab) setLead(i, lead int32) {
+	c := i / slabChunk
+	if s.leads[c] == nil {
+		if lead == 0 {
+			return
+		}
+		s.leads[c] = make([]int32, slabChunk)
+	}
+	s.leads[c][i%slabChunk] = lead
+}
 
 // names interns strings as small indices.
 type names struct {
@@ -209,38 +240,31 @@ func (e *Engine) sigOf(r *jobRec) *signature { return e.bindLists[r.binds].sig }
 
 // idIndex finds a live job's record by its ID. It is an ordered set
 // rather than a map: IDs mostly arrive in increasing order, which keeps
-// it dense (about 24 bytes a job, where a map of this size takes 55).
+// it dense (about 20 bytes a job, where a map of this size takes 55).
 type idIndex struct{ t bptree[idEntry] }
 
-// idEntry finds a job's record by its ID. lead is the job's tag less its
-// ID's time (ms, saturated to 32 bits), 0 for jobs outside families: it
-// fills what would be padding, so the tag costs no memory here.
+// idEntry finds a job's record by its ID.
 type idEntry struct {
-	id   jobid.ID
-	idx  int32
-	lead int32
+	id  packedID
+	idx int32
 }
 
-func (a idEntry) less(b idEntry) bool { return a.id.Less(b.id) }
+func (a idEntry) less(b idEntry) bool { return a.id.less(b.id) }
 
 func (x *idIndex) get(id jobid.ID) (int32, bool) {
-	e, ok := x.t.get(idEntry{id: id})
+	e, ok := x.t.get(idEntry{id: packID(id)})
 	return e.idx, ok
 }
 
-func (x *idIndex) entry(id jobid.ID) (idEntry, bool) { return x.t.get(idEntry{id: id}) }
-
-func (x *idIndex) set(id jobid.ID, idx int32, lead int32) {
-	x.t.set(idEntry{id: id, idx: idx, lead: lead})
-}
-func (x *idIndex) delete(id jobid.ID) { x.t.delete(idEntry{id: id}) }
-func (x *idIndex) len() int           { return x.t.len() }
+func (x *idIndex) set(id jobid.ID, idx int32) { x.t.set(idEntry{id: packID(id), idx: idx}) }
+func (x *idIndex) delete(id jobid.ID)         { x.t.delete(idEntry{id: packID(id)}) }
+func (x *idIndex) len() int                   { return x.t.len() }
 
 // all returns every live job, for an operation that touches them all.
 func (x *idIndex) all() []ref {
 	out := make([]ref, 0, x.t.len())
 	x.t.ascend(0, func(e idEntry) bool {
-		out = append(out, ref{id: e.id, idx: e.idx})
+		out = append(out, ref{id: e.id.unpack(), idx: e.idx})
 		return true
 	})
 	return out

@@ -103,7 +103,7 @@ type entry[T any] interface {
 	jobRef() ref
 }
 
-func (it item) jobRef() ref { return ref{id: it.id, idx: it.idx} }
+func (it item) jobRef() ref { return ref{id: it.id.unpack(), idx: it.idx} }
 
 // readySources returns the ordered sets of the waiting jobs: every group,
 // or the groups of the queues keep accepts.
