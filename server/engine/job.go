@@ -80,9 +80,10 @@ func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 	idx := e.slab.alloc()
 	r := e.rec(idx)
 	*r = jobRec{
-		readyAt: j.ReadyAt, attempts: j.Attempts, prio: j.Priority, aux: -1,
-		q: e.queue(j.Queue).idx, typ: e.types.intern(j.Type), binds: e.internBinds(binds),
+		attempts: j.Attempts, prio: j.Priority, aux: -1,
+		q: e.queue(j.Queue).idx, binds: e.internBinds(e.types.intern(j.Type), binds),
 	}
+	r.setReadyAt(j.ReadyAt)
 	if o := (overrides{retryLimit: j.RetryLimit, backoff: j.Backoff, retention: j.Retention}); !o.empty() {
 		e.overrides[idx] = &o
 		r.flags |= recOverrides
@@ -134,7 +135,7 @@ func (e *Engine) schedule(j ref) {
 		e.setState(j.idx, stNew)
 		return
 	}
-	at := r.readyAt * int64(time.Millisecond)
+	at := r.readyAt() * int64(time.Millisecond)
 	if at <= e.vnow {
 		e.setState(j.idx, stNew)
 		e.join(j)
@@ -178,8 +179,8 @@ func (e *Engine) deliver(it item, t *Taker) {
 	}
 	e.dispatchedTag(it.tag(), e.binds(r))
 	waited := int64(0)
-	if r.binds != 0 {
-		waited = r.readyAt // when it became ready (a requeue keeps it)
+	if len(e.binds(r)) > 0 {
+		waited = r.readyAt() // when it became ready (a requeue keeps it)
 	}
 	e.leaveAt(j, it.k())
 	e.setState(j.idx, stInFlight)
@@ -285,8 +286,8 @@ func (e *Engine) setOverrides(idx int32, o overrides) {
 func (e *Engine) view(id string, idx int32) store.Job {
 	r := e.rec(idx)
 	j := store.Job{
-		ID: id, Type: e.types.list[r.typ], Queue: e.queueList[r.q].name, Priority: r.prio,
-		ReadyAt: r.readyAt, Attempts: r.attempts, FailedAt: e.failedAt[idx],
+		ID: id, Type: e.types.list[e.typeOf(r)], Queue: e.queueList[r.q].name, Priority: r.prio,
+		ReadyAt: r.readyAt(), Attempts: r.attempts, FailedAt: e.failedAt[idx],
 	}
 	switch r.state {
 	case stScheduled:

@@ -17,7 +17,7 @@ import (
 // RSS, these included).
 func TestRecords_Sizes(t *testing.T) {
 	t.Parallel()
-	require.EqualValues(t, 32, unsafe.Sizeof(jobRec{}), "jobRec")
+	require.EqualValues(t, 28, unsafe.Sizeof(jobRec{}), "jobRec")
 	require.EqualValues(t, 20, unsafe.Sizeof(idEntry{}), "idEntry")
 	require.EqualValues(t, 28, unsafe.Sizeof(item{}), "item")
 }

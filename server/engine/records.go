@@ -9,17 +9,19 @@ import (
 )
 
 // jobRec is the engine's record of one live job. It holds only what the
-// engine decides with, in 32 bytes and no pointers, so a backlog of
+// engine decides with, in 28 bytes and no pointers, so a backlog of
 // millions costs little memory and nothing to the garbage collector: the
-// payload and the job's history stay in the store, the queue, type and
-// bindings are interned, and the job's ID lives where the job is found
-// (the id index, its group's ordered set, the promotion heap, its taker).
+// payload and the job's history stay in the store, the queue is interned,
+// the type and bindings are interned together, and the job's ID lives
+// where the job is found (the id index, its group's ordered set, the
+// promotion heap, its taker).
 type jobRec struct {
-	readyAt  int64 // ms
-	attempts uint32
-	q        uint32 // index in Engine.queueList
-	typ      uint32 // index in Engine.types
-	binds    uint32 // index in Engine.bindLists; 0: no bindings
+	// readyLo and readyHi are readyAt (ms) in two words: with no field of
+	// 8 bytes, the record needs no padding to a multiple of 8.
+	readyLo, readyHi uint32
+	attempts         uint32
+	q                uint32 // index in Engine.queueList
+	binds            uint32 // index in Engine.bindLists: type and bindings
 	// aux is the record's place in the structure of its state: the
 	// promotion heap (scheduled), its taker's slot (in flight), else -1.
 	aux   int32
@@ -28,9 +30,14 @@ type jobRec struct {
 	flags recFlags
 }
 
+// readyAt is when the job is or became ready (ms).
+func (r *jobRec) readyAt() int64 { return int64(uint64(r.readyHi)<<32 | uint64(r.readyLo)) }
+
+func (r *jobRec) setReadyAt(ms int64) { r.readyLo, r.readyHi = uint32(ms), uint32(uint64(ms)>>32) }
+
 // BytesPerJob is the heap the core counts for each queued job when it
 // sizes its payload cache. BenchmarkEngine_MemoryPerJob measures the
-// engine's live heap of a queued job without bindings at 86 bytes (its
+// engine's live heap of a queued job without bindings at 82 bytes (its
 // record and its entries in the id index and its group's set); the rest is
 // what the runtime spends beside the live records (the collector's
 // metadata, partly used spans), and it keeps --payload-cache-size's
@@ -148,8 +155,11 @@ func (n *names) intern(s string) uint32 {
 
 // bindList is one interned list of budget bindings, in the order the job
 // gave them (the wire echoes that order), with the canonical signature
-// that groups jobs by their bindings whatever their order.
+// that groups jobs by their bindings whatever their order (nil for none),
+// and the jobs' type: jobs of a type mostly share their bindings, so the
+// pair costs a record one index rather than two.
 type bindList struct {
+	typ   uint32 // index in Engine.types
 	binds []bind
 	sig   *signature
 	key   string
@@ -167,19 +177,21 @@ type signature struct {
 	group *group
 }
 
-// internBinds returns the index of the list of binds, counting a reference;
-// it keeps a copy of binds, not binds.
-func (e *Engine) internBinds(binds []bind) uint32 {
-	if len(binds) == 0 {
-		return 0
-	}
-	e.sigBuf = appendBindKey(e.sigBuf[:0], binds)
+// internBinds returns the index of the list of type typ and binds,
+// counting a reference; it keeps a copy of binds, not binds. It is never
+// 0, the index of no list.
+func (e *Engine) internBinds(typ uint32, binds []bind) uint32 {
+	e.sigBuf = strconv.AppendUint(e.sigBuf[:0], uint64(typ), 10)
+	e.sigBuf = appendBindKey(append(e.sigBuf, 0), binds)
 	if i, ok := e.bindIndex[string(e.sigBuf)]; ok {
 		e.bindLists[i].refs++
 		return i
 	}
-	binds = slices.Clone(binds) // the caller's may be a scratch buffer
-	l := bindList{binds: binds, key: string(e.sigBuf), refs: 1, sig: e.internSignature(binds)}
+	l := bindList{typ: typ, key: string(e.sigBuf), refs: 1}
+	if len(binds) > 0 {
+		l.binds = slices.Clone(binds) // the caller's may be a scratch buffer
+		l.sig = e.internSignature(l.binds)
+	}
 	var i uint32
 	if n := len(e.freeBinds); n > 0 {
 		i = e.freeBinds[n-1]
@@ -202,8 +214,10 @@ func (e *Engine) releaseBinds(i uint32) {
 	if l.refs--; l.refs > 0 {
 		return
 	}
-	if l.sig.refs--; l.sig.refs == 0 {
-		delete(e.signatures, l.sig.key)
+	if l.sig != nil {
+		if l.sig.refs--; l.sig.refs == 0 {
+			delete(e.signatures, l.sig.key)
+		}
 	}
 	delete(e.bindIndex, l.key)
 	*l = bindList{}
@@ -231,6 +245,9 @@ func appendBindKey(buf []byte, binds []bind) []byte {
 	}
 	return buf
 }
+
+// typeOf returns the index of a record's type in Engine.types.
+func (e *Engine) typeOf(r *jobRec) uint32 { return e.bindLists[r.binds].typ }
 
 // binds returns a record's bindings in the job's order.
 func (e *Engine) binds(r *jobRec) []bind { return e.bindLists[r.binds].binds }

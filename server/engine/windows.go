@@ -483,7 +483,7 @@ func (e *Engine) findStep(req FindRequest, from findFrom) (match string, next fi
 	e.walk(srcs, pos, forward, walker(req.List, func(j ref) bool {
 		steps++
 		r := e.rec(j.idx)
-		if (queues == nil || queues[r.q]) && (types == nil || types[r.typ]) {
+		if (queues == nil || queues[r.q]) && (types == nil || types[e.typeOf(r)]) {
 			match = j.id.String()
 			return false
 		}
