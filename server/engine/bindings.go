@@ -123,7 +123,8 @@ func (e *Engine) rebind(j ref, next []BindingSpec) {
 	}
 	e.unbind(j.idx)
 	r := e.rec(j.idx)
+	typ := e.typeOf(r)
 	e.releaseBinds(r.binds)
-	r.binds = e.internBinds(binds)
+	r.binds = e.internBinds(typ, binds)
 	e.schedule(j)
 }

@@ -370,7 +370,7 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 		n, front := e.refusedIn(a, g)
 		st.Parked += int64(n)
 		if front.ok() {
-			if at := e.rec(front.idx).readyAt; oldest < 0 || at < oldest {
+			if at := e.rec(front.idx).readyAt(); oldest < 0 || at < oldest {
 				oldest = at
 			}
 		}

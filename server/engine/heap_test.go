@@ -262,7 +262,7 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 			h := &groupHeap{}
 			byID := map[int]*candEntry{}
 			cand := func(id int, k heapKey) item {
-				return item{id: testID(id), tag: k.b, idx: int32(id), prio: uint16(k.a)}
+				return itemAt(key{prio: uint16(k.a), tag: k.b, id: testID(id)}, int32(id))
 			}
 			runHeapModel(t, heapDriver{
 				push: func(id int, k heapKey) {
@@ -274,9 +274,9 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 					c := h.items[0]
 					h.remove(c)
 					require.Equal(t, -1, c.hidx)
-					return modelIDOf(c.cand.id)
+					return modelIDOf(c.cand.id.unpack())
 				},
-				top:    func() int { return modelIDOf(h.items[0].cand.id) },
+				top:    func() int { return modelIDOf(h.items[0].cand.id.unpack()) },
 				remove: func(id int) { h.remove(byID[id]) },
 				update: func(id int, k heapKey) {
 					c := byID[id]
@@ -296,7 +296,7 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 			byID := map[int]*queue{}
 			// A queue sorts by its best candidate: give each one.
 			setBest := func(q *queue, id int, k heapKey) {
-				q.cands.items = []*candEntry{{cand: item{id: testID(id), tag: k.b, idx: int32(id), prio: uint16(k.a)}}}
+				q.cands.items = []*candEntry{{cand: itemAt(key{prio: uint16(k.a), tag: k.b, id: testID(id)}, int32(id))}}
 			}
 			runHeapModel(t, heapDriver{
 				push: func(id int, k heapKey) {
@@ -309,9 +309,9 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 					q := h.min()
 					h.remove(q)
 					require.Equal(t, -1, q.qidx)
-					return modelIDOf(q.best().id)
+					return modelIDOf(q.best().id.unpack())
 				},
-				top:    func() int { return modelIDOf(h.min().best().id) },
+				top:    func() int { return modelIDOf(h.min().best().id.unpack()) },
 				remove: func(id int) { h.remove(byID[id]) },
 				update: func(id int, k heapKey) {
 					q := byID[id]
@@ -330,13 +330,13 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 			eachSeed(t, func(t *testing.T, seed uint64) {
 				h := &mergeHeap[item]{forward: forward}
 				mk := func(id int, k heapKey) cursor[item] {
-					return cursor[item]{v: item{id: testID(id), tag: k.b, prio: uint16(k.a)}, src: id}
+					return cursor[item]{v: itemAt(key{prio: uint16(k.a), tag: k.b, id: testID(id)}, 0), src: id}
 				}
 				if !forward {
 					// Backwards the top is the greatest: the keys are
 					// mirrored, so that the model's first is still the top.
 					mk = func(id int, k heapKey) cursor[item] {
-						return cursor[item]{v: item{id: testID(1000 - id), tag: -k.b, prio: uint16(100 - k.a)}, src: id}
+						return cursor[item]{v: itemAt(key{prio: uint16(100 - k.a), tag: -k.b, id: testID(1000 - id)}, 0), src: id}
 					}
 				}
 				runHeapModel(t, heapDriver{

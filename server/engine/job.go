@@ -33,8 +33,7 @@ func (e *Engine) keyOf(r ref) key { return key{prio: e.rec(r.idx).prio, tag: e.t
 func (e *Engine) tagOf(r ref) int64 {
 	tag := r.id.Millis()
 	if e.rec(r.idx).flags&recLead != 0 {
-		ent, _ := e.ids.entry(r.id)
-		tag += int64(ent.lead)
+		tag += int64(e.slab.lead(r.idx))
 	}
 	return tag
 }
@@ -81,18 +80,19 @@ func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 	idx := e.slab.alloc()
 	r := e.rec(idx)
 	*r = jobRec{
-		readyAt: j.ReadyAt, attempts: j.Attempts, prio: j.Priority, aux: -1,
-		q: e.queue(j.Queue).idx, typ: e.types.intern(j.Type), binds: e.internBinds(binds),
+		attempts: j.Attempts, prio: j.Priority, aux: -1,
+		q: e.queue(j.Queue).idx, binds: e.internBinds(e.types.intern(j.Type), binds),
 	}
+	r.setReadyAt(j.ReadyAt)
 	if o := (overrides{retryLimit: j.RetryLimit, backoff: j.Backoff, retention: j.Retention}); !o.empty() {
 		e.overrides[idx] = &o
 		r.flags |= recOverrides
 	}
-	lead := leadOf(jid, j.FairTag)
-	if lead != 0 {
+	if lead := leadOf(jid, j.FairTag); lead != 0 {
 		r.flags |= recLead
+		e.slab.setLead(idx, lead)
 	}
-	e.ids.set(jid, idx, lead)
+	e.ids.set(jid, idx)
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
@@ -135,7 +135,7 @@ func (e *Engine) schedule(j ref) {
 		e.setState(j.idx, stNew)
 		return
 	}
-	at := r.readyAt * int64(time.Millisecond)
+	at := r.readyAt() * int64(time.Millisecond)
 	if at <= e.vnow {
 		e.setState(j.idx, stNew)
 		e.join(j)
@@ -169,7 +169,7 @@ func (e *Engine) setState(idx int32, s jobState) {
 // group, to the taker. The member's key is the job's: a family job's tag
 // is not looked up again.
 func (e *Engine) deliver(it item, t *Taker) {
-	j := ref{id: it.id, idx: it.idx}
+	j := it.jobRef()
 	r := e.rec(j.idx)
 	for _, b := range e.binds(r) {
 		b.a.pool.Debit(b.cost, e.vnow)
@@ -177,10 +177,10 @@ func (e *Engine) deliver(it item, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 	}
-	e.dispatchedTag(it.tag, e.binds(r))
+	e.dispatchedTag(it.tag(), e.binds(r))
 	waited := int64(0)
-	if r.binds != 0 {
-		waited = r.readyAt // when it became ready (a requeue keeps it)
+	if len(e.binds(r)) > 0 {
+		waited = r.readyAt() // when it became ready (a requeue keeps it)
 	}
 	e.leaveAt(j, it.k())
 	e.setState(j.idx, stInFlight)
@@ -286,8 +286,8 @@ func (e *Engine) setOverrides(idx int32, o overrides) {
 func (e *Engine) view(id string, idx int32) store.Job {
 	r := e.rec(idx)
 	j := store.Job{
-		ID: id, Type: e.types.list[r.typ], Queue: e.queueList[r.q].name, Priority: r.prio,
-		ReadyAt: r.readyAt, Attempts: r.attempts, FailedAt: e.failedAt[idx],
+		ID: id, Type: e.types.list[e.typeOf(r)], Queue: e.queueList[r.q].name, Priority: r.prio,
+		ReadyAt: r.readyAt(), Attempts: r.attempts, FailedAt: e.failedAt[idx],
 	}
 	switch r.state {
 	case stScheduled:

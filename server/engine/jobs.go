@@ -343,17 +343,17 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 		out.Status = store.Dead
 		ops, out.PurgeAt = e.die(j, id, ms)
 	default:
-		r.readyAt = ms + e.backoffMs(r.attempts, o)
+		r.setReadyAt(ms + e.backoffMs(r.attempts, o))
 		if f.RetryAt != nil {
-			r.readyAt = *f.RetryAt
+			r.setReadyAt(*f.RetryAt)
 		}
-		out.ReadyAt = r.readyAt
+		out.ReadyAt = r.readyAt()
 		e.schedule(j)
 		out.Status = store.Ready
 		if e.rec(j.idx).state == stScheduled {
 			out.Status = store.Scheduled
 		}
-		ops = e.requeued([]store.Op{store.Retry(id, r.attempts, ms, r.readyAt, out.Status)}, j, false)
+		ops = e.requeued([]store.Op{store.Retry(id, r.attempts, ms, r.readyAt(), out.Status)}, j, false)
 	}
 	w := e.journal.Append(append(ops, store.AddError(rec))...)
 	return out, w, nil
@@ -478,7 +478,8 @@ func (e *Engine) patch(j ref, id string, change func(now int64, j *store.Job) er
 		e.detach(j)
 	}
 	e.moveQueue(j.idx, next.Queue)
-	r.prio, r.readyAt = next.Priority, next.ReadyAt
+	r.prio = next.Priority
+	r.setReadyAt(next.ReadyAt)
 	e.setOverrides(j.idx, overrides{retryLimit: next.RetryLimit, backoff: next.Backoff, retention: next.Retention})
 	if moved {
 		e.schedule(j)

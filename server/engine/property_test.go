@@ -639,7 +639,7 @@ func (r *propRun) engineAhead(j ref) string {
 			ids = append(ids, fmt.Sprintf("[group %s len %d pb %d wb %d]", g.q.name, g.set.len(), pb.count(g.set), wb.count(g.set)))
 			for i := from; i < to; i++ {
 				it := g.set.at(i)
-				ids = append(ids, fmt.Sprintf("%s(p%d t%d)", it.id, it.prio, it.tag))
+				ids = append(ids, fmt.Sprintf("%s(p%d t%d)", it.id, it.prio, it.tag()))
 			}
 		}
 		if h := b.a.head; h.ok() {

@@ -9,17 +9,19 @@ import (
 )
 
 // jobRec is the engine's record of one live job. It holds only what the
-// engine decides with, in 32 bytes and no pointers, so a backlog of
+// engine decides with, in 28 bytes and no pointers, so a backlog of
 // millions costs little memory and nothing to the garbage collector: the
-// payload and the job's history stay in the store, the queue, type and
-// bindings are interned, and the job's ID lives where the job is found
-// (the id index, its group's ordered set, the promotion heap, its taker).
+// payload and the job's history stay in the store, the queue is interned,
+// the type and bindings are interned together, and the job's ID lives
+// where the job is found (the id index, its group's ordered set, the
+// promotion heap, its taker).
 type jobRec struct {
-	readyAt  int64 // ms
-	attempts uint32
-	q        uint32 // index in Engine.queueList
-	typ      uint32 // index in Engine.types
-	binds    uint32 // index in Engine.bindLists; 0: no bindings
+	// readyLo and readyHi are readyAt (ms) in two words: with no field of
+	// 8 bytes, the record needs no padding to a multiple of 8.
+	readyLo, readyHi uint32
+	attempts         uint32
+	q                uint32 // index in Engine.queueList
+	binds            uint32 // index in Engine.bindLists: type and bindings
 	// aux is the record's place in the structure of its state: the
 	// promotion heap (scheduled), its taker's slot (in flight), else -1.
 	aux   int32
@@ -28,10 +30,19 @@ type jobRec struct {
 	flags recFlags
 }
 
-// BytesPerJob is the engine's live heap a queued job without bindings,
-// rounded up from what BenchmarkEngine_MemoryPerJob measures (94 bytes):
-// its record and its entries in the id index and its group's set. The
-// core sizes its payload cache from it.
+// readyAt is when the job is or became ready (ms).
+func (r *jobRec) readyAt() int64 { return int64(uint64(r.readyHi)<<32 | uint64(r.readyLo)) }
+
+func (r *jobRec) setReadyAt(ms int64) { r.readyLo, r.readyHi = uint32(ms), uint32(uint64(ms)>>32) }
+
+// BytesPerJob is the heap the core counts for each queued job when it
+// sizes its payload cache. BenchmarkEngine_MemoryPerJob measures the
+// engine's live heap of a queued job without bindings at 82 bytes (its
+// record and its entries in the id index and its group's set); the rest is
+// what the runtime spends beside the live records (the collector's
+// metadata, partly used spans), and it keeps --payload-cache-size's
+// documented default: none left at about a million jobs under the default
+// --memory-limit, whose RSS would otherwise hold the cache's payloads too.
 const BytesPerJob = 100
 
 type recFlags uint8
@@ -42,8 +53,8 @@ const (
 	recOverrides recFlags = 1 << iota
 	// recUnique: the job has a unique key, in Engine.unique.
 	recUnique
-	// recLead: the job's tag is not its ID's time; the id index holds the
-	// difference.
+	// recLead: the job's tag is not its ID's time; the slab holds the
+	// difference (slab.lead).
 	recLead
 	// recBatch: the job is batched, its batch in Engine.batches.
 	recBatch
@@ -67,9 +78,13 @@ func (o *overrides) empty() bool {
 }
 
 // slab holds records in fixed chunks, so they never move and growing
-// wastes no more than one chunk; freed slots are reused.
+// wastes no more than one chunk; freed slots are reused. Beside the
+// records it holds their leads (leadOf): only a family's jobs have one, so
+// a chunk of leads is made only for a chunk of records that holds such a
+// job, and a record without one costs nothing for it.
 type slab struct {
 	chunks [][]jobRec
+	leads  [][]int32 // by chunk; nil where no record of the chunk has a lead
 	free   []int32
 	n      int32
 }
@@ -84,6 +99,7 @@ func (s *slab) alloc() int32 {
 	}
 	if int(s.n) == len(s.chunks)*slabChunk {
 		s.chunks = append(s.chunks, make([]jobRec, slabChunk))
+		s.leads = append(s.leads, nil)
 	}
 	s.n++
 	return s.n - 1
@@ -91,10 +107,32 @@ func (s *slab) alloc() int32 {
 
 func (s *slab) release(i int32) {
 	*s.at(i) = jobRec{}
+	if l := s.leads[i/slabChunk]; l != nil {
+		l[i%slabChunk] = 0
+	}
 	s.free = append(s.free, i)
 }
 
 func (s *slab) at(i int32) *jobRec { return &s.chunks[i/slabChunk][i%slabChunk] }
+
+// lead returns record i's lead (0: none).
+func (s *slab) lead(i int32) int32 {
+	if l := s.leads[i/slabChunk]; l != nil {
+		return l[i%slabChunk]
+	}
+	return 0
+}
+
+func (s *slab) setLead(i, lead int32) {
+	c := i / slabChunk
+	if s.leads[c] == nil {
+		if lead == 0 {
+			return
+		}
+		s.leads[c] = make([]int32, slabChunk)
+	}
+	s.leads[c][i%slabChunk] = lead
+}
 
 // names interns strings as small indices.
 type names struct {
@@ -117,8 +155,11 @@ func (n *names) intern(s string) uint32 {
 
 // bindList is one interned list of budget bindings, in the order the job
 // gave them (the wire echoes that order), with the canonical signature
-// that groups jobs by their bindings whatever their order.
+// that groups jobs by their bindings whatever their order (nil for none),
+// and the jobs' type: jobs of a type mostly share their bindings, so the
+// pair costs a record one index rather than two.
 type bindList struct {
+	typ   uint32 // index in Engine.types
 	binds []bind
 	sig   *signature
 	key   string
@@ -136,19 +177,21 @@ type signature struct {
 	group *group
 }
 
-// internBinds returns the index of the list of binds, counting a reference;
-// it keeps a copy of binds, not binds.
-func (e *Engine) internBinds(binds []bind) uint32 {
-	if len(binds) == 0 {
-		return 0
-	}
-	e.sigBuf = appendBindKey(e.sigBuf[:0], binds)
+// internBinds returns the index of the list of type typ and binds,
+// counting a reference; it keeps a copy of binds, not binds. It is never
+// 0, the index of no list.
+func (e *Engine) internBinds(typ uint32, binds []bind) uint32 {
+	e.sigBuf = strconv.AppendUint(e.sigBuf[:0], uint64(typ), 10)
+	e.sigBuf = appendBindKey(append(e.sigBuf, 0), binds)
 	if i, ok := e.bindIndex[string(e.sigBuf)]; ok {
 		e.bindLists[i].refs++
 		return i
 	}
-	binds = slices.Clone(binds) // the caller's may be a scratch buffer
-	l := bindList{binds: binds, key: string(e.sigBuf), refs: 1, sig: e.internSignature(binds)}
+	l := bindList{typ: typ, key: string(e.sigBuf), refs: 1}
+	if len(binds) > 0 {
+		l.binds = slices.Clone(binds) // the caller's may be a scratch buffer
+		l.sig = e.internSignature(l.binds)
+	}
 	var i uint32
 	if n := len(e.freeBinds); n > 0 {
 		i = e.freeBinds[n-1]
@@ -171,8 +214,10 @@ func (e *Engine) releaseBinds(i uint32) {
 	if l.refs--; l.refs > 0 {
 		return
 	}
-	if l.sig.refs--; l.sig.refs == 0 {
-		delete(e.signatures, l.sig.key)
+	if l.sig != nil {
+		if l.sig.refs--; l.sig.refs == 0 {
+			delete(e.signatures, l.sig.key)
+		}
 	}
 	delete(e.bindIndex, l.key)
 	*l = bindList{}
@@ -201,6 +246,9 @@ func appendBindKey(buf []byte, binds []bind) []byte {
 	return buf
 }
 
+// typeOf returns the index of a record's type in Engine.types.
+func (e *Engine) typeOf(r *jobRec) uint32 { return e.bindLists[r.binds].typ }
+
 // binds returns a record's bindings in the job's order.
 func (e *Engine) binds(r *jobRec) []bind { return e.bindLists[r.binds].binds }
 
@@ -209,38 +257,31 @@ func (e *Engine) sigOf(r *jobRec) *signature { return e.bindLists[r.binds].sig }
 
 // idIndex finds a live job's record by its ID. It is an ordered set
 // rather than a map: IDs mostly arrive in increasing order, which keeps
-// it dense (about 24 bytes a job, where a map of this size takes 55).
+// it dense (about 20 bytes a job, where a map of this size takes 55).
 type idIndex struct{ t bptree[idEntry] }
 
-// idEntry finds a job's record by its ID. lead is the job's tag less its
-// ID's time (ms, saturated to 32 bits), 0 for jobs outside families: it
-// fills what would be padding, so the tag costs no memory here.
+// idEntry finds a job's record by its ID.
 type idEntry struct {
-	id   jobid.ID
-	idx  int32
-	lead int32
+	id  packedID
+	idx int32
 }
 
-func (a idEntry) less(b idEntry) bool { return a.id.Less(b.id) }
+func (a idEntry) less(b idEntry) bool { return a.id.less(b.id) }
 
 func (x *idIndex) get(id jobid.ID) (int32, bool) {
-	e, ok := x.t.get(idEntry{id: id})
+	e, ok := x.t.get(idEntry{id: packID(id)})
 	return e.idx, ok
 }
 
-func (x *idIndex) entry(id jobid.ID) (idEntry, bool) { return x.t.get(idEntry{id: id}) }
-
-func (x *idIndex) set(id jobid.ID, idx int32, lead int32) {
-	x.t.set(idEntry{id: id, idx: idx, lead: lead})
-}
-func (x *idIndex) delete(id jobid.ID) { x.t.delete(idEntry{id: id}) }
-func (x *idIndex) len() int           { return x.t.len() }
+func (x *idIndex) set(id jobid.ID, idx int32) { x.t.set(idEntry{id: packID(id), idx: idx}) }
+func (x *idIndex) delete(id jobid.ID)         { x.t.delete(idEntry{id: packID(id)}) }
+func (x *idIndex) len() int                   { return x.t.len() }
 
 // all returns every live job, for an operation that touches them all.
 func (x *idIndex) all() []ref {
 	out := make([]ref, 0, x.t.len())
 	x.t.ascend(0, func(e idEntry) bool {
-		out = append(out, ref{id: e.id, idx: e.idx})
+		out = append(out, ref{id: e.id.unpack(), idx: e.idx})
 		return true
 	})
 	return out

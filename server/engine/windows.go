@@ -103,7 +103,7 @@ type entry[T any] interface {
 	jobRef() ref
 }
 
-func (it item) jobRef() ref { return ref{id: it.id, idx: it.idx} }
+func (it item) jobRef() ref { return ref{id: it.id.unpack(), idx: it.idx} }
 
 // readySources returns the ordered sets of the waiting jobs: every group,
 // or the groups of the queues keep accepts.
@@ -483,7 +483,7 @@ func (e *Engine) findStep(req FindRequest, from findFrom) (match string, next fi
 	e.walk(srcs, pos, forward, walker(req.List, func(j ref) bool {
 		steps++
 		r := e.rec(j.idx)
-		if (queues == nil || queues[r.q]) && (types == nil || types[r.typ]) {
+		if (queues == nil || queues[r.q]) && (types == nil || types[e.typeOf(r)]) {
 			match = j.id.String()
 			return false
 		}
