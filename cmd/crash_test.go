@@ -232,7 +232,8 @@ func TestCrash_KillNineKeepsAcknowledgedWork(t *testing.T) {
 			p = startServer(t, "--root-dir", root, "--default-commit-mode", mode)
 			jobs := allJobs(t, p.url)
 			for id := range l.acked {
-				require.NotContains(t, jobs, id, "an acknowledged job came back")
+				_, back := jobs[id] // a lookup: require.NotContains walks the whole map
+				require.False(t, back, "an acknowledged job %s came back", id)
 			}
 			limited := 0
 			for id := range l.enqueued {
