@@ -54,6 +54,22 @@ type FailureRequest struct {
 	Backtrace *string `json:"backtrace,omitempty"`
 	RetryAt   *uint64 `json:"retry_at,omitempty"`
 	Kill      *bool   `json:"kill,omitempty"`
+	// Budgets settles the job's real cost (issue 25, our extension).
+	Budgets []Settle `json:"budgets,omitempty"`
+}
+
+// Settle is a job's actual cost to one of its time_based or calendar
+// budgets, sent with its success or failure (our extension): the cost
+// bound at dispatch was the estimate, and the difference is credited back
+// or debited now.
+type Settle struct {
+	Key  string `json:"key"`
+	Cost *int64 `json:"cost"`
+}
+
+// SuccessRequest is the optional body of POST /jobs/{id}/success.
+type SuccessRequest struct {
+	Budgets []Settle `json:"budgets,omitempty"`
 }
 
 // BudgetInput is the body of POST and PUT /budgets/{key}, and a binding's
@@ -80,6 +96,8 @@ type StrategyInput struct {
 	Type       *string `json:"type,omitempty"`
 	DurationMs *int64  `json:"duration_ms,omitempty"`
 	Burst      *int64  `json:"burst,omitempty"`
+	Reset      *string `json:"reset,omitempty"`
+	Timezone   *string `json:"timezone,omitempty"`
 }
 
 // BindingsReplace is the body of PUT /jobs/{id}/budgets.

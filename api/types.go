@@ -24,6 +24,7 @@ const (
 const (
 	StrategyWhileInFlight = "while_in_flight"
 	StrategyTimeBased     = "time_based"
+	StrategyCalendar      = "calendar"
 )
 
 // DefaultPriority is the priority of a job enqueued without one.
@@ -160,6 +161,9 @@ type NotFound struct {
 // AckIDs is the body of POST /jobs/success.
 type AckIDs struct {
 	IDs []string `json:"ids"`
+	// Budgets settles the real costs of some of them (issue 25, our
+	// extension): by job ID, as the body of POST /jobs/{id}/success.
+	Budgets map[string][]Settle `json:"budgets,omitempty"`
 }
 
 // Budget is a budget as rendered in responses. State is only present when the
@@ -195,6 +199,11 @@ type Strategy struct {
 	Type       string `json:"type"`
 	DurationMs int64  `json:"duration_ms,omitempty"`
 	Burst      int64  `json:"burst,omitempty"`
+	// Reset and Timezone are a calendar budget's (our extension): the
+	// cron expression of the instants its pool refills to the allocation,
+	// read in Timezone (an IANA name; "" is UTC).
+	Reset    string `json:"reset,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
 }
 
 // BudgetList is the body of GET /budgets.
@@ -216,6 +225,29 @@ type BudgetState struct {
 	// SubBudgets counts a family's live sub-budgets; it is left out for
 	// every other budget.
 	SubBudgets *int64 `json:"sub_budgets,omitempty"`
+
+	// Settling (issue 25, our extension; each left out when it does not
+	// apply). Debt is what a time_based or calendar budget owes, in
+	// tokens, while Available is below zero; RepaidAt (unix ms) is when
+	// the drip will have repaid it (a calendar budget: its next reset).
+	Debt     *float64 `json:"debt,omitempty"`
+	RepaidAt *int64   `json:"repaid_at,omitempty"`
+	// Settled counts the settles since the server started; CostRatio is
+	// the mean of actual ÷ estimate over about the last 100 of them.
+	Settled   *Settled `json:"settled,omitempty"`
+	CostRatio *float64 `json:"cost_ratio,omitempty"`
+	// Used is what a calendar budget spent in the current period and
+	// NextResetAt (unix ms) when the period ends.
+	Used        *int64 `json:"used,omitempty"`
+	NextResetAt *int64 `json:"next_reset_at,omitempty"`
+}
+
+// Settled counts a budget's settles: how many, and the tokens credited back
+// (actual below the estimate) and debited (actual above it).
+type Settled struct {
+	Count    int64 `json:"count"`
+	Credited int64 `json:"credited"`
+	Debited  int64 `json:"debited"`
 }
 
 // Forecast is the body of GET /budgets/{key}/forecast (our extension):

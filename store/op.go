@@ -98,6 +98,12 @@ type AddErrorOp struct{ Record ErrorRecord }
 // PutBudgetOp inserts or replaces a budget; see PutBudget.
 type PutBudgetOp struct{ Budget Budget }
 
+// SpendBudgetOp records what a calendar budget spent; see SpendBudget.
+type SpendBudgetOp struct {
+	Key   string
+	Spent Spent
+}
+
 // DeleteBudgetOp deletes a budget; see DeleteBudget.
 type DeleteBudgetOp struct{ Key string }
 
@@ -118,6 +124,7 @@ func (UniqueHolderOp) storeOp()     {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
 func (PutBudgetOp) storeOp()        {}
+func (SpendBudgetOp) storeOp()      {}
 func (DeleteBudgetOp) storeOp()     {}
 func (DeleteEverythingOp) storeOp() {}
 
@@ -212,8 +219,16 @@ func DeleteJob(id string) Op { return DeleteJobOp{ID: id} }
 // outlives its job.
 func AddError(r ErrorRecord) Op { return AddErrorOp{Record: r} }
 
-// PutBudget inserts or replaces a budget's configuration by key.
+// PutBudget inserts or replaces a budget's configuration by key. It
+// leaves what the budget spent (Budget.Spent, written by SpendBudget) as
+// it is: b.Spent is ignored, and a new budget has none.
 func PutBudget(b Budget) Op { return PutBudgetOp{Budget: b} }
+
+// SpendBudget records what a calendar budget spent in its current period
+// (the engine writes it before it delivers a job that spent, and with the
+// ack that settles one): Load gives it back as the budget's Spent. It does
+// nothing if the budget does not exist.
+func SpendBudget(key string, s Spent) Op { return SpendBudgetOp{Key: key, Spent: s} }
 
 // DeleteBudget deletes a budget's configuration. It does nothing if there
 // is none.

@@ -172,6 +172,7 @@ type Binding struct {
 const (
 	WhileInFlight = "while_in_flight"
 	TimeBased     = "time_based"
+	Calendar      = "calendar"
 )
 
 // Budget is a budget's durable configuration. DurationMs and Burst are zero
@@ -199,6 +200,23 @@ type Budget struct {
 	// must last, so they are stored with their family. nil when none.
 	// Treat it as immutable: a change makes a new map.
 	SubPauses map[string]Pause
+	// Reset and Timezone are a calendar budget's: the cron expression of
+	// the instants its pool refills, read in Timezone ("" is UTC). Both
+	// "" for the other strategies.
+	Reset    string
+	Timezone string
+	// Spent is what a calendar budget spent in its current period, as
+	// SpendBudget last wrote it: not configuration, so PutBudget leaves it
+	// as it is (a new budget starts with none). nil when none was written.
+	Spent *Spent
+}
+
+// Spent is what a calendar budget spent in the period that ends at EndsAt
+// (unix ms, its next reset when it was written): a restart that comes
+// before EndsAt starts the budget with Used spent, a later one full.
+type Spent struct {
+	EndsAt int64
+	Used   int64
 }
 
 // Equal reports whether two configurations are the same.
@@ -207,7 +225,9 @@ func (b Budget) Equal(o Budget) bool {
 		b.DurationMs == o.DurationMs && b.Burst == o.Burst && b.CreatedAt == o.CreatedAt &&
 		b.UpdatedAt == o.UpdatedAt && (b.PerKey == nil) == (o.PerKey == nil) &&
 		(b.PerKey == nil || *b.PerKey == *o.PerKey) && b.Paused == o.Paused &&
-		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses)
+		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses) &&
+		b.Reset == o.Reset && b.Timezone == o.Timezone &&
+		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent)
 }
 
 // Pause is a sub-budget's pause: Paused and PausedUntil as a Budget's.
