@@ -152,13 +152,16 @@ func (s *Service) start(ctx context.Context) {
 	if s.opts.BeforeRestore != nil {
 		s.opts.BeforeRestore(ctx)
 	}
+	// The store first: the engine may serve (and takes read payloads)
+	// while restore is still loading it.
+	s.store = st
 	e, err := s.restore(ctx, st)
 	if err != nil {
 		_ = st.Close()
 		s.fail(err)
 		return
 	}
-	s.engine, s.store = e, st
+	s.engine = e
 	s.serve()
 	groups, err := s.loadCron(ctx)
 	if err != nil {
