@@ -135,7 +135,7 @@ func configOps(ctx context.Context, src Source) ([]store.Op, error) {
 	}
 	var ops []store.Op
 	for _, b := range budgets {
-		ops = append(ops, store.PutBudget(b))
+		ops = append(ops, budgetOps(b)...)
 	}
 	for _, g := range groups {
 		ops = append(ops, store.PutCronGroup(g))
@@ -144,6 +144,17 @@ func configOps(ctx context.Context, src Source) ([]store.Op, error) {
 		}
 	}
 	return ops, nil
+}
+
+// budgetOps returns the ops that put b: PutBudget writes its
+// configuration only, so what a calendar budget spent follows it as a
+// SpendBudget.
+func budgetOps(b store.Budget) []store.Op {
+	ops := []store.Op{store.PutBudget(b)}
+	if b.Spent != nil {
+		ops = append(ops, store.SpendBudget(b.Key, *b.Spent))
+	}
+	return ops
 }
 
 // copyHolders gives each unique key the holder src gives it. Inserting made

@@ -352,6 +352,9 @@ func queueMisc(b *pgx.Batch, op store.Op) {
 	switch o := op.(type) {
 	case store.PutBudgetOp:
 		queuePutBudget(b, &o.Budget)
+	case store.SpendBudgetOp:
+		b.Queue(`UPDATE budgets SET spent_ends_at = $2, spent_used = $3 WHERE key = $1`,
+			[]byte(o.Key), o.Spent.EndsAt, o.Spent.Used)
 	case store.DeleteBudgetOp:
 		b.Queue(`DELETE FROM budgets WHERE key = $1`, []byte(o.Key))
 	default:
@@ -359,10 +362,12 @@ func queueMisc(b *pgx.Batch, op store.Op) {
 	}
 }
 
-// queuePutBudget writes every field of a budget: a replacement without a
-// template or a pause clears them. The template's columns are NULL for a
-// plain budget, paused_until for a pause without end, sub_pauses when no
-// sub-budget is paused.
+// queuePutBudget writes every field of a budget's configuration: a
+// replacement without a template or a pause clears them. The template's
+// columns are NULL for a plain budget, paused_until for a pause without
+// end, sub_pauses when no sub-budget is paused, reset and timezone when not
+// a calendar budget (or in UTC). spent_* are not configuration: a
+// replacement keeps them (see store.PutBudget), a new row has them NULL.
 func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 	var alloc, duration, burst *int64
 	var strategy *string
@@ -370,16 +375,19 @@ func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 		alloc, strategy, duration, burst = &t.Allocation, &t.Strategy, &t.DurationMs, &t.Burst
 	}
 	b.Queue(`INSERT INTO budgets (key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses,
+			reset, timezone)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
 		ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
 			duration_ms = excluded.duration_ms, burst = excluded.burst,
 			created_at = excluded.created_at, updated_at = excluded.updated_at,
 			per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
 			per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
-			paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses`,
+			paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses,
+			reset = excluded.reset, timezone = excluded.timezone`,
 		[]byte(g.Key), g.Allocation, g.Strategy, g.DurationMs, g.Burst, g.CreatedAt, g.UpdatedAt,
-		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil), store.EncodeSubPauses(g.SubPauses))
+		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil), store.EncodeSubPauses(g.SubPauses),
+		nullEmpty(g.Reset), nullEmpty(g.Timezone))
 }
 
 // overrideCols returns the column values of a job's overrides, nil for

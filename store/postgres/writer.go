@@ -167,7 +167,7 @@ func checkOp(o store.Op) error {
 	switch o.(type) {
 	case store.InsertJobOp, store.PutJobOp, store.SetStatusOp, store.RetryOp, store.FinishOp,
 		store.PatchJobOp, store.SetBudgetsOp, store.SetPayloadOp, store.CloseBatchOp, store.UniqueHolderOp, store.DeleteJobOp,
-		store.AddErrorOp, store.PutBudgetOp, store.DeleteBudgetOp, store.DeleteEverythingOp,
+		store.AddErrorOp, store.PutBudgetOp, store.SpendBudgetOp, store.DeleteBudgetOp, store.DeleteEverythingOp,
 		store.PutCronGroupOp, store.DeleteCronGroupOp, store.DeleteCronGroupsOp,
 		store.PutCronEntryOp, store.DeleteCronEntryOp, store.CronFiredOp:
 		return nil

@@ -24,6 +24,7 @@ const (
 	opDeleteJob
 	opAddError
 	opPutBudget
+	opSpendBudget
 	opDeleteBudget
 	opDeleteEverything
 	opRecoverInFlight
@@ -77,6 +78,8 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opAddError, id: o.Record.JobID, src: o}, nil
 	case store.PutBudgetOp:
 		return op{kind: opPutBudget, id: o.Budget.Key, src: o}, nil
+	case store.SpendBudgetOp:
+		return op{kind: opSpendBudget, id: o.Key, src: o}, nil
 	case store.DeleteBudgetOp:
 		return op{kind: opDeleteBudget, id: o.Key, src: o}, nil
 	case store.DeleteEverythingOp:

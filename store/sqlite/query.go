@@ -355,7 +355,7 @@ type querier interface {
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
 		created_at, updated_at, per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst,
-		paused, paused_until, sub_pauses FROM budgets ORDER BY key`)
+		paused, paused_until, sub_pauses, reset, timezone, spent_ends_at, spent_used FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,8 @@ func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 }
 
 // scanBudget reads a row of queryBudgets; NULL template columns (a plain
-// budget, or a row older than families) read as no template.
+// budget, or a row older than families) read as no template, NULL spent
+// columns (nothing spent yet) as no Spent.
 func scanBudget(s scanner) (store.Budget, error) {
 	var (
 		b                    store.Budget
@@ -380,9 +381,12 @@ func scanBudget(s scanner) (store.Budget, error) {
 		tStrategy            *string
 		pausedUntil          *int64
 		subPauses            *string
+		reset, timezone      *string
+		endsAt, used         *int64
 	)
 	err := s.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
-		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses)
+		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses,
+		&reset, &timezone, &endsAt, &used)
 	if err != nil {
 		return store.Budget{}, err
 	}
@@ -394,6 +398,10 @@ func scanBudget(s scanner) (store.Budget, error) {
 			DurationMs: deref(tDur), Burst: deref(tBurst)}
 	}
 	b.PausedUntil = deref(pausedUntil)
+	b.Reset, b.Timezone = deref(reset), deref(timezone)
+	if endsAt != nil && used != nil {
+		b.Spent = &store.Spent{EndsAt: *endsAt, Used: *used}
+	}
 	return b, nil
 }
 

@@ -51,6 +51,7 @@ type writer struct {
 	deleteJob, deletePayload, probe *sql.Stmt
 	setPayload, closeBatch          *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
+	spendBudget                     *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
 	// deleteTriggers are the names and SQL of the delete triggers of jobs,
 	// as the schema has them (see deleteAll).
@@ -102,10 +103,21 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.addError, `INSERT OR REPLACE INTO job_errors
 			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
-		{&w.putBudget, `INSERT OR REPLACE INTO budgets
+		// An upsert, not INSERT OR REPLACE: a replacement keeps spent_*,
+		// which only SpendBudget writes (a new row has them NULL).
+		{&w.putBudget, `INSERT INTO budgets
 			(key, allocation, strategy, duration_ms, burst, created_at, updated_at,
-			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses,
+			reset, timezone)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
+				duration_ms = excluded.duration_ms, burst = excluded.burst,
+				created_at = excluded.created_at, updated_at = excluded.updated_at,
+				per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
+				per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
+				paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses,
+				reset = excluded.reset, timezone = excluded.timezone`},
+		{&w.spendBudget, `UPDATE budgets SET spent_ends_at = ?2, spent_used = ?3 WHERE key = ?1`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
 		{&w.deleteEverything, `DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM jobs; DELETE FROM budgets`},
 		// "status <> 1" lets SQLite use the partial index jobs_status.
@@ -139,7 +151,7 @@ func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
 		w.deleteJob, w.deletePayload, w.probe, w.setPayload, w.closeBatch,
-		w.addError, w.putBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
+		w.addError, w.putBudget, w.spendBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
 		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
 		w.releaseKey, w.releaseKeyOf, w.holdKey, w.dropHolder} {
@@ -291,6 +303,9 @@ func (w *writer) apply(o *op) error {
 	case store.PutBudgetOp:
 		_, err = w.putBudget.Exec(budgetArgs(&s.Budget)...)
 		return wrapOp("put budget", o.id, err)
+	case store.SpendBudgetOp:
+		_, err = w.spendBudget.Exec(s.Key, s.Spent.EndsAt, s.Spent.Used)
+		return wrapOp("spend budget", o.id, err)
 	case store.DeleteBudgetOp:
 		_, err = w.delBudget.Exec(s.Key)
 		return wrapOp("delete budget", o.id, err)
@@ -419,7 +434,9 @@ func insertArgs(j *store.Job) []any {
 
 // budgetArgs returns b's values in the order of the putBudget statement:
 // the template's columns are NULL for a plain budget, paused_until for a
-// pause without end, sub_pauses when no sub-budget is paused.
+// pause without end, sub_pauses when no sub-budget is paused, reset and
+// timezone when not a calendar budget (or in UTC). b.Spent is not
+// configuration and is not written (see store.PutBudget).
 func budgetArgs(b *store.Budget) []any {
 	var alloc, strategy, duration, burst any
 	paused := int64(0)
@@ -430,7 +447,8 @@ func budgetArgs(b *store.Budget) []any {
 		alloc, strategy, duration, burst = t.Allocation, t.Strategy, t.DurationMs, t.Burst
 	}
 	return []any{b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst, b.CreatedAt, b.UpdatedAt,
-		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil), store.EncodeSubPauses(b.SubPauses)}
+		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil), store.EncodeSubPauses(b.SubPauses),
+		nullEmpty(b.Reset), nullEmpty(b.Timezone)}
 }
 
 // patchArgs returns the arguments of the patch statement.

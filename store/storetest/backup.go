@@ -10,7 +10,7 @@ import (
 )
 
 // Populate fills an empty store with a little of everything a backup
-// carries: budgets, cron groups, more jobs than one page of a copy's reads,
+// carries: budgets (a calendar one with what it spent), cron groups, more jobs than one page of a copy's reads,
 // error records, unique keys whose holders are not the ones inserting them
 // in ID order would choose, and a deleted job that only the job-ID
 // high-water mark remembers. It returns that mark.
@@ -21,6 +21,9 @@ func Populate(t testing.TB, s store.Store) (highWater string) {
 	apply(store.PutBudget(store.Budget{Key: "k", Allocation: 2, Strategy: store.WhileInFlight, CreatedAt: 1, UpdatedAt: 1}),
 		store.PutBudget(store.Budget{Key: "tenant", Allocation: 9, Strategy: store.WhileInFlight, CreatedAt: 2, UpdatedAt: 3,
 			PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight}}),
+		store.PutBudget(store.Budget{Key: "daily", Allocation: 10, Strategy: store.Calendar, CreatedAt: 4, UpdatedAt: 4,
+			Reset: "0 0 * * *", Timezone: "Europe/Paris"}),
+		store.SpendBudget("daily", store.Spent{EndsAt: 86_400_000, Used: 4}),
 		store.PutCronGroup(store.CronGroup{Name: "g", Paused: true, PausedAt: 5}),
 		store.PutCronEntry(cronEntry("g", "b")), store.PutCronEntry(cronEntry("g", "a")))
 	var jobs []store.Op

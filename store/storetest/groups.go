@@ -221,7 +221,7 @@ func testGroups(t *testing.T, newB func(testing.TB) *bundle) {
 }
 
 // randomGroups returns n groups of 1 to 4 ops on a few recent job IDs and
-// two budget keys. Inserts are of new IDs, but with dup one in eight
+// two budget keys (spends included). Inserts are of new IDs, but with dup one in eight
 // repeats one (and so fails its group, and any batch holding it: then the
 // backend's retry of each group alone is tested, else its batches).
 func randomGroups(r *rand.Rand, n int, dup bool) [][]store.Op {
@@ -265,8 +265,11 @@ func randomGroups(r *rand.Rand, n int, dup bool) [][]store.Op {
 			return store.DeleteEverything()
 		}
 		key := []string{"a", "b"}[r.IntN(2)]
-		if r.IntN(3) == 0 {
+		switch r.IntN(4) {
+		case 0:
 			return store.DeleteBudget(key)
+		case 1:
+			return store.SpendBudget(key, store.Spent{EndsAt: at(), Used: int64(i)})
 		}
 		return store.PutBudget(store.Budget{Key: key, Allocation: int64(i + 1), Strategy: store.WhileInFlight})
 	}

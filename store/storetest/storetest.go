@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Unique", testUnique},
 		{"Batches", testBatches},
 		{"Copy", testCopy},
+		{"CalendarBudgets", testCalendarBudgets},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
