@@ -157,6 +157,7 @@ func (s *Service) start(ctx context.Context) {
 	s.store = st
 	e, err := s.restore(ctx, st)
 	if err != nil {
+		s.store = nil // closed here, not again by Close
 		_ = st.Close()
 		s.fail(err)
 		return
