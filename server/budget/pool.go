@@ -23,6 +23,7 @@
 //	capacity   = C·unit           < 2^104  (the level never exceeds it)
 //	refill     = A·Δt, Δt < 2^64  < 2^95   (level + refill < 2^105)
 //	need       = cost·unit        ≤ capacity, computed only for cost ≤ C
+//	paid       = total·unit, checked: from 2^126 on, the wait is past int64
 //	reconfigure: remainder·D_new  < 2^73·2^53 = 2^126
 //
 // so no operation overflows 128 bits.
@@ -253,17 +254,16 @@ func (p *Pool) PaidAt(total int64, now int64) (at int64, ok bool) {
 		return 0, false
 	}
 	have := p.levelAt(now)
-	need := p.unit.mul64(uint64(max(total, 0)))
+	need, fits := p.unit.mul64Checked(uint64(max(total, 0)))
+	if !fits || need.hi >= 1<<62 {
+		// need − have ≥ 2^126 − 2^104: far more than the 2^95 units the
+		// drip brings in the whole int64 range.
+		return math.MaxInt64, true
+	}
 	if !have.less(need) {
 		return now, true
 	}
-	t0 := max(now, p.last)
-	wait := need.sub(have).quoCeil64(uint64(p.allocation))
-	room := uint64(math.MaxInt64) - uint64(t0)
-	if wait.hi != 0 || wait.lo > room {
-		return math.MaxInt64, true
-	}
-	return int64(uint64(t0) + wait.lo), true
+	return p.dripped(need.sub(have), now), true
 }
 
 // AffordableAt returns the earliest time at or after now at which a
@@ -282,15 +282,22 @@ func (p *Pool) AffordableAt(cost int64, now int64) (at int64, ok bool) {
 	if !have.less(need) {
 		return now, true
 	}
-	// The level is have from t0 on and gains allocation units per ns.
+	return p.dripped(need.sub(have), now), true
+}
+
+// dripped returns the first nanosecond at or after now by which the drip
+// has brought units more than the level has at now (clamped to
+// math.MaxInt64).
+func (p *Pool) dripped(units u128, now int64) int64 {
+	// The level is as at now from t0 on and gains allocation units per ns.
 	t0 := max(now, p.last)
-	wait := need.sub(have).quoCeil64(uint64(p.allocation))
+	wait := units.quoCeil64(uint64(p.allocation))
 	// room = MaxInt64 − t0, computed mod 2^64: the true value is in [0, 2^64).
 	room := uint64(math.MaxInt64) - uint64(t0)
 	if wait.hi != 0 || wait.lo > room {
-		return math.MaxInt64, true
+		return math.MaxInt64
 	}
-	return int64(uint64(t0) + wait.lo), true
+	return int64(uint64(t0) + wait.lo)
 }
 
 // Reconfigure applies a new configuration (PUT or PATCH) at time now

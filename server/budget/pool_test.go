@@ -2,6 +2,7 @@ package budget
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -388,6 +389,27 @@ func TestPool_Extremes(t *testing.T) {
 		debitN(t, &q, 1, 1, math.MaxInt64-10)
 		requireAffordableAt(t, &q, 1, math.MaxInt64-10, math.MaxInt64)
 		require.False(t, q.CanPay(1, math.MaxInt64))
+	})
+
+	t.Run("PaidAtHugeTotals", func(t *testing.T) {
+		t.Parallel()
+		// total·unit past 2^128 must not wrap round to a small need: with
+		// D = 2^53 ms, ⌈2^128/unit⌉ tokens once wrapped to less than a token.
+		p := NewTimeBased(MaxAllocation, MaxDurationMs, 0, 0)
+		unit := new(big.Int).Mul(big.NewInt(MaxDurationMs), big.NewInt(1e6))
+		wraps := new(big.Int).Lsh(big.NewInt(1), 128)
+		wraps.Add(wraps, unit).Sub(wraps, big.NewInt(1)).Quo(wraps, unit)
+		for _, total := range []int64{wraps.Int64(), wraps.Int64() + 1, 1 << 55, math.MaxInt64} {
+			at, ok := p.PaidAt(total, 0)
+			require.True(t, ok)
+			require.Equal(t, int64(math.MaxInt64), at, "total %d", total)
+		}
+		// A fast pool pays huge totals within the int64 range, exactly:
+		// 2^31−1 a ms pays 2^53 tokens after the burst in ⌈2^53·10^6/(2^31−1)⌉ ns.
+		q := NewTimeBased(MaxAllocation, 1, 0, 0)
+		at, ok := q.PaidAt(1<<53+MaxAllocation, 0)
+		require.True(t, ok)
+		require.Equal(t, int64(4194304001954), at)
 	})
 
 	t.Run("ReconfigureAcrossTheRange", func(t *testing.T) {
