@@ -260,7 +260,7 @@ func TestPool_Reconfigure(t *testing.T) {
 		t.Parallel()
 		p := NewTimeBased(7, 3, 0, 0)
 		debitN(t, &p, 1, 7, 0)
-		before := p.levelAt(12345)
+		before, _ := p.stateAt(12345)
 		p.Reconfigure(7, 3, 0, TimeBased, 12345)
 		require.Equal(t, before, p.level)
 	})
@@ -516,6 +516,32 @@ func TestPool_NoAllocations(t *testing.T) {
 		}
 		wf.Release(1)
 		tb.Reconfigure(6, 60000, 0, TimeBased, now)
+	})
+	require.Zero(t, allocs)
+
+	// Settles, debt and calendar pools: the schedule is made an interface
+	// once, outside (that conversion may allocate; the pool never does).
+	var sched Schedule = every{origin: 0, period: minute, count: math.MaxInt64}
+	cal := NewCalendar(5, 0, sched, 0)
+	allocs = testing.AllocsPerRun(1000, func() {
+		now += 10 * second
+		tb.Debit(0, now)
+		tb.Settle(1, 3, now, now)
+		_, _ = tb.RepaidAt(now)
+		_ = tb.Debt(now)
+		_, _ = tb.PaidAt(7, now)
+		tb.Settle(3, 0, now, now)
+		if cal.CanPay(1, now) {
+			cal.Debit(1, now)
+			cal.Release(1)
+		}
+		cal.Settle(1, 2, now, now)
+		_, _ = cal.AffordableAt(5, now)
+		_, _ = cal.PaidAt(12, now)
+		_, _ = cal.RepaidAt(now)
+		_ = cal.Used(now) + cal.NextReset(now)
+		_ = cal.Available(now) + cal.Debt(now)
+		cal.ReconfigureCalendar(5, sched, now)
 	})
 	require.Zero(t, allocs)
 }
