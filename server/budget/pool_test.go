@@ -2,6 +2,7 @@ package budget
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -259,7 +260,7 @@ func TestPool_Reconfigure(t *testing.T) {
 		t.Parallel()
 		p := NewTimeBased(7, 3, 0, 0)
 		debitN(t, &p, 1, 7, 0)
-		before := p.levelAt(12345)
+		before, _ := p.stateAt(12345)
 		p.Reconfigure(7, 3, 0, TimeBased, 12345)
 		require.Equal(t, before, p.level)
 	})
@@ -390,6 +391,27 @@ func TestPool_Extremes(t *testing.T) {
 		require.False(t, q.CanPay(1, math.MaxInt64))
 	})
 
+	t.Run("PaidAtHugeTotals", func(t *testing.T) {
+		t.Parallel()
+		// total·unit past 2^128 must not wrap round to a small need: with
+		// D = 2^53 ms, ⌈2^128/unit⌉ tokens once wrapped to less than a token.
+		p := NewTimeBased(MaxAllocation, MaxDurationMs, 0, 0)
+		unit := new(big.Int).Mul(big.NewInt(MaxDurationMs), big.NewInt(1e6))
+		wraps := new(big.Int).Lsh(big.NewInt(1), 128)
+		wraps.Add(wraps, unit).Sub(wraps, big.NewInt(1)).Quo(wraps, unit)
+		for _, total := range []int64{wraps.Int64(), wraps.Int64() + 1, 1 << 55, math.MaxInt64} {
+			at, ok := p.PaidAt(total, 0)
+			require.True(t, ok)
+			require.Equal(t, int64(math.MaxInt64), at, "total %d", total)
+		}
+		// A fast pool pays huge totals within the int64 range, exactly:
+		// 2^31−1 a ms pays 2^53 tokens after the burst in ⌈2^53·10^6/(2^31−1)⌉ ns.
+		q := NewTimeBased(MaxAllocation, 1, 0, 0)
+		at, ok := q.PaidAt(1<<53+MaxAllocation, 0)
+		require.True(t, ok)
+		require.Equal(t, int64(4194304001954), at)
+	})
+
 	t.Run("ReconfigureAcrossTheRange", func(t *testing.T) {
 		t.Parallel()
 		p := NewTimeBased(MaxAllocation, MaxDurationMs, 0, 0)
@@ -494,6 +516,32 @@ func TestPool_NoAllocations(t *testing.T) {
 		}
 		wf.Release(1)
 		tb.Reconfigure(6, 60000, 0, TimeBased, now)
+	})
+	require.Zero(t, allocs)
+
+	// Settles, debt and calendar pools: the schedule is made an interface
+	// once, outside (that conversion may allocate; the pool never does).
+	var sched Schedule = every{origin: 0, period: minute, count: math.MaxInt64}
+	cal := NewCalendar(5, 0, sched, 0)
+	allocs = testing.AllocsPerRun(1000, func() {
+		now += 10 * second
+		tb.Debit(0, now)
+		tb.Settle(1, 3, now, now)
+		_, _ = tb.RepaidAt(now)
+		_ = tb.Debt(now)
+		_, _ = tb.PaidAt(7, now)
+		tb.Settle(3, 0, now, now)
+		if cal.CanPay(1, now) {
+			cal.Debit(1, now)
+			cal.Release(1)
+		}
+		cal.Settle(1, 2, now, now)
+		_, _ = cal.AffordableAt(5, now)
+		_, _ = cal.PaidAt(12, now)
+		_, _ = cal.RepaidAt(now)
+		_ = cal.Used(now) + cal.NextReset(now)
+		_ = cal.Available(now) + cal.Debt(now)
+		cal.ReconfigureCalendar(5, sched, now)
 	})
 	require.Zero(t, allocs)
 }

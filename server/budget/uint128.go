@@ -37,6 +37,15 @@ func (x u128) mul64(y uint64) u128 {
 	return u128{hi: hi + x.hi*y, lo: lo}
 }
 
+// mul64Checked returns x·y and whether it fits in 128 bits; the product
+// is meaningless when it does not.
+func (x u128) mul64Checked(y uint64) (u128, bool) {
+	hi, lo := bits.Mul64(x.lo, y)
+	carryHi, mid := bits.Mul64(x.hi, y)
+	hi, carry := bits.Add64(hi, mid, 0)
+	return u128{hi: hi, lo: lo}, carryHi == 0 && carry == 0
+}
+
 func (x u128) less(y u128) bool {
 	if x.hi != y.hi {
 		return x.hi < y.hi

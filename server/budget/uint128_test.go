@@ -69,6 +69,15 @@ func TestU128_AgainstBigInt(t *testing.T) {
 		m := rng.Uint64() >> 36
 		requireBig(t, new(big.Int).Mul(small.big(), new(big.Int).SetUint64(m)), small.mul64(m).big())
 
+		// mul64Checked on any operands: exact when it fits, told when not.
+		k := rng.Uint64() >> rng.UintN(64)
+		prod := new(big.Int).Mul(bx, new(big.Int).SetUint64(k))
+		got, fits := x.mul64Checked(k)
+		require.Equal(t, prod.Cmp(two128) < 0, fits, "mul64Checked %v %v", bx, k)
+		if fits {
+			requireBig(t, prod, got.big())
+		}
+
 		q, r := x.quoRem64(d)
 		bq, br := new(big.Int).QuoRem(bx, bd, new(big.Int))
 		requireBig(t, bq, q.big())
@@ -97,4 +106,20 @@ func TestU128_Edges(t *testing.T) {
 	require.Equal(t, u128Of(3), u128Of(7).quoCeil64(3))
 	require.Equal(t, u128Of(2), u128Of(6).quoCeil64(3))
 	require.Equal(t, 0x1p128, maxU.float64())
+
+	// The carries of mul64Checked: from the low product into hi, and past hi.
+	got, fits := u128{hi: 1, lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
+	require.False(t, fits)
+	got, fits = u128{lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
+	require.True(t, fits)
+	require.Equal(t, u128{hi: math.MaxUint64 - 1, lo: 1}, got)
+	_, fits = u128{hi: 1 << 63}.mul64Checked(2)
+	require.False(t, fits)
+	_, fits = u128{hi: 1<<63 - 1, lo: math.MaxUint64}.mul64Checked(2)
+	require.True(t, fits)
+	// hi·y fits but adding the low product's carry does not.
+	_, fits = u128{hi: math.MaxUint64 >> 1, lo: math.MaxUint64}.mul64Checked(2)
+	require.True(t, fits)
+	_, fits = u128{hi: 0x5555555555555555, lo: math.MaxUint64}.mul64Checked(3)
+	require.False(t, fits)
 }
