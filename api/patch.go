@@ -134,6 +134,10 @@ type StrategyPatch struct {
 	// Burst null removes the burst override: capacity falls back to the
 	// allocation.
 	Burst Nullable[int64] `json:"burst,omitempty,omitzero"`
+	// Reset and Timezone are a calendar budget's; a change keeps what it
+	// spent in the current period.
+	Reset    *string `json:"reset,omitempty"`
+	Timezone *string `json:"timezone,omitempty"`
 }
 
 // FieldError is a merge patch that decodes but names a member it must not:
@@ -259,7 +263,7 @@ func decodeBudgetMembers(body patchBody) (*int64, *StrategyPatch, error) {
 	if err := strategy.notNull(); err != nil {
 		return nil, nil, err
 	}
-	inner, err := strategy.object("type", "duration_ms", "burst")
+	inner, err := strategy.object("type", "duration_ms", "burst", "reset", "timezone")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -285,7 +289,7 @@ func decodeTemplate(m member) (TemplatePatch, error) {
 }
 
 func decodeStrategy(inner patchBody) (StrategyPatch, error) {
-	for _, name := range []string{"type", "duration_ms"} {
+	for _, name := range []string{"type", "duration_ms", "reset", "timezone"} {
 		if err := inner.member(name).notNull(); err != nil {
 			return StrategyPatch{}, err
 		}
@@ -295,9 +299,15 @@ func decodeStrategy(inner patchBody) (StrategyPatch, error) {
 	if s.Type, err = optional[string](inner.member("type"), wantString); err != nil {
 		return StrategyPatch{}, err
 	}
-	if s.Type != nil && *s.Type != StrategyWhileInFlight && *s.Type != StrategyTimeBased {
-		return StrategyPatch{}, &DecodeError{Msg: fmt.Sprintf("%sunknown variant `%s`, expected `%s` or `%s`",
-			inner.prefix, *s.Type, StrategyWhileInFlight, StrategyTimeBased)}
+	if s.Type != nil && *s.Type != StrategyWhileInFlight && *s.Type != StrategyTimeBased && *s.Type != StrategyCalendar {
+		return StrategyPatch{}, &DecodeError{Msg: fmt.Sprintf("%sunknown variant `%s`, expected `%s`, `%s` or `%s`",
+			inner.prefix, *s.Type, StrategyWhileInFlight, StrategyTimeBased, StrategyCalendar)}
+	}
+	if s.Reset, err = optional[string](inner.member("reset"), wantString); err != nil {
+		return StrategyPatch{}, err
+	}
+	if s.Timezone, err = optional[string](inner.member("timezone"), wantString); err != nil {
+		return StrategyPatch{}, err
 	}
 	if s.DurationMs, err = optional[int64](inner.member("duration_ms"), wantInteger); err != nil {
 		return StrategyPatch{}, err

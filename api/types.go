@@ -270,6 +270,11 @@ type Forecast struct {
 	// token is held by a job in flight for longer than the mean). Omitted
 	// when DrainsAt is set.
 	Unknown string `json:"unknown,omitempty" msgpack:"unknown,omitempty"`
+	// Resets is, for a calendar budget whose backlog outlasts its current
+	// period, how many resets from now it takes: DrainsAt is then the
+	// instant of the reset that pays its last job (our extension, issue
+	// 25; left out when the current period pays it, and for the others).
+	Resets int64 `json:"resets,omitempty" msgpack:"resets,omitempty"`
 	// WhatIf echoes the query's what-if: the forecast is for the budget so
 	// changed, not as it is. Omitted for a plain forecast.
 	WhatIf *ForecastWhatIf `json:"what_if,omitempty" msgpack:"what_if,omitempty"`
@@ -316,6 +321,11 @@ type WhyBudget struct {
 	// is set (our extension, issue 16; left out unless paused).
 	Paused      bool   `json:"paused,omitempty" msgpack:"paused,omitempty"`
 	PausedUntil *int64 `json:"paused_until,omitempty" msgpack:"paused_until,omitempty"`
+	// Debt is what the budget owes after settles of real costs, repaid at
+	// RepaidAt (unix ms): it pays nothing until then (our extension,
+	// issue 25; left out unless in debt).
+	Debt     *float64 `json:"debt,omitempty" msgpack:"debt,omitempty"`
+	RepaidAt *int64   `json:"repaid_at,omitempty" msgpack:"repaid_at,omitempty"`
 }
 
 // Why.WaitingFor values.

@@ -1,14 +1,28 @@
 package server
 
 import (
+	"bytes"
+	"maps"
 	"net/http"
+	"slices"
 
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
 )
 
 func (s *Server) ack(w http.ResponseWriter, r *http.Request) {
-	missing, err := s.core.Ack(r.Context(), []string{r.PathValue("id")})
+	id := r.PathValue("id")
+	settles, err := s.decodeSuccess(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var missing []string
+	if settles == nil {
+		missing, err = s.core.Ack(r.Context(), []string{id})
+	} else {
+		missing, err = s.core.AckSettled(r.Context(), []string{id}, map[string][]core.Settle{id: settles})
+	}
 	if err == nil && len(missing) > 0 {
 		err = notFound("job not found in in-flight set")
 	}
@@ -30,7 +44,12 @@ func (s *Server) ackBulk(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequest("ids must not be empty"))
 		return
 	}
-	missing, err := s.core.Ack(r.Context(), req.IDs)
+	settles, err := bulkSettles(req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	missing, err := s.core.AckSettled(r.Context(), req.IDs, settles)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -45,7 +64,8 @@ func (s *Server) ackBulk(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 	var req api.FailureRequest
-	if err := s.decode(w, r, &req); err != nil {
+	var err error
+	if err = s.decode(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -68,6 +88,10 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 		at := int64(*req.RetryAt)
 		f.RetryAt = &at
 	}
+	if f.Budgets, err = settlesOf(req.Budgets, "budgets"); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	j, err := s.core.Fail(r.Context(), r.PathValue("id"), f)
 	if err != nil {
 		s.fail(w, r, err)
@@ -75,4 +99,67 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.failed(j.Status)
 	s.respond(w, r, http.StatusOK, wireJob(j, false))
+}
+
+// decodeSuccess reads the optional body of POST /jobs/{id}/success: none
+// (Zizq's clients send none) or {"budgets": [...]}, the job's real costs
+// (our extension). nil means nothing to settle.
+func (s *Server) decodeSuccess(w http.ResponseWriter, r *http.Request) ([]core.Settle, error) {
+	if r.ContentLength == 0 {
+		return nil, nil
+	}
+	f, data, err := s.readBody(w, r)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return nil, err
+	}
+	var req api.SuccessRequest
+	if err := api.Unmarshal(f, data, &req); err != nil {
+		return nil, err
+	}
+	return settlesOf(req.Budgets, "budgets")
+}
+
+// bulkSettles checks the settles of a bulk success: each names a job of
+// ids.
+func bulkSettles(req api.AckIDs) (map[string][]core.Settle, error) {
+	if len(req.Budgets) == 0 {
+		return nil, nil
+	}
+	listed := make(map[string]bool, len(req.IDs))
+	for _, id := range req.IDs {
+		listed[id] = true
+	}
+	out := make(map[string][]core.Settle, len(req.Budgets))
+	for _, id := range slices.Sorted(maps.Keys(req.Budgets)) {
+		if !listed[id] {
+			return nil, unprocessable("budgets.%s: job %s is not in ids", id, id)
+		}
+		ss, err := settlesOf(req.Budgets[id], "budgets."+id)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = ss
+	}
+	return out, nil
+}
+
+// settlesOf checks the fields of a settle list; path names it in errors.
+// The engine checks them against the job's bindings.
+func settlesOf(in []api.Settle, path string) ([]core.Settle, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := make([]core.Settle, len(in))
+	for i, st := range in {
+		switch {
+		case st.Key == "":
+			return nil, badRequest("%s[%d].key is required", path, i)
+		case st.Cost == nil:
+			return nil, badRequest("%s[%d].cost is required", path, i)
+		case *st.Cost < 0:
+			return nil, badRequest("%s[%d].cost must be at least 0", path, i)
+		}
+		out[i] = core.Settle{Key: st.Key, Cost: *st.Cost}
+	}
+	return out, nil
 }

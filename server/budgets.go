@@ -1,7 +1,10 @@
 package server
 
 import (
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
@@ -19,8 +22,29 @@ func wireBudgetView(v core.BudgetView) api.Budget {
 			n := st.SubBudgets
 			out.State.SubBudgets = &n
 		}
+		wireSettleState(out.State, st)
 	}
 	return out
+}
+
+// wireSettleState renders the settling and calendar figures, each left
+// out where it does not apply.
+func wireSettleState(out *api.BudgetState, st *core.BudgetState) {
+	if !st.Spends {
+		return
+	}
+	if st.Settles > 0 {
+		out.Settled = &api.Settled{Count: st.Settles, Credited: st.Credited, Debited: st.Debited}
+	}
+	out.CostRatio = st.CostRatio
+	if st.Debt > 0 {
+		debt, at := st.Debt, st.RepaidAt
+		out.Debt, out.RepaidAt = &debt, &at
+	}
+	if st.Calendar {
+		used, at := st.Used, st.NextResetAt
+		out.Used, out.NextResetAt = &used, &at
+	}
 }
 
 // listBudgets answers GET /budgets: families and plain budgets, or with
@@ -72,7 +96,8 @@ func (s *Server) putBudget(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode core.PutMode, status int) {
 	var in api.BudgetInput
-	if err := s.decode(w, r, &in); err != nil {
+	unknown, err := s.decodeBudgetInput(w, r, &in)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -82,6 +107,9 @@ func (s *Server) writeBudget(w http.ResponseWriter, r *http.Request, mode core.P
 		return
 	}
 	cfg, err := budgetConfig(in, decodePrefix(r))
+	if err == nil {
+		err = unknown // after the missing fields, which come first
+	}
 	if err != nil {
 		s.fail(w, r, ruleStatus(err))
 		return
@@ -170,6 +198,9 @@ func (p *budgetPatch) applyPerKey(cfg *store.Budget) error {
 		k := cfg.PerKey
 		t = store.Budget{Allocation: k.Allocation, Strategy: k.Strategy, DurationMs: k.DurationMs, Burst: k.Burst}
 	}
+	if tp.Strategy != nil && tp.Strategy.Type != nil && *tp.Strategy.Type == store.Calendar {
+		return ruleErrorf("per_key.strategy.type calendar is not supported: a family's sub-budgets are time_based or while_in_flight")
+	}
 	if err := mergeBudget(&t, tp.Allocation, tp.Strategy); err != nil {
 		return inTemplate(err)
 	}
@@ -217,11 +248,20 @@ func mergeBudget(cfg *store.Budget, alloc *int64, strategy *api.StrategyPatch) e
 		st = *strategy
 	}
 	if st.Type != nil && *st.Type != cfg.Strategy {
-		cfg.Strategy, cfg.DurationMs, cfg.Burst = *st.Type, 0, 0
+		cfg.Strategy, cfg.DurationMs, cfg.Burst, cfg.Reset, cfg.Timezone = *st.Type, 0, 0, "", ""
 		hasDuration, hasBurst = false, false
 		if cfg.Strategy == store.TimeBased && st.DurationMs == nil {
 			return ruleErrorf("duration_ms is required for time_based budgets")
 		}
+		if cfg.Strategy == store.Calendar && st.Reset == nil {
+			return ruleErrorf("reset is required for calendar budgets")
+		}
+	}
+	if st.Reset != nil {
+		cfg.Reset = *st.Reset
+	}
+	if st.Timezone != nil {
+		cfg.Timezone = *st.Timezone
 	}
 	if st.DurationMs != nil {
 		cfg.DurationMs, hasDuration = *st.DurationMs, true
@@ -261,7 +301,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated, Unknown: f.Unknown}
+	out := api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated, Unknown: f.Unknown, Resets: f.Resets}
 	if !q.IsZero() {
 		out.WhatIf = &api.ForecastWhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
 	}
@@ -290,4 +330,50 @@ func (s *Server) deleteBudget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	noContent(w)
+}
+
+// strategyMembers are the members a strategy object may have.
+var strategyMembers = []string{"type", "duration_ms", "burst", "reset", "timezone"}
+
+// decodeBudgetInput decodes a POST or PUT budget body; unknown refuses a
+// member of a strategy that no strategy has: a misspelt "rest" would
+// otherwise leave a calendar budget without its reset, or a "brust" a
+// budget without its burst, and nobody would know.
+func (s *Server) decodeBudgetInput(w http.ResponseWriter, r *http.Request, in *api.BudgetInput) (unknown, err error) {
+	f, data, err := s.readBody(w, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := api.Unmarshal(f, data, in); err != nil {
+		return nil, err
+	}
+	return unknownStrategyMember(f, data), nil
+}
+
+func unknownStrategyMember(f api.Format, data []byte) error {
+	var probe struct {
+		Strategy map[string]any `json:"strategy"`
+		PerKey   *struct {
+			Strategy map[string]any `json:"strategy"`
+		} `json:"per_key"`
+	}
+	if api.Unmarshal(f, data, &probe) != nil {
+		return nil // the body decoded above; a shape this probe cannot read has no strategy object
+	}
+	if err := unknownMember(probe.Strategy, "strategy."); err != nil {
+		return err
+	}
+	if probe.PerKey != nil {
+		return unknownMember(probe.PerKey.Strategy, "per_key.strategy.")
+	}
+	return nil
+}
+
+func unknownMember(members map[string]any, path string) error {
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if !slices.Contains(strategyMembers, name) {
+			return ruleErrorf("%s%s is not a field of a strategy (expected one of %s)", path, name, strings.Join(strategyMembers, ", "))
+		}
+	}
+	return nil
 }

@@ -753,7 +753,7 @@ func TestBudgets_Rules(t *testing.T) {
 		{`{"allocation":1}`, "invalid JSON: missing field `strategy`"},
 		{`{"allocation":1,"strategy":{}}`, "invalid JSON: missing field `type`"},
 		{`{"allocation":1,"strategy":{"type":"time_based"}}`, "invalid JSON: missing field `duration_ms`"},
-		{`{"allocation":1,"strategy":{"type":"fixed_window"}}`, "invalid JSON: unknown variant `fixed_window`, expected `while_in_flight` or `time_based`"},
+		{`{"allocation":1,"strategy":{"type":"fixed_window"}}`, "invalid JSON: unknown variant `fixed_window`, expected `while_in_flight`, `time_based` or `calendar`"},
 	}
 	for _, tc := range bad {
 		for _, m := range []string{"POST", "PUT"} {

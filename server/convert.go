@@ -1,6 +1,8 @@
 package server
 
 import (
+	"cmp"
+
 	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/server/core"
 	"github.com/zizq/zizq/store"
@@ -63,6 +65,9 @@ func wireBudget(b store.Budget) api.Budget {
 		PausedUntil: uint64(b.PausedUntil),
 		CreatedAt:   uint64(b.CreatedAt),
 		UpdatedAt:   uint64(b.UpdatedAt),
+	}
+	if b.Strategy == store.Calendar {
+		out.Strategy.Reset, out.Strategy.Timezone = b.Reset, cmp.Or(b.Timezone, "UTC")
 	}
 	if t := b.PerKey; t != nil {
 		out.PerKey = &api.BudgetTemplate{Allocation: t.Allocation, Strategy: wireStrategy(t.Strategy, t.DurationMs, t.Burst)}

@@ -265,7 +265,7 @@ func TestFamilies_BadInput(t *testing.T) {
 		{"TemplateWithoutDuration", "PUT", "/budgets/f", `{"allocation":1,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":1,"strategy":{"type":"time_based"}}}`,
 			400, "invalid JSON: missing field `per_key.strategy.duration_ms`"},
 		{"TemplateUnknownType", "PUT", "/budgets/f", `{"allocation":1,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":1,"strategy":{"type":"leaky"}}}`,
-			400, "invalid JSON: unknown variant `leaky`, expected `while_in_flight` or `time_based`"},
+			400, "invalid JSON: unknown variant `leaky`, expected `while_in_flight`, `time_based` or `calendar`"},
 		{"MissingFieldsComeFirst", "PUT", "/budgets/f", `{"allocation":0,"strategy":{"type":"while_in_flight"},"per_key":{"strategy":{"type":"while_in_flight"}}}`,
 			400, "invalid JSON: missing field `per_key.allocation`"},
 		{"TemplateAllocationZero", "PUT", "/budgets/f", `{"allocation":1,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":0,"strategy":{"type":"while_in_flight"}}}`,

@@ -106,8 +106,13 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 		out.WaitingFor = api.WaitingFinished
 	}
 	for _, b := range why.Budgets {
-		out.Budgets = append(out.Budgets, api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy,
-			Paused: b.Paused, PausedUntil: b.PausedUntil})
+		wb := api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy,
+			Paused: b.Paused, PausedUntil: b.PausedUntil, RepaidAt: b.RepaidAt}
+		if b.Debt > 0 {
+			debt := b.Debt
+			wb.Debt = &debt
+		}
+		out.Budgets = append(out.Budgets, wb)
 	}
 	s.respond(w, r, http.StatusOK, out)
 }

@@ -280,14 +280,27 @@ func budgetBody(alloc *int64, strategy *api.StrategyInput, prefix, path string) 
 		if strategy.DurationMs == nil {
 			return store.Budget{}, missing(prefix, inStrategy+"duration_ms")
 		}
+	case store.Calendar:
+		if path != "" {
+			return store.Budget{}, ruleErrorf("strategy.type calendar is not supported: a family's sub-budgets are time_based or while_in_flight")
+		}
+		if strategy.Reset == nil {
+			return store.Budget{}, missing(prefix, "reset")
+		}
 	default:
-		return store.Budget{}, badRequest("%sunknown variant `%s`, expected `while_in_flight` or `time_based`", prefix, cfg.Strategy)
+		return store.Budget{}, badRequest("%sunknown variant `%s`, expected `while_in_flight`, `time_based` or `calendar`", prefix, cfg.Strategy)
 	}
 	if strategy.DurationMs != nil {
 		cfg.DurationMs = *strategy.DurationMs
 	}
 	if strategy.Burst != nil {
 		cfg.Burst = *strategy.Burst
+	}
+	if strategy.Reset != nil {
+		cfg.Reset = *strategy.Reset
+	}
+	if strategy.Timezone != nil {
+		cfg.Timezone = *strategy.Timezone
 	}
 	return cfg, checkBudgetRules(cfg, strategy.DurationMs != nil, strategy.Burst != nil)
 }
@@ -321,7 +334,10 @@ func checkBudgetRules(cfg store.Budget, hasDuration, hasBurst bool) error {
 	case cfg.Allocation > budget.MaxAllocation:
 		return ruleErrorf("allocation must be at most %d", int64(budget.MaxAllocation))
 	}
-	if cfg.Strategy == store.WhileInFlight {
+	if cfg.Strategy != store.Calendar && (cfg.Reset != "" || cfg.Timezone != "") {
+		return ruleErrorf("reset and timezone are only valid for calendar budgets")
+	}
+	if cfg.Strategy != store.TimeBased {
 		if hasDuration {
 			return ruleErrorf("duration_ms is only valid for time_based budgets")
 		}

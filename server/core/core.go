@@ -192,7 +192,11 @@ func (s *Service) fail(err error) {
 // again if it is free). When the store's live jobs are plain, the engine
 // serves from then on, while the rest load (engine.Restorer.Serve).
 func (s *Service) restore(ctx context.Context, st Store) (*engine.Engine, error) {
-	e := engine.New(s.opts.Engine, s.clock, journal{st}, jobid.New(s.clock.Now))
+	cfg := s.opts.Engine
+	if cfg.Resets == nil {
+		cfg.Resets = parseResetSchedule
+	}
+	e := engine.New(cfg, s.clock, journal{st}, jobid.New(s.clock.Now))
 	r := e.Restore()
 	var requeued int64
 	begin := func(start store.LoadStart) error {

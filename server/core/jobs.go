@@ -308,16 +308,28 @@ func (s *Service) PatchJobs(ctx context.Context, f Filter, change Change) (int64
 // While the engine loads, a job it does not know yet may be one of the
 // last run's: the answer for those waits until it is loaded whole.
 func (s *Service) Ack(ctx context.Context, ids []string) ([]string, error) {
+	return s.AckSettled(ctx, ids, nil)
+}
+
+// AckSettled is Ack, settling first the real costs that settles gives by
+// job ID: one settle refused refuses the whole request, and nothing is
+// acked (Unprocessable).
+func (s *Service) AckSettled(ctx context.Context, ids []string, settles map[string][]Settle) ([]string, error) {
 	if err := s.serving(); err != nil {
 		return nil, err
 	}
-	missing, w := s.engine.Ack(ids)
+	missing, w, err := s.engine.AckSettled(ids, settles)
+	if err != nil {
+		return nil, translate(err)
+	}
 	if len(missing) > 0 && s.loading() {
 		if err := s.ready(ctx); err != nil {
 			return nil, err
 		}
 		var again engine.Waiter
-		missing, again = s.engine.Ack(missing)
+		if missing, again, err = s.engine.AckSettled(missing, settles); err != nil {
+			return nil, translate(err)
+		}
 		if err := wait(ctx, again); err != nil {
 			return nil, err
 		}

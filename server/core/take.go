@@ -33,10 +33,17 @@ func (t *Taker) Notify() <-chan struct{} { return t.t.Notify() }
 // answers ErrLeaseLost: the stream must end, and Close return its jobs.
 func (t *Taker) Next(ctx context.Context, buf []store.Job) ([]store.Job, error) {
 	start := len(buf)
-	buf = t.t.Drain(buf)
+	buf, spent := t.t.DrainWait(buf)
 	frames := buf[start:]
 	if len(frames) > 0 && !t.s.leaseHeld() {
 		return buf[:start], ErrLeaseLost
+	}
+	if spent != nil {
+		// A calendar budget paid one of them: its spend is durable first,
+		// so that a restart never refills what was handed out.
+		if err := spent.Wait(ctx); err != nil {
+			return buf[:start], translate(err)
+		}
 	}
 	var missing []string
 	for i := range frames {

@@ -64,7 +64,14 @@ type Failure struct {
 	Backtrace string
 	RetryAt   *int64
 	Kill      bool
+	// Budgets settles the job's real costs before it fails.
+	Budgets []Settle
 }
+
+// Settle is a finished job's actual cost to one of its time_based or
+// calendar budgets: the cost bound at dispatch was the estimate, and the
+// difference is credited back or debited when the job finishes.
+type Settle = engine.Settle
 
 // PutMode says whether PutBudget may replace an existing budget.
 type PutMode uint8
@@ -94,6 +101,22 @@ type BudgetState struct {
 	Dispatched     int64
 	// SubBudgets counts a family's live sub-budgets (0 for other budgets).
 	SubBudgets int64
+	// Spends is set for time_based and calendar budgets, whose jobs'
+	// costs settle: Debt is what one owes (tokens, 0 when none) and
+	// RepaidAt (ms) when it will have been repaid; Settles, Credited and
+	// Debited count its settles and their tokens since the server
+	// started, and CostRatio is their mean actual ÷ estimate over about
+	// the last 100 (nil before the first).
+	Spends                     bool
+	Debt                       float64
+	RepaidAt                   int64
+	Settles, Credited, Debited int64
+	CostRatio                  *float64
+	// Calendar is set for calendar budgets: Used is what it spent in the
+	// current period, which ends at NextResetAt (ms).
+	Calendar    bool
+	Used        int64
+	NextResetAt int64
 }
 
 // WhatIf is a configuration to forecast with instead of the budget's own;
@@ -114,6 +137,9 @@ type Forecast struct {
 	DrainsAt  *int64
 	Estimated bool
 	Unknown   string
+	// Resets counts, for a calendar budget, the resets before the backlog
+	// is paid (DrainsAt is then the reset that pays its last job).
+	Resets int64
 }
 
 // Counts are live job counts; Ready excludes parked jobs.
@@ -149,6 +175,10 @@ type WhyBudget struct {
 	// Paused: the budget is paused, until PausedUntil (ms) when that is set.
 	Paused      bool
 	PausedUntil *int64
+	// Debt is what the budget owes (tokens, 0 when none), repaid at
+	// RepaidAt (ms): it pays nothing until then (settle.go).
+	Debt     float64
+	RepaidAt *int64
 }
 
 // List names one of the lists a dashboard shows.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
@@ -16,8 +17,12 @@ import (
 // Its line is not stored: a job is in it when the budget cannot pay it (or
 // it is the head), which the pool, the head and the groups answer.
 type account struct {
-	cfg       store.Budget
-	pool      budget.Pool
+	cfg  store.Budget // without Spent, which the pool holds
+	pool budget.Pool
+	// sched is a calendar budget's reset schedule (nil for the others).
+	sched budget.Schedule
+	// settle counts the settles of its jobs' real costs (settle.go).
+	settle    settleStats
 	head      item // none when the budget has no head
 	headCost  int64
 	headGroup *group
@@ -66,20 +71,35 @@ type account struct {
 	dlMark      bool // its refill deadline needs recomputing
 }
 
-func newPool(cfg store.Budget, ns int64) budget.Pool {
-	if cfg.Strategy == store.TimeBased {
+// newPool is a new budget's pool at time ns: full, or for a calendar
+// budget with what it spent in the current period (spent, restored from
+// the store; nil for a new budget) when that period has not ended.
+func newPool(cfg store.Budget, sched budget.Schedule, ns int64) budget.Pool {
+	switch cfg.Strategy {
+	case store.TimeBased:
 		return budget.NewTimeBased(cfg.Allocation, cfg.DurationMs, cfg.Burst, ns)
+	case store.Calendar:
+		var used int64
+		if s := cfg.Spent; s != nil && s.EndsAt > ns/int64(time.Millisecond) {
+			used = s.Used
+		}
+		return budget.NewCalendar(cfg.Allocation, used, sched, ns)
 	}
 	return budget.NewWhileInFlight(cfg.Allocation)
 }
 
+// addAccount adds a budget whose configuration has been checked
+// (checkSchedule).
 func (e *Engine) addAccount(cfg store.Budget) *account {
+	sched := e.scheduleOf(cfg)
 	a := &account{
 		cfg:   cfg,
-		pool:  newPool(cfg, e.vnow),
+		pool:  newPool(cfg, sched, e.vnow),
+		sched: sched,
 		head:  none,
 		costs: &costCounts{},
 	}
+	a.cfg.Spent = nil // the pool holds it now
 	if cfg.PerKey != nil {
 		a.fam = &family{subs: map[string]*account{}, vtime: e.nowMs()} // tags start now
 	}
@@ -101,7 +121,11 @@ func (e *Engine) dropAccount(a *account) {
 	a.gone = true
 }
 
-func (a *account) timeBased() bool { return a.pool.Kind() == budget.TimeBased }
+// spends reports whether the budget's tokens are spent, not held: time_based
+// and calendar budgets, whose lines, heads and refill deadlines work alike
+// (what this package says of time_based budgets holds of calendar ones,
+// unless it says otherwise); a while_in_flight budget's come back.
+func (a *account) spends() bool { return a.pool.Kind() != budget.WhileInFlight }
 
 // bind counts an unfinished job bound to the budget at cost.
 func (a *account) bind(cost int64, delta int64) {
@@ -183,7 +207,7 @@ func (e *Engine) payBound(a *account, cost int64, g *group) bound {
 func (e *Engine) wifBound(g *group) bound {
 	b := admitAll
 	for _, s := range g.binds() {
-		if !s.a.timeBased() {
+		if !s.a.spends() {
 			b = b.tighter(e.payBound(s.a, s.cost, g))
 		}
 	}
@@ -202,7 +226,7 @@ func (e *Engine) changed(a *account) {
 	}
 	e.checkHead(a)
 	e.deadlineDirty(a)
-	if len(a.tbCo) > 0 && !a.timeBased() { // a map's range costs, even empty
+	if len(a.tbCo) > 0 && !a.spends() { // a map's range costs, even empty
 		for s := range a.tbCo {
 			e.checkHead(s)
 		}
@@ -242,7 +266,7 @@ func (a *account) servedCount() int {
 func (e *Engine) countCoBudgets(g *group, delta int32) {
 	for _, x := range g.binds() {
 		for _, y := range g.binds() {
-			if x.a != y.a && y.a.timeBased() {
+			if x.a != y.a && y.a.spends() {
 				x.a.addCo(y.a, delta)
 			}
 		}
@@ -262,7 +286,7 @@ func (a *account) addCo(tb *account, delta int32) {
 // became time_based (or stopped being so).
 func (e *Engine) kindChanged(a *account) {
 	delta := int32(-1)
-	if a.timeBased() {
+	if a.spends() {
 		delta = +1
 	}
 	for g := range a.servedGroups() {
@@ -282,7 +306,7 @@ func (e *Engine) checkHead(a *account) {
 }
 
 func (e *Engine) deadlineDirty(a *account) {
-	if !a.dlMark && (a.timeBased() || a.pauseEnd != 0 || a.parent != nil) {
+	if !a.dlMark && (a.spends() || a.pauseEnd != 0 || a.parent != nil) {
 		a.dlMark = true
 		e.deadlineChecks = append(e.deadlineChecks, a)
 	}
@@ -320,7 +344,7 @@ func (e *Engine) refreshHeads() {
 			a.headMark = false
 		}
 		for _, a := range round {
-			if a.head.ok() && (e.groupPaused(a.headGroup) || a.timeBased() && !e.wifBound(a.headGroup).admits(a.head.k())) {
+			if a.head.ok() && (e.groupPaused(a.headGroup) || a.spends() && !e.wifBound(a.headGroup).admits(a.head.k())) {
 				e.clearHead(a)
 			}
 		}
@@ -395,7 +419,7 @@ func (e *Engine) chooseHead(a *account) (item, *group) {
 // be a's head: no budget of g is paused and, for a time_based budget, no
 // while_in_flight budget refuses it.
 func (e *Engine) mayHead(a *account, g *group, m item) bool {
-	return !e.groupPaused(g) && (!a.timeBased() || e.wifBound(g).admits(m.k()))
+	return !e.groupPaused(g) && (!a.spends() || e.wifBound(g).admits(m.k()))
 }
 
 // deadlineOf returns the budget's next deadline, if any: the end of its
@@ -407,7 +431,7 @@ func (e *Engine) deadlineOf(a *account) (int64, bool) {
 		return a.pauseEnd, a.pauseEnd < math.MaxInt64
 	case a.parent != nil && a.bound == 0:
 		return e.idleAt(a)
-	case a.timeBased():
+	case a.spends():
 		return e.refillAt(a)
 	}
 	return 0, false
@@ -477,8 +501,11 @@ func (a *account) String() string {
 }
 
 func kindOf(cfg store.Budget) budget.Kind {
-	if cfg.Strategy == store.TimeBased {
+	switch cfg.Strategy {
+	case store.TimeBased:
 		return budget.TimeBased
+	case store.Calendar:
+		return budget.Calendar
 	}
 	return budget.WhileInFlight
 }

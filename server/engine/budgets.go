@@ -4,6 +4,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/store"
 )
 
@@ -35,6 +36,22 @@ type BudgetState struct {
 	Dispatched     int64
 	// SubBudgets counts a family's live sub-budgets (0 for other budgets).
 	SubBudgets int64
+	// Spends is set for time_based and calendar budgets, whose jobs'
+	// costs settle: Debt is what one owes (tokens, 0 when none) and
+	// RepaidAt (ms) when it will have been repaid; Settles, Credited and
+	// Debited count its settles and their tokens since the server
+	// started, and CostRatio is their mean actual ÷ estimate over about
+	// the last 100 (nil before the first).
+	Spends                     bool
+	Debt                       float64
+	RepaidAt                   int64
+	Settles, Credited, Debited int64
+	CostRatio                  *float64
+	// Calendar is set for calendar budgets: Used is what it spent in the
+	// current period, which ends at NextResetAt (ms).
+	Calendar    bool
+	Used        int64
+	NextResetAt int64
 }
 
 // PutBudget creates or replaces a budget. cfg holds the validated
@@ -52,13 +69,15 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 	if err := e.checkManaged(key); err != nil {
 		return store.Budget{}, nil, err
 	}
+	if err := e.checkSchedule(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	a := e.accounts[key]
 	if a == nil {
 		if err := e.checkBudgetLimit(key, 0); err != nil {
 			return store.Budget{}, nil, err
 		}
-		e.addAccount(cfg)
-		return e.commitBudget(cfg)
+		return e.commitBudget(e.addAccount(cfg))
 	}
 	if mode == CreateOnly {
 		return store.Budget{}, nil, errorf(Conflict, "budget '%s' already exists", key)
@@ -70,7 +89,7 @@ func (e *Engine) PutBudget(key string, cfg store.Budget, mode PutMode) (store.Bu
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
-	return e.commitBudget(cfg)
+	return e.commitBudget(a)
 }
 
 // PatchBudget applies a change to an existing budget's configuration; the
@@ -98,15 +117,24 @@ func (e *Engine) PatchBudget(key string, change func(cfg *store.Budget) error) (
 	if err := e.checkPauseEnd(cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
+	if err := e.checkSchedule(cfg); err != nil {
+		return store.Budget{}, nil, err
+	}
 	if err := e.reconfigure(a, cfg); err != nil {
 		return store.Budget{}, nil, err
 	}
-	return e.commitBudget(cfg)
+	return e.commitBudget(a)
 }
 
-func (e *Engine) commitBudget(cfg store.Budget) (store.Budget, Waiter, error) {
-	w := e.journal.Append(store.PutBudget(cfg))
-	return cfg, w, nil
+// commitBudget journals a budget's configuration, and for a calendar
+// budget what it spent in the current period: the period may end at
+// another instant now, and the store's copy must say so.
+func (e *Engine) commitBudget(a *account) (store.Budget, Waiter, error) {
+	ops := []store.Op{store.PutBudget(a.cfg)}
+	if a.pool.Kind() == budget.Calendar {
+		ops = append(ops, e.spendOp(a))
+	}
+	return a.cfg, e.journal.Append(ops...), nil
 }
 
 // reconfigure applies a new configuration, refusing one that an unfinished
@@ -124,7 +152,12 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 		// Its while_in_flight budgets' groups judge time_based heads.
 		e.changed(a)
 	}
-	a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+	a.sched = e.scheduleOf(cfg)
+	if a.sched != nil {
+		a.pool.ReconfigureCalendar(cfg.Allocation, a.sched, e.vnow)
+	} else {
+		a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+	}
 	if kindChange {
 		e.kindChanged(a)
 	}
@@ -323,7 +356,7 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 		}
 		if fam != nil {
 			// An idle sub-budget: as it would be made, with a full pool.
-			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), e.vnow), head: none}
+			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), nil, e.vnow), head: none}
 			return e.budgetView(&fresh, state), nil
 		}
 		return BudgetView{}, errorf(NotFound, "budget '%s' not found", key)
@@ -365,6 +398,7 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 	if a.fam != nil {
 		st.SubBudgets = int64(len(a.fam.subs))
 	}
+	e.settleState(a, st)
 	var oldest int64 = -1
 	for g := range a.servedGroups() {
 		n, front := e.refusedIn(a, g)

@@ -43,6 +43,21 @@
 // before any later operation, so a timer that fires late delays a dispatch
 // but never lowers a budget's rate: the pool is debited at the deadline.
 //
+// # Debt and calendar resets
+//
+// Both enter the rule through one word only: whether a budget's pool pays
+// a cost now. A time_based pool in debt (a job settled above its estimate,
+// settle.go) pays nothing, so every job of its served groups is in its
+// line, and its head keeps its place; its refill moment is when the drip
+// has repaid the debt and then the head's cost, exactly as for a pool
+// that is merely low. A calendar pool pays while what it spent in the
+// period plus the cost is within the allocation; its refill moment is its
+// next reset, where the pool is whole again (forgiving any debt). So a
+// calendar budget's line, head and deadline are a time_based budget's,
+// with a step where the other has a slope: "time_based" in this package
+// means both unless a comment says otherwise, and account.spends says
+// which budgets they are.
+//
 // # Serving while it loads
 //
 // A restore may serve before it has every job (restore.go): dispatch stays
@@ -98,6 +113,9 @@ type Config struct {
 	MaxPendingFrames int
 	// Random returns a number in [0,1) for backoff jitter (nil = math/rand).
 	Random func() float64
+	// Resets reads calendar budgets' reset schedules (calendar.go); nil
+	// refuses calendar budgets.
+	Resets ResetParser
 	// OnDispatch, when set, is called (under the engine lock, so it must be
 	// quick) for every job handed to a taker, with the dispatch time and,
 	// for a job bound to budgets, when it began to wait (ms; 0 otherwise).

@@ -25,6 +25,23 @@ type Forecast struct {
 	DrainsAt  *int64
 	Estimated bool
 	Unknown   string
+	// Resets counts, for a calendar budget, the resets that come before
+	// the backlog is paid: 0 when the current period pays it, n when the
+	// n-th reset from now pays its last job (DrainsAt is that reset).
+	Resets int64
+}
+
+// maxForecastResets bounds the resets a calendar forecast walks, as the
+// pool's own PaidAt does.
+const maxForecastResets = 10_000
+
+// resetsBy counts the resets from next on at or before at (ms).
+func resetsBy(s budget.Schedule, next int64, atMs int64) int64 {
+	var n int64
+	for r := next; r != math.MaxInt64 && ceilMs(r) <= atMs && n < maxForecastResets; r = s.Next(r) {
+		n++
+	}
+	return n
 }
 
 // Why a forecast is unknown.
@@ -75,7 +92,7 @@ func (e *Engine) Forecast(key string, w *WhatIf) (Forecast, error) {
 			return Forecast{}, errorf(NotFound, "budget '%s' not found", key)
 		}
 		cfg := subConfig(fam, key, 0)
-		a = &account{cfg: cfg, pool: newPool(cfg, e.vnow), head: none} // idle: as new
+		a = &account{cfg: cfg, pool: newPool(cfg, nil, e.vnow), head: none} // idle: as new (never calendar: checkTemplate)
 	}
 	cfg, pool := a.cfg, a.pool
 	if w != nil {
@@ -83,7 +100,11 @@ func (e *Engine) Forecast(key string, w *WhatIf) (Forecast, error) {
 		if err := a.checkBound(cfg); err != nil {
 			return Forecast{}, err
 		}
-		pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+		if a.sched != nil {
+			pool.ReconfigureCalendar(cfg.Allocation, a.sched, e.vnow)
+		} else {
+			pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+		}
 	}
 	f := Forecast{Key: key, Parked: a.waitN}
 	flights := e.flightsOf(a)
@@ -98,6 +119,9 @@ func (e *Engine) Forecast(key string, w *WhatIf) (Forecast, error) {
 		}
 	}
 	f.DrainsAt, f.Estimated, f.Unknown = d.at, d.estimated, d.unknown
+	if a.sched != nil && f.DrainsAt != nil {
+		f.Resets = resetsBy(a.sched, pool.NextReset(e.vnow), *f.DrainsAt)
+	}
 	return f, nil
 }
 
@@ -170,7 +194,7 @@ func (e *Engine) flightsOf(a *account) map[*account][]inFlight {
 // dispatched its backlog: exact for time_based (paidAt), estimated for
 // while_in_flight (wifDrainsAt).
 func (e *Engine) drainsAt(a *account, cfg store.Budget, p budget.Pool, flights []inFlight) drain {
-	if cfg.Strategy == store.TimeBased {
+	if cfg.Strategy != store.WhileInFlight {
 		if at, ok := e.paidAt(a, p, a.waitCost); ok {
 			return drainAt(at, false)
 		}

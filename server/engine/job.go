@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
 )
@@ -176,6 +177,9 @@ func (e *Engine) deliver(it item, t *Taker) {
 		b.a.dispatched++
 		b.a.inFlight++
 		e.changed(b.a)
+		if b.a.pool.Kind() == budget.Calendar {
+			e.journalSpend(b.a, t)
+		}
 	}
 	e.dispatchedTag(it.tag(), e.binds(r))
 	waited := int64(0)

@@ -224,6 +224,9 @@ func (e *Engine) authoritative(b BindingSpec, ms int64, created *[]store.Budget,
 	}
 	cfg := *b.CreateWith
 	cfg.Key, cfg.CreatedAt, cfg.UpdatedAt = b.Key, ms, ms
+	if err := e.checkSchedule(cfg); err != nil {
+		return store.Budget{}, err
+	}
 	pending[b.Key] = len(*created)
 	*created = append(*created, cfg)
 	return cfg, nil
@@ -251,6 +254,13 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.enterOp()
+	missing, w := e.ack(ids, nil)
+	e.finishOp()
+	return missing, w
+}
+
+// ack is Ack, settling the jobs that plans names first (AckSettled).
+func (e *Engine) ack(ids []string, plans map[string][]settling) ([]string, Waiter) {
 	ms := e.nowMs()
 	var missing []string
 	ops := make([]store.Op, 0, len(ids))
@@ -260,6 +270,7 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 			missing = append(missing, id)
 			continue
 		}
+		ops = e.applySettles(ops, j, plans[id])
 		ops = e.complete(ops, j, id, ms)
 		e.obs.finish(j.id, false)
 		e.forget(j)
@@ -268,7 +279,6 @@ func (e *Engine) Ack(ids []string) ([]string, Waiter) {
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
 	}
-	e.finishOp()
 	return missing, w
 }
 
@@ -306,6 +316,8 @@ type Failure struct {
 	Backtrace string
 	RetryAt   *int64
 	Kill      bool
+	// Budgets settles the job's real costs (settle.go) before it fails.
+	Budgets []Settle
 }
 
 // Fail records a failure of an in-flight job and retries it or lets it
@@ -320,9 +332,14 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	if !ok || e.rec(j.idx).state != stInFlight {
 		return store.Job{}, nil, errorf(NotFound, "job not found in in-flight set")
 	}
+	plan, err := e.planSettles(j, id, f.Budgets)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
 	ms := e.nowMs()
 	r := e.rec(j.idx)
 	out := e.view(id, j.idx) // dequeued_at, before the job leaves its taker
+	settled := e.applySettles(nil, j, plan)
 	e.obs.finish(j.id, true)
 	e.detach(j)
 	r.attempts++
@@ -355,7 +372,7 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 		}
 		ops = e.requeued([]store.Op{store.Retry(id, r.attempts, ms, r.readyAt(), out.Status)}, j, false)
 	}
-	w := e.journal.Append(append(ops, store.AddError(rec))...)
+	w := e.journal.Append(append(append(settled, ops...), store.AddError(rec))...)
 	return out, w, nil
 }
 

@@ -52,7 +52,19 @@ import (
 //     an affordable job receives the earliest affordable job of its
 //     queues, while the global in-flight count is below the limit.
 //   - Time: a time_based pool drips allocation tokens per duration up to
-//     its capacity (burst, else allocation). The model settles at every
+//     its capacity (burst, else allocation). A calendar budget spends at
+//     most its allocation per period, the periods starting at every
+//     multiple of its period (ns since the unix epoch); it pays a cost
+//     when what it spent in the current period plus the cost is within
+//     the allocation. Both spend: a job refused by a while_in_flight
+//     budget waits in that budget's line only, as for time_based.
+//   - Settles: an ack or failure may give a job's actual cost to its
+//     time_based and calendar budgets. A time_based level moves by
+//     estimate − actual (never above the capacity, and as far below zero
+//     as it goes: a debt); a calendar budget's spend moves by actual −
+//     estimate (never below zero), but a credit for a job dispatched
+//     before its current period (dispatch times kept to the ms, as the
+//     engine keeps them) is dropped. The model settles at every
 //     operation and at every moment some waiting job of a served queue
 //     that a time_based budget does not pay becomes payable by it, or a
 //     scheduled job's ready_at comes; those are handled in time order, each
@@ -82,14 +94,15 @@ const (
 )
 
 type refJob struct {
-	id      string
-	prio    uint16
-	tag     int64 // ms
-	queue   string
-	binds   []refBind
-	state   refState
-	readyAt int64 // ns
-	taker   *refTaker
+	id         string
+	dispatched int64 // ns, while in flight
+	prio       uint16
+	tag        int64 // ms
+	queue      string
+	binds      []refBind
+	state      refState
+	readyAt    int64 // ns
+	taker      *refTaker
 }
 
 type refBind struct {
@@ -98,15 +111,20 @@ type refBind struct {
 }
 
 type refBudget struct {
-	key        string
-	timeBased  bool
-	alloc, dur int64 // dur in ms
-	burst      int64
-	held       int64
-	level      *big.Rat // time_based: tokens at time at
-	at         int64
-	head       *refJob
-	pauseEnd   int64 // ns: 0 not paused, math.MaxInt64 until resumed
+	key       string
+	timeBased bool
+	// calendar: period (ns); used was spent in period usedIn (a period's
+	// index); since is when it became calendar.
+	calendar             bool
+	period, used, usedIn int64
+	since                int64
+	alloc, dur           int64 // dur in ms
+	burst                int64
+	held                 int64
+	level                *big.Rat // time_based: tokens at time at
+	at                   int64
+	head                 *refJob
+	pauseEnd             int64 // ns: 0 not paused, math.MaxInt64 until resumed
 	// Families: perKey is a family's template; a sub-budget has its
 	// family and the tag its next job starts from.
 	perKey *refBudget
@@ -142,6 +160,38 @@ func (b *refBudget) capacity() int64 {
 	return b.alloc
 }
 
+func (b *refBudget) spends() bool { return b.timeBased || b.calendar }
+
+// periodOf is the index of the calendar period holding t.
+func (b *refBudget) periodOf(t int64) int64 { return t / b.period }
+
+// usedAt is what a calendar budget spent in the period holding t.
+func (b *refBudget) usedAt(t int64) int64 {
+	if b.periodOf(t) != b.usedIn {
+		return 0
+	}
+	return b.used
+}
+
+// settleCost applies a job's actual cost, estimate having been taken at
+// its dispatch.
+func (b *refBudget) settleCost(estimate, actual, dispatched, t int64) {
+	switch {
+	case b.timeBased:
+		lv := new(big.Rat).Add(b.levelAt(t), big.NewRat(estimate-actual, 1))
+		if c := big.NewRat(b.capacity(), 1); lv.Cmp(c) > 0 {
+			lv = c
+		}
+		b.level, b.at = lv, t
+	case b.calendar:
+		start := max(b.periodOf(t)*b.period, b.since)
+		if actual < estimate && dispatched/1e6*1e6 < start {
+			return // its period is gone
+		}
+		b.used, b.usedIn = max(0, b.usedAt(t)+actual-estimate), b.periodOf(t)
+	}
+}
+
 // rate is tokens per ns.
 func (b *refBudget) rate() *big.Rat { return big.NewRat(b.alloc, b.dur*1_000_000) }
 
@@ -158,6 +208,9 @@ func (b *refBudget) canPay(cost, t int64) bool {
 	if b.pauseEnd > t {
 		return false
 	}
+	if b.calendar {
+		return cost <= b.alloc-b.usedAt(t)
+	}
 	if !b.timeBased {
 		return cost <= b.alloc-b.held
 	}
@@ -170,10 +223,22 @@ func (b *refBudget) debit(cost, t int64) {
 		b.level = new(big.Rat).Sub(b.levelAt(t), big.NewRat(cost, 1))
 		b.at = t
 	}
+	if b.calendar {
+		b.used, b.usedIn = b.usedAt(t)+cost, b.periodOf(t)
+	}
 }
 
 // affordableAt is the first ns at or after t at which the pool holds need.
 func (b *refBudget) affordableAt(need, t int64) (int64, bool) {
+	if b.calendar {
+		switch {
+		case need > b.alloc:
+			return 0, false
+		case b.usedAt(t)+need <= b.alloc:
+			return t, true
+		}
+		return (b.periodOf(t) + 1) * b.period, true
+	}
 	if !b.timeBased || need > b.capacity() {
 		return 0, false
 	}
@@ -190,6 +255,9 @@ func (b *refBudget) affordableAt(need, t int64) (int64, bool) {
 }
 
 func (b *refBudget) available(t int64) float64 {
+	if b.calendar {
+		return float64(b.alloc - b.usedAt(t))
+	}
 	if !b.timeBased {
 		return float64(b.alloc - b.held)
 	}
@@ -198,9 +266,24 @@ func (b *refBudget) available(t int64) float64 {
 }
 
 // reconfigure applies a new configuration: a time_based pool keeps its
-// level in tokens, rounded down to the new duration's resolution and
-// clamped; one that turns time_based starts full.
+// level in tokens, rounded down to the new duration's resolution (a debt
+// rounded up) and clamped; one that turns time_based starts full. A
+// calendar budget keeps what it spent in the current period, which is
+// then the current period of its new length; one that turns calendar has
+// spent nothing.
+func (b *refBudget) reconfigureCalendar(alloc, period, t int64) {
+	used := int64(0)
+	if b.calendar {
+		used = b.usedAt(t)
+	} else {
+		b.since = t
+	}
+	b.timeBased, b.calendar, b.alloc, b.dur, b.burst, b.period = false, true, alloc, 0, 0, period
+	b.used, b.usedIn = used, b.periodOf(t)
+}
+
 func (b *refBudget) reconfigure(timeBased bool, alloc, dur, burst, t int64) {
+	b.calendar = false
 	if !timeBased {
 		b.timeBased, b.alloc, b.dur, b.burst = false, alloc, 0, 0
 		return
@@ -218,7 +301,7 @@ func (b *refBudget) reconfigure(timeBased bool, alloc, dur, burst, t int64) {
 	} else {
 		scale := big.NewInt(dur * 1_000_000)
 		units := new(big.Int).Mul(lv.Num(), scale)
-		units.Quo(units, lv.Denom())
+		units.Div(units, lv.Denom()) // floor: a debt rounds up
 		b.level = new(big.Rat).SetFrac(units, scale)
 	}
 	b.at = t
@@ -297,7 +380,7 @@ func (m *refModel) affordable(j *refJob) bool {
 // wifRefused: some while_in_flight budget of j does not pay it.
 func (m *refModel) wifRefused(j *refJob) bool {
 	for _, bd := range j.binds {
-		if b := m.budgets[bd.key]; !b.timeBased && !m.pays(b, j) {
+		if b := m.budgets[bd.key]; !b.spends() && !m.pays(b, j) {
 			return true
 		}
 	}
@@ -314,7 +397,7 @@ func (m *refModel) inLine(b *refBudget, j *refJob) bool {
 	if b.head == j {
 		return true
 	}
-	return !m.pays(b, j) && !(b.timeBased && m.wifRefused(j))
+	return !m.pays(b, j) && !(b.spends() && m.wifRefused(j))
 }
 
 func (m *refModel) waiting() []*refJob {
@@ -370,7 +453,7 @@ func (m *refModel) fixHeads() {
 			// Its queue lost its last taker, a budget of it is paused, or
 			// (first exception) a while_in_flight budget does not pay this
 			// time_based head.
-			if !m.served(h.queue) || m.paused(h) || (b.timeBased && m.wifRefused(h)) {
+			if !m.served(h.queue) || m.paused(h) || (b.spends() && m.wifRefused(h)) {
 				b.head = nil
 				changed = true
 			}
@@ -422,6 +505,7 @@ func (m *refModel) dispatch(t *refTaker, j *refJob) {
 		}
 	}
 	m.leave(j)
+	j.dispatched = m.now
 	j.state = refInFlight
 	j.taker = t
 	t.held[j] = true
@@ -518,7 +602,7 @@ func (m *refModel) nextDeadline() (int64, bool) {
 			}
 			continue // a paused budget pays nothing before its pause ends
 		}
-		if !b.timeBased {
+		if !b.spends() {
 			continue
 		}
 		for _, j := range m.waiting() {
@@ -573,6 +657,51 @@ func (m *refModel) putBudget(key string, timeBased bool, alloc, dur, burst int64
 	}
 	m.setTemplate(key, perKey)
 	m.settle()
+}
+
+// putCalendar configures a calendar budget of alloc per period (ns).
+func (m *refModel) putCalendar(key string, alloc, period int64) {
+	b := m.budgets[key]
+	if b == nil {
+		b = &refBudget{key: key, at: m.now}
+		m.budgets[key] = b
+	}
+	b.reconfigureCalendar(alloc, period, m.now)
+	b.pauseEnd = 0 // a PUT replaces the whole configuration
+	m.setTemplate(key, nil)
+	m.settle()
+}
+
+// implied reports whether j's binding of key comes from one of its
+// family's sub-budgets, not from the job's own bindings.
+func (m *refModel) implied(j *refJob, key string) bool {
+	for _, bd := range j.binds {
+		if f := m.familyOf(bd.key); f != nil && f.key == key && bd.key != key {
+			return true
+		}
+	}
+	return false
+}
+
+// settleJob applies an in-flight job's actual costs, by the keys it was
+// bound with: a sub-budget's settles its family too.
+func (m *refModel) settleJob(id string, actual map[string]int64) {
+	j := m.jobs[id]
+	for _, bd := range j.binds {
+		c, ok := actual[bd.key]
+		if !ok {
+			for named, nc := range actual {
+				if f := m.familyOf(named); f != nil && f.key == bd.key && named != bd.key {
+					c, ok = nc, true
+				}
+			}
+		}
+		if b := m.budgets[bd.key]; ok && b.spends() {
+			b.settleCost(bd.cost, c, j.dispatched, m.now)
+		}
+	}
+	// No decision here: the ack or failure that carries the settles is
+	// one operation, and decides once it is done.
 }
 
 // maxBoundCost is the largest cost an unfinished job pays to the budget.

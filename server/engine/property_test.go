@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zizq/zizq/server/budget"
 	"github.com/zizq/zizq/server/clock"
 	"github.com/zizq/zizq/server/jobid"
 	"github.com/zizq/zizq/store"
@@ -56,6 +57,7 @@ func newPropRun(t testing.TB, seed uint64) *propRun {
 	cfg := DefaultConfig()
 	cfg.GlobalInFlightLimit = limit
 	cfg.MaxPendingFrames = 1 << 30 // the transport's back-pressure is not the rule's
+	cfg.Resets = propResets
 	cfg.OnDispatch = func(j store.Job, at time.Time, _ int64) {
 		jr, _ := r.e.lookup(j.ID)
 		r.got = append(r.got, engineDispatch{id: j.ID, t: r.e.takerSlots[r.e.rec(jr.idx).aux], at: at.UnixNano()})
@@ -106,6 +108,36 @@ const propFamily = "f"
 
 var propSubs = []string{"f/x", "f/y", "f/z"}
 
+// propResets reads the property test's calendar resets: "every N", a
+// reset at every multiple of N ns since the unix epoch.
+func propResets(expression, _ string) (budget.Schedule, error) {
+	var n int64
+	if _, err := fmt.Sscanf(expression, "every %d", &n); err != nil || n <= 0 {
+		return nil, fmt.Errorf("strategy.reset: bad test expression %q", expression)
+	}
+	return everyNs(n), nil
+}
+
+// everyNs resets at every multiple of its value (ns).
+type everyNs int64
+
+func (p everyNs) Next(after int64) int64 {
+	n := int64(p)
+	if after < 0 {
+		return 0
+	}
+	return (after/n + 1) * n
+}
+
+// propPeriods are the calendar periods the property test picks from.
+var propPeriods = []int64{30e6, 200e6, 700e6}
+
+// randomCalendar returns a calendar configuration and its period.
+func (r *propRun) randomCalendar() (store.Budget, int64) {
+	period := propPeriods[r.rng.IntN(len(propPeriods))]
+	return store.Budget{Allocation: int64(1 + r.rng.IntN(4)), Strategy: store.Calendar, Reset: fmt.Sprint("every ", period)}, period
+}
+
 // randomConfig returns a budget configuration, time_based when timeBased.
 func (r *propRun) randomConfig(timeBased bool) store.Budget {
 	alloc := int64(1 + r.rng.IntN(4))
@@ -120,11 +152,17 @@ func (r *propRun) randomConfig(timeBased bool) store.Budget {
 }
 
 func (r *propRun) putBudget() {
-	keys := []string{"w1", "w2", "t1", "t2", propFamily}
+	keys := []string{"w1", "w2", "t1", "t2", "c1", propFamily}
 	key := keys[r.rng.IntN(len(keys))]
 	timeBased := key[0] == 't' || (key == propFamily && r.rng.IntN(2) == 0)
+	calendar := key == "c1" || (key == "t1" && r.rng.IntN(8) == 0)
 	if r.rng.IntN(6) == 0 {
 		timeBased = !timeBased // a change of strategy
+		calendar = false
+	}
+	if calendar {
+		r.putCalendar(key)
+		return
 	}
 	cfg := r.randomConfig(timeBased)
 	var tmpl store.Budget
@@ -154,6 +192,45 @@ func (r *propRun) putBudget() {
 		t = &refBudget{timeBased: tmpl.Strategy == store.TimeBased, alloc: tmpl.Allocation, dur: tmpl.DurationMs, burst: tmpl.Burst}
 	}
 	r.m.putBudget(key, cfg.Strategy == store.TimeBased, cfg.Allocation, cfg.DurationMs, cfg.Burst, t)
+}
+
+// putCalendar puts a calendar budget.
+func (r *propRun) putCalendar(key string) {
+	cfg, period := r.randomCalendar()
+	r.step("put budget %s %+v", key, cfg)
+	_, _, err := r.e.PutBudget(key, cfg, CreateOrReplace)
+	if r.m.maxBoundCost(key) > cfg.Allocation {
+		if err == nil {
+			r.fail("put %s: the engine accepted an allocation below a bound cost", key)
+		}
+		return
+	}
+	if err != nil {
+		r.fail("put %s: %v", key, err)
+	}
+	r.m.putCalendar(key, cfg.Allocation, period)
+}
+
+// randomSettles returns random actual costs for some of an in-flight
+// job's spending budgets, by the keys it was bound with.
+func (r *propRun) randomSettles(j *refJob) ([]Settle, map[string]int64) {
+	if r.rng.IntN(2) == 0 {
+		return nil, nil
+	}
+	var out []Settle
+	actual := map[string]int64{}
+	for _, bd := range j.binds {
+		b := r.m.budgets[bd.key]
+		f := r.m.familyOf(bd.key)
+		settles := b.spends() || (f != nil && f.key != bd.key && f.spends())
+		if !settles || r.m.implied(j, bd.key) || r.rng.IntN(3) == 0 {
+			continue
+		}
+		c := r.rng.Int64N(2*bd.cost + 3)
+		out = append(out, Settle{Key: bd.key, Cost: c})
+		actual[bd.key] = c
+	}
+	return out, actual
 }
 
 // pauseBudget pauses a budget (for a while, or until resumed) or resumes it.
@@ -323,10 +400,16 @@ func (r *propRun) ack() {
 	if j == nil {
 		return
 	}
-	r.step("ack %s", j.id)
-	if missing, _ := r.e.Ack([]string{j.id}); len(missing) > 0 {
+	settles, actual := r.randomSettles(j)
+	r.step("ack %s settles %v", j.id, settles)
+	missing, _, err := r.e.AckSettled([]string{j.id}, map[string][]Settle{j.id: settles})
+	if err != nil {
+		r.fail("ack %s: %v", j.id, err)
+	}
+	if len(missing) > 0 {
 		r.fail("ack %s: not in flight in the engine", j.id)
 	}
+	r.m.settleJob(j.id, actual)
 	r.m.ack(j.id)
 }
 
@@ -336,10 +419,12 @@ func (r *propRun) failJob() {
 		return
 	}
 	at := r.clk.Now().UnixMilli() + int64(r.rng.IntN(200)) - 20
-	r.step("fail %s retry_at=%d", j.id, at)
-	if _, _, err := r.e.Fail(j.id, Failure{Message: "x", RetryAt: &at}); err != nil {
+	settles, actual := r.randomSettles(j)
+	r.step("fail %s retry_at=%d settles %v", j.id, at, settles)
+	if _, _, err := r.e.Fail(j.id, Failure{Message: "x", RetryAt: &at, Budgets: settles}); err != nil {
 		r.fail("fail %s: %v", j.id, err)
 	}
+	r.m.settleJob(j.id, actual)
 	r.m.fail(j.id, at*int64(time.Millisecond))
 }
 

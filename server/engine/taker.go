@@ -28,6 +28,9 @@ type Taker struct {
 	roomy   bool
 	gained  bool // gained room during the current operation
 	closed  bool
+	// spent is the journal's answer to the last spend of a calendar
+	// budget by a job dispatched to it (calendar.go), until drained.
+	spent Waiter
 }
 
 // flight is one job a taker holds: its ID and when it was dispatched (ms).
@@ -112,8 +115,17 @@ func (t *Taker) wake() {
 }
 
 // Drain appends the waiting frames to buf and returns it. Draining frees
-// room, so the taker may receive more jobs at once.
+// room, so the taker may receive more jobs at once. It does not wait for
+// calendar spends: a caller that hands the jobs out uses DrainWait.
 func (t *Taker) Drain(buf []store.Job) []store.Job {
+	buf, _ = t.DrainWait(buf)
+	return buf
+}
+
+// DrainWait is Drain, and also returns what to wait for before handing
+// the frames out: the spend of a calendar budget that one of them paid
+// (nil when none did), which must be durable first.
+func (t *Taker) DrainWait(buf []store.Job) ([]store.Job, Waiter) {
 	e := t.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -121,9 +133,11 @@ func (t *Taker) Drain(buf []store.Job) []store.Job {
 	buf = append(buf, t.out...)
 	clear(t.out)
 	t.out = t.out[:0]
+	w := t.spent
+	t.spent = nil
 	e.gainRoom(t)
 	e.finishOp()
-	return buf
+	return buf, w
 }
 
 // InFlight reports how many jobs the taker holds.

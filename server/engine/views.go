@@ -87,7 +87,7 @@ func (e *Engine) queueCounts(q *queue) Counts {
 func (e *Engine) lineBounds(a *account, g *group) (pb, wb bound) {
 	pb = e.payBound(a, g.costOf(a), g)
 	wb = admitAll
-	if a.timeBased() {
+	if a.spends() {
 		wb = e.wifBound(g)
 	}
 	return pb, wb
@@ -179,6 +179,10 @@ type WhyBudget struct {
 	// set.
 	Paused      bool
 	PausedUntil *int64
+	// Debt is what the budget owes (tokens, 0 when none), repaid at
+	// RepaidAt (ms): it pays nothing until then (settle.go).
+	Debt     float64
+	RepaidAt *int64
 }
 
 // Why explains a live job's state; false if the job is not live.
@@ -207,16 +211,20 @@ func (e *Engine) Why(id string) (Why, bool) {
 	default:
 		w.WaitingFor = "budget"
 		w.Budgets = e.refusals(e.waitingJob(j))
-		w.Reason = pauseReason(w.Budgets)
+		w.Reason = budgetReason(w.Budgets)
 		w.ExpectedAt = expectedAt(w.Budgets)
 	}
 	return w, true
 }
 
-// pauseReason names the paused budgets among those a job waits for.
-func pauseReason(bs []WhyBudget) string {
+// budgetReason names the paused budgets and those in debt among those a
+// job waits for.
+func budgetReason(bs []WhyBudget) string {
 	var parts []string
 	for _, b := range bs {
+		if b.Debt > 0 && b.RepaidAt != nil {
+			parts = append(parts, settleNote(b.Key, b.Debt, *b.RepaidAt))
+		}
 		switch {
 		case !b.Paused:
 		case b.PausedUntil != nil:
@@ -266,6 +274,13 @@ func (e *Engine) refusals(j waitingJob) []WhyBudget {
 		}
 		if at, ok := e.paidAt(b.a, b.a.pool, cost+b.cost); ok {
 			wb.AffordableAt = &at
+		}
+		if debt := round3(b.a.pool.Debt(e.vnow)); debt > 0 {
+			wb.Debt = debt
+			if at, ok := b.a.pool.RepaidAt(e.vnow); ok {
+				ms := ceilMs(at)
+				wb.RepaidAt = &ms
+			}
 		}
 		out = append(out, wb)
 	}
