@@ -164,8 +164,6 @@ type running struct {
 	job   api.Job
 	proc  *process
 	began time.Time
-	// resultPath is the run's $ZIZQ_RESULT.
-	resultPath string
 }
 
 type ended struct {
@@ -419,7 +417,7 @@ func (l *loop) startJob(j api.Job) {
 		argv: l.cfg.Command, env: l.jobEnv(&j, path), stdin: payload,
 		out: l.notes, prefix: j.ID, timeout: l.cfg.Timeout, grace: l.cfg.Grace,
 	})
-	r := &running{job: j, began: l.cfg.Now(), resultPath: path}
+	r := &running{job: j, began: l.cfg.Now()}
 	if failed != nil {
 		l.results.discard(path)
 		l.onEnded(ended{run: r, out: *failed})
@@ -462,7 +460,9 @@ func (l *loop) onEnded(e ended) {
 	ev.Budgets, ev.Warning = e.res.settles, e.res.warning
 	if ev.Warning != "" {
 		ev.Warning = "result file ignored: " + ev.Warning
-		l.note(fmt.Sprintf("job %s: %s; its %s is sent without costs", e.run.job.ID, ev.Warning, outcomeWord(fail)))
+		if !l.aborted { // else nothing is sent at all
+			l.note(fmt.Sprintf("job %s: %s; its %s is sent without costs", e.run.job.ID, ev.Warning, outcomeWord(fail)))
+		}
 	}
 	l.emit(ev, &e.run.job)
 	if !l.aborted {
