@@ -78,7 +78,7 @@ func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
 }
 
 func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
-	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight) or per --"+p.flag("duration")+" (time_based)")
+	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight), per --"+p.flag("duration")+" (time_based) or from one --"+p.flag("reset")+" to the next (calendar)")
 	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: while_in_flight, time_based or calendar")
 	durationFlag(fs, &p.Duration, p.flag("duration"), 0, of+"period over which --"+p.flag("allocation")+" tokens come back (time_based), e.g. 1h or 3600000")
 	intRangeFlag(fs, &p.Burst, p.flag("burst"), 1, budget.MaxAllocation, 0, of+"most tokens a time_based budget holds at once (default: --"+p.flag("allocation")+")")
