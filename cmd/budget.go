@@ -1,8 +1,10 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"time"
@@ -33,6 +35,14 @@ waits (parked) while other jobs keep flowing.
 
   while_in_flight  at most --allocation tokens are held by running jobs
   time_based       --allocation tokens per --duration, up to --burst at once
+  calendar         --allocation tokens a period, all back at each --reset (a
+                   cron expression such as '0 0 * * *', read in --timezone)
+
+A job's cost is an estimate: a worker that knows what the job really cost
+sends it with the job's result (zizq work: the file $ZIZQ_RESULT), and the
+difference comes back to a time_based or calendar budget, or is taken from
+it. A budget may so go below zero: it is in debt until its tokens have
+repaid it, and "budget get" says when.
 
 A family (--per-key-… flags) also limits each sub-key: a job bound to
 "<KEY>/<sub>" is charged on the family and on the sub-budget <KEY>/<sub>,
@@ -57,6 +67,8 @@ type PoolFlags struct {
 	Duration   time.Duration
 	Burst      int64
 	NoBurst    bool
+	Reset      string
+	Timezone   string
 }
 
 func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
@@ -66,12 +78,16 @@ func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
 }
 
 func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
-	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight) or per --"+p.flag("duration")+" (time_based)")
-	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: while_in_flight or time_based")
+	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight), per --"+p.flag("duration")+" (time_based) or from one --"+p.flag("reset")+" to the next (calendar)")
+	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: while_in_flight, time_based or calendar")
 	durationFlag(fs, &p.Duration, p.flag("duration"), 0, of+"period over which --"+p.flag("allocation")+" tokens come back (time_based), e.g. 1h or 3600000")
 	intRangeFlag(fs, &p.Burst, p.flag("burst"), 1, budget.MaxAllocation, 0, of+"most tokens a time_based budget holds at once (default: --"+p.flag("allocation")+")")
+	fs.StringVar(&p.Reset, p.flag("reset"), "", of+"cron expression of the instants a calendar budget's --"+p.flag("allocation")+" comes back whole, e.g. '0 0 * * *' (daily)")
+	fs.StringVar(&p.Timezone, p.flag("timezone"), "", of+"IANA timezone --"+p.flag("reset")+" is read in, e.g. Europe/Paris (default UTC)")
 	_ = c.RegisterFlagCompletionFunc(p.flag("strategy"), cobra.FixedCompletions(
-		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased}, cobra.ShellCompDirectiveNoFileComp))
+		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased, api.StrategyCalendar}, cobra.ShellCompDirectiveNoFileComp))
+	_ = c.RegisterFlagCompletionFunc(p.flag("reset"), cobra.NoFileCompletions)
+	_ = c.RegisterFlagCompletionFunc(p.flag("timezone"), cobra.NoFileCompletions)
 }
 
 // flag is the name of one of the pool's flags.
@@ -79,14 +95,15 @@ func (p *PoolFlags) flag(name string) string { return p.prefix + name }
 
 // names are the pool's flags that set something, in order.
 func (p *PoolFlags) names() []string {
-	return []string{p.flag("allocation"), p.flag("strategy"), p.flag("duration"), p.flag("burst")}
+	return []string{p.flag("allocation"), p.flag("strategy"), p.flag("duration"), p.flag("burst"), p.flag("reset"), p.flag("timezone")}
 }
 
 func (p *PoolFlags) checkStrategy() error {
-	if p.Strategy != api.StrategyWhileInFlight && p.Strategy != api.StrategyTimeBased {
-		return usageError{fmt.Errorf("invalid --%s %q: use while_in_flight or time_based", p.flag("strategy"), p.Strategy)}
+	switch p.Strategy {
+	case api.StrategyWhileInFlight, api.StrategyTimeBased, api.StrategyCalendar:
+		return nil
 	}
-	return nil
+	return usageError{fmt.Errorf("invalid --%s %q: use while_in_flight, time_based or calendar", p.flag("strategy"), p.Strategy)}
 }
 
 // checkDuration refuses a duration the server would: it counts whole
@@ -129,12 +146,18 @@ func (p *PoolFlags) input(c *cobra.Command) (*int64, *api.StrategyInput, error) 
 	}
 	fl := c.Flags()
 	hasDuration, hasBurst := fl.Changed(p.flag("duration")), fl.Changed(p.flag("burst"))
+	hasReset, hasTimezone := fl.Changed(p.flag("reset")), fl.Changed(p.flag("timezone"))
 	switch {
 	case p.Strategy == api.StrategyTimeBased && !hasDuration:
 		return nil, nil, usageError{fmt.Errorf("--%s time_based needs --%s: the period over which --%s tokens come back",
 			p.flag("strategy"), p.flag("duration"), p.flag("allocation"))}
-	case p.Strategy == api.StrategyWhileInFlight && (hasDuration || hasBurst):
+	case p.Strategy == api.StrategyCalendar && !hasReset:
+		return nil, nil, usageError{fmt.Errorf("--%s calendar needs --%s: the cron expression of the instants --%s tokens come back, e.g. '0 0 * * *'",
+			p.flag("strategy"), p.flag("reset"), p.flag("allocation"))}
+	case p.Strategy != api.StrategyTimeBased && (hasDuration || hasBurst):
 		return nil, nil, usageError{fmt.Errorf("--%s and --%s are only for --%s time_based", p.flag("duration"), p.flag("burst"), p.flag("strategy"))}
+	case p.Strategy != api.StrategyCalendar && (hasReset || hasTimezone):
+		return nil, nil, usageError{fmt.Errorf("--%s and --%s are only for --%s calendar", p.flag("reset"), p.flag("timezone"), p.flag("strategy"))}
 	}
 	st := &api.StrategyInput{Type: &p.Strategy}
 	if hasDuration {
@@ -143,29 +166,50 @@ func (p *PoolFlags) input(c *cobra.Command) (*int64, *api.StrategyInput, error) 
 	if hasBurst {
 		st.Burst = &p.Burst
 	}
+	if hasReset {
+		st.Reset = &p.Reset
+	}
+	if hasTimezone {
+		st.Timezone = &p.Timezone
+	}
 	return &p.Allocation, st, nil
 }
 
+// poolPatch is what the pool's flags change in a PATCH: nil where no flag
+// was given. Reset and Timezone travel beside the strategy (see
+// client.CalendarPatch).
+type poolPatch struct {
+	allocation      *int64
+	strategy        *api.StrategyPatch
+	reset, timezone *string
+}
+
 // patch builds the allocation and strategy members of a PATCH from the
-// pool's flags given; nil where none was.
-func (p *PoolFlags) patch(c *cobra.Command) (*int64, *api.StrategyPatch, error) {
+// pool's flags given.
+func (p *PoolFlags) patch(c *cobra.Command) (poolPatch, error) {
 	if err := exclusiveFlags(c, p.flag("burst"), "no-"+p.flag("burst")); err != nil {
-		return nil, nil, err
+		return poolPatch{}, err
 	}
 	if err := p.checkDuration(c); err != nil {
-		return nil, nil, err
+		return poolPatch{}, err
 	}
-	var alloc *int64
+	var out poolPatch
 	var st api.StrategyPatch
 	fl := c.Flags()
 	if fl.Changed(p.flag("allocation")) {
-		alloc = &p.Allocation
+		out.allocation = &p.Allocation
 	}
 	if fl.Changed(p.flag("strategy")) {
 		if err := p.checkStrategy(); err != nil {
-			return nil, nil, err
+			return poolPatch{}, err
 		}
 		st.Type = &p.Strategy
+	}
+	if fl.Changed(p.flag("reset")) {
+		out.reset = &p.Reset
+	}
+	if fl.Changed(p.flag("timezone")) {
+		out.timezone = &p.Timezone
 	}
 	if fl.Changed(p.flag("duration")) {
 		st.DurationMs = api.Ptr(p.Duration.Milliseconds())
@@ -176,20 +220,26 @@ func (p *PoolFlags) patch(c *cobra.Command) (*int64, *api.StrategyPatch, error) 
 	case fl.Changed(p.flag("burst")):
 		st.Burst = api.Set(p.Burst)
 	}
-	if st == (api.StrategyPatch{}) {
-		return alloc, nil, nil
+	if st != (api.StrategyPatch{}) {
+		out.strategy = &st
 	}
-	return alloc, &st, nil
+	return out, nil
 }
 
 // budgetTable prints budgets with their live figures, "-" where a figure
 // does not apply or was not asked for. PER KEY and SUB-BUDGETS come when
-// a budget is a family, PAUSED when one is paused: a table of budgets
-// without them keeps its columns.
+// a budget is a family, PAUSED when one is paused, PERIOD when one is a
+// calendar budget, DEBT when one is in debt: a table of budgets without
+// them keeps its columns.
 func budgetTable(f *Factory, budgets []api.Budget) error {
-	now := time.Now()
+	return budgetTableAt(f.IO.Out, budgets, time.Now())
+}
+
+func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 	families := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.PerKey != nil })
 	pauses := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Paused || b.PausedUntil > 0 })
+	periods := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Strategy.Type == api.StrategyCalendar })
+	debts := slices.ContainsFunc(budgets, inDebt)
 	cols := []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN"}
 	if families {
 		cols = append(cols, "PER KEY", "SUB-BUDGETS")
@@ -197,7 +247,13 @@ func budgetTable(f *Factory, budgets []api.Budget) error {
 	if pauses {
 		cols = append(cols, "PAUSED")
 	}
-	t := newTable(f.IO.Out, cols...)
+	if periods {
+		cols = append(cols, "PERIOD")
+	}
+	if debts {
+		cols = append(cols, "DEBT")
+	}
+	t := newTable(w, cols...)
 	for _, b := range budgets {
 		avail, inFlight, parked, next := "-", "-", "-", "-"
 		if s := b.State; s != nil {
@@ -216,17 +272,26 @@ func budgetTable(f *Factory, budgets []api.Budget) error {
 		if pauses {
 			row = append(row, formatPause(b, now))
 		}
+		if periods {
+			row = append(row, formatPeriod(b, now))
+		}
+		if debts {
+			row = append(row, formatDebt(b, now))
+		}
 		t.row(row...)
 	}
 	return t.flush()
 }
 
-// formatRate writes a strategy's rate ("10/1h") and burst, "-" where they
-// do not apply.
+// formatRate writes a strategy's rate ("10/1h", "100 at 0 0 * * *
+// (Europe/Paris)") and burst, "-" where they do not apply.
 func formatRate(allocation int64, s api.Strategy) (rate, burst string) {
 	rate, burst = "-", "-"
-	if s.Type == api.StrategyTimeBased {
+	switch s.Type {
+	case api.StrategyTimeBased:
 		rate = strconv.FormatInt(allocation, 10) + "/" + formatMs(s.DurationMs)
+	case api.StrategyCalendar:
+		rate = strconv.FormatInt(allocation, 10) + " at " + s.Reset + " (" + cmp.Or(s.Timezone, "UTC") + ")"
 	}
 	if s.Burst > 0 {
 		burst = strconv.FormatInt(s.Burst, 10)
@@ -242,6 +307,8 @@ func formatPerKey(t *api.BudgetTemplate) string {
 	}
 	rate, burst := formatRate(t.Allocation, t.Strategy)
 	switch {
+	case t.Strategy.Type == api.StrategyCalendar:
+		return rate
 	case t.Strategy.Type != api.StrategyTimeBased:
 		return strconv.FormatInt(t.Allocation, 10) + " in flight"
 	case burst != "-":
@@ -256,6 +323,45 @@ func formatSubBudgets(b api.Budget) string {
 		return "-"
 	}
 	return strconv.FormatInt(*b.State.SubBudgets, 10)
+}
+
+// formatPeriod writes what a calendar budget spent of its allocation this
+// period and when the period ends: "used 1834 of 100000 this period,
+// resets at 2026-09-01 00:00:00 (in 3h)"; "-" for other budgets, or
+// without live figures.
+func formatPeriod(b api.Budget, now time.Time) string {
+	s := b.State
+	if b.Strategy.Type != api.StrategyCalendar || s == nil || s.Used == nil {
+		return "-"
+	}
+	out := fmt.Sprintf("used %d of %d this period", *s.Used, b.Allocation)
+	if s.NextResetAt != nil {
+		out += ", resets at " + formatAt(*s.NextResetAt, now)
+	}
+	return out
+}
+
+// inDebt reports whether a budget's live figures say it owes tokens.
+func inDebt(b api.Budget) bool {
+	return b.State != nil && b.State.Debt != nil && *b.State.Debt > 0
+}
+
+// formatDebt writes what a budget owes and when it will have repaid it:
+// "834, repaid at 2026-09-01 12:30:00 (in 25m)"; "-" when it owes nothing.
+func formatDebt(b api.Budget, now time.Time) string {
+	if !inDebt(b) {
+		return "-"
+	}
+	out := formatTokens(*b.State.Debt)
+	if b.State.RepaidAt != nil {
+		out += ", repaid at " + formatAt(*b.State.RepaidAt, now)
+	}
+	return out
+}
+
+// formatAt writes an instant in milliseconds and how long until it comes.
+func formatAt(ms int64, now time.Time) string {
+	return formatTime(uint64(max(0, ms))) + " (" + formatUntil(ms, now) + ")"
 }
 
 // formatPause writes a budget's pause: "yes" until resumed, or its end.

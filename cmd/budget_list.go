@@ -16,7 +16,10 @@ func newBudgetListCmd(f *Factory) *cobra.Command {
 now, jobs in flight, jobs parked in its line, and when the next token is due
 (time_based budgets whose line waits for tokens). Families show their
 template (PER KEY) and how many sub-budgets are live; --parent FAMILY lists
-the family's live sub-budgets instead.
+the family's live sub-budgets instead. Calendar budgets show what they used
+of their allocation this period and when it resets (PERIOD); a budget whose
+jobs cost more than their estimates shows what it owes and when it will have
+repaid it (DEBT).
 
 -o json prints the server's {"budgets":[…]} object, live "state" included.`,
 		Args: cobra.NoArgs,

@@ -5,28 +5,33 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
+	"github.com/zizq/zizq/client"
 )
 
 // budgetPatchFlags are the flags of `budget patch` that change something.
-var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst",
-	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst", "no-per-key"}
+var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst", "reset", "timezone",
+	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst",
+	"per-key-reset", "per-key-timezone", "no-per-key"}
 
 func newBudgetPatchCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
 	var noPerKey bool
 	c := &cobra.Command{
-		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst] [--per-key-… | --no-per-key]",
+		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst] [--reset CRON] [--timezone TZ] [--per-key-… | --no-per-key]",
 		Short: "Change some settings of a budget",
 		Long: `Change only the settings given as flags; the others are kept. --no-burst
 removes the burst, so the budget holds at most --allocation tokens. A
 --strategy other than the budget's replaces its strategy whole, so give
---duration with time_based.
+--duration with time_based and --reset with calendar. --reset and
+--timezone move a calendar budget's resets; --timezone '' reads --reset in
+UTC.
 
 The --per-key-… flags change a family's template the same way; on a plain
 budget they make it a family, and must then include --per-key-allocation
 and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 		Example: `  zizq budget patch image-service --allocation 20000 --no-burst
-  zizq budget patch tenants --per-key-allocation 5`,
+  zizq budget patch tenants --per-key-allocation 5
+  zizq budget patch openai-tpd --strategy calendar --reset '0 0 * * *' --timezone Europe/Paris`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -36,7 +41,7 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 			if !anyChanged(c, budgetPatchFlags...) {
 				return usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(budgetPatchFlags))}
 			}
-			p, err := b.patch(c, noPerKey)
+			p, cal, err := b.patch(c, noPerKey)
 			if err != nil {
 				return err
 			}
@@ -44,7 +49,7 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 			if err != nil {
 				return err
 			}
-			out, err := cl.PatchBudget(c.Context(), args[0], p)
+			out, err := cl.PatchBudgetCalendar(c.Context(), args[0], p, cal)
 			if err != nil {
 				return err
 			}
@@ -58,25 +63,28 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 	return c
 }
 
-// patch builds the PATCH body from the flags given.
-func (b *BudgetFlags) patch(c *cobra.Command, noPerKey bool) (api.BudgetPatch, error) {
+// patch builds the PATCH body from the flags given, and the calendar
+// members that go beside it.
+func (b *BudgetFlags) patch(c *cobra.Command, noPerKey bool) (api.BudgetPatch, client.CalendarPatch, error) {
 	var p api.BudgetPatch
-	var err error
-	if p.Allocation, p.Strategy, err = b.Own.patch(c); err != nil {
-		return p, err
-	}
-	tAlloc, tStrategy, err := b.PerKey.patch(c)
+	own, err := b.Own.patch(c)
 	if err != nil {
-		return p, err
+		return p, client.CalendarPatch{}, err
 	}
+	p.Allocation, p.Strategy = own.allocation, own.strategy
+	tmpl, err := b.PerKey.patch(c)
+	if err != nil {
+		return p, client.CalendarPatch{}, err
+	}
+	cal := client.CalendarPatch{Reset: own.reset, Timezone: own.timezone, PerKeyReset: tmpl.reset, PerKeyTimezone: tmpl.timezone}
 	switch {
 	case noPerKey:
 		if anyChanged(c, b.PerKey.names()...) || b.PerKey.NoBurst {
-			return p, usageError{fmt.Errorf("--no-per-key cannot come with other --per-key-… flags")}
+			return p, cal, usageError{fmt.Errorf("--no-per-key cannot come with other --per-key-… flags")}
 		}
 		p.PerKey = api.Null[api.TemplatePatch]()
-	case tAlloc != nil || tStrategy != nil:
-		p.PerKey = api.Set(api.TemplatePatch{Allocation: tAlloc, Strategy: tStrategy})
+	case tmpl.allocation != nil || tmpl.strategy != nil:
+		p.PerKey = api.Set(api.TemplatePatch{Allocation: tmpl.allocation, Strategy: tmpl.strategy})
 	}
-	return p, nil
+	return p, cal, nil
 }

@@ -8,7 +8,7 @@ import (
 func newBudgetPutCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
 	c := &cobra.Command{
-		Use:   "put KEY --allocation N --strategy while_in_flight|time_based [--duration D] [--burst N]",
+		Use:   "put KEY --allocation N --strategy while_in_flight|time_based|calendar [--duration D] [--burst N] [--reset CRON] [--timezone TZ]",
 		Short: "Create a budget or replace its settings",
 		Long: `Create a budget, or replace every setting of an existing one (its
 creation time is kept). Jobs bound to it keep their place; the new limits

@@ -122,6 +122,13 @@ func TestBudgetCommands_Help(t *testing.T) {
 	r = runZizq(t, "", "budget", "patch", "--help")
 	require.Equal(t, cmd.ExitOK, r.code)
 	require.True(t, strings.Contains(r.out, "--no-burst"))
+	for _, sub := range []string{"create", "put", "patch"} {
+		r = runZizq(t, "", "budget", sub, "--help")
+		require.Equal(t, cmd.ExitOK, r.code)
+		for _, flag := range []string{"--reset", "--timezone", "--per-key-reset", "--per-key-timezone"} {
+			require.Contains(t, r.out, flag+" string", "budget %s", sub)
+		}
+	}
 }
 
 // TestBudgetCommands_CheckedBeforeAnyRequest runs against a port nothing
@@ -140,7 +147,14 @@ func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 		{"BurstOfWhileInFlight", "--duration and --burst are only for --strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--burst", "2"}},
 		{"ZeroDuration", "--duration must be at least 1ms", []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "0"}},
 		{"ZeroBurst", `--burst must be 1..2147483647, got "0"`, []string{"create", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "1h", "--burst", "0"}},
-		{"PatchNothing", "nothing to change: give at least one of --allocation, --strategy, --duration, --burst, --no-burst, --per-key-allocation", []string{"patch", "k"}},
+		{"PatchNothing", "nothing to change: give at least one of --allocation, --strategy, --duration, --burst, --no-burst, --reset, --timezone, --per-key-allocation", []string{"patch", "k"}},
+		{"CalendarWithoutReset", "--strategy calendar needs --reset: the cron expression", []string{"create", "k", "--allocation", "5", "--strategy", "calendar", "--timezone", "Europe/Paris"}},
+		{"ResetOfTimeBased", "--reset and --timezone are only for --strategy calendar", []string{"put", "k", "--allocation", "5", "--strategy", "time_based", "--duration", "1h", "--reset", "0 0 * * *"}},
+		{"TimezoneOfWhileInFlight", "--reset and --timezone are only for --strategy calendar", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--timezone", "UTC"}},
+		{"DurationOfCalendar", "--duration and --burst are only for --strategy time_based", []string{"create", "k", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 * * *", "--duration", "1h"}},
+		{"BurstOfCalendar", "--duration and --burst are only for --strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 * * *", "--burst", "2"}},
+		{"PerKeyCalendarWithoutReset", "--per-key-strategy calendar needs --per-key-reset", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "calendar"}},
+		{"PatchNoPerKeyWithTemplateReset", "--no-per-key cannot come with other --per-key-… flags", []string{"patch", "k", "--no-per-key", "--per-key-reset", "0 0 * * *"}},
 		{"PatchZeroDuration", "--duration must be at least 1ms", []string{"patch", "k", "--duration", "0"}},
 		{"EmptyKey", `invalid KEY "": budget key must not be empty`, []string{"create", "", "--allocation", "1", "--strategy", "while_in_flight"}},
 		{"CommaKey", `invalid KEY "a,b": budget key must not contain ','`, []string{"put", "a,b", "--allocation", "1", "--strategy", "while_in_flight"}},

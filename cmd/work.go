@@ -39,9 +39,9 @@ given): any program is a worker, with no client library.
 
 Each job's command runs in a process group of its own, with the job's payload
 as JSON on standard input and the job in the environment: ZIZQ_JOB_ID,
-ZIZQ_JOB_TYPE, ZIZQ_JOB_QUEUE, ZIZQ_JOB_PRIORITY, ZIZQ_JOB_ATTEMPTS, and
-ZIZQ_URL (the server). Its standard output and error go to zizq's standard
-error, each line prefixed with the job's ID.
+ZIZQ_JOB_TYPE, ZIZQ_JOB_QUEUE, ZIZQ_JOB_PRIORITY, ZIZQ_JOB_ATTEMPTS,
+ZIZQ_URL (the server) and ZIZQ_RESULT (see below). Its standard output and
+error go to zizq's standard error, each line prefixed with the job's ID.
 
 Exit status 0 completes the job. Any other status fails it with the message
 "exit status N" and the last 4 KiB of its standard error as the backtrace,
@@ -50,6 +50,20 @@ fails with "killed by SIGNAME", one that cannot start with exec's error
 (e.g. exec: "nosuch": executable file not found in $PATH), and the worker
 goes on. Past --timeout the process group gets SIGTERM, then SIGKILL after
 --grace, and the job fails with "timed out after D".
+
+ZIZQ_RESULT is the path of a fresh empty file, made for this run alone (in
+$TMPDIR) and removed once it is over. A command that knows what its job
+really cost writes there, before it exits:
+  {"budgets":[{"key":"openai-tpm","cost":1834}]}
+and the costs go with the job's success or failure. The cost the job was
+bound with is an estimate: the server gives a time_based or calendar budget
+back what the estimate took beyond the real cost, or takes what the real
+cost is above it, which may put the budget in debt. An empty file sends no
+costs: every estimate was right. Members the worker does not know are
+ignored. A file it cannot read as that (not JSON, a cost that is not a
+whole number of tokens, 0 or more) is ignored with a warning on standard
+error, and the job is completed or failed all the same, without costs; so
+it is when the server refuses the costs.
 
 At most --concurrency commands run at once; the take stream holds as many
 jobs (its prefetch), so budgets are paid by running jobs only.
@@ -69,6 +83,9 @@ With -o json, one JSON object a line instead, with the fields:
                that stops the worker
   message      the failure recorded on the server (failed, timed_out)
   duration_ms  how long it ran (succeeded, failed, timed_out)
+  budgets      the costs read from ZIZQ_RESULT, [{"key","cost"}] (absent
+               when there were none)
+  warning      why the ZIZQ_RESULT file was ignored (absent when it was not)
   running      commands still running (stopping)
 Fields may be added; none is removed or changes meaning.
 
@@ -112,7 +129,8 @@ func newWorkCmd(shared *Factory) *cobra.Command {
 		Long:  workLong,
 		Example: `  zizq work --queue images --concurrency 10 -- ./resize.sh
   zizq work --drain -o json -- python3 job.py > events.ndjson
-  zizq work -q emails --timeout 1m --max-jobs 100 -- sh -c 'jq -r .to | xargs ./send'`,
+  zizq work -q emails --timeout 1m --max-jobs 100 -- sh -c 'jq -r .to | xargs ./send'
+  zizq work -q llm -- python3 ask.py   # writes the tokens it used to $ZIZQ_RESULT`,
 		PreRunE: func(c *cobra.Command, args []string) error {
 			if err := checkWorkCommand(c, args); err != nil {
 				return err

@@ -84,18 +84,20 @@ func (w *workProc) signal(s syscall.Signal) { require.NoError(w.t, w.cmd.Process
 
 // workEvent is a line of `zizq work -o json`.
 type workEvent struct {
-	Time       time.Time `json:"time"`
-	Event      string    `json:"event"`
-	ID         string    `json:"id"`
-	Type       string    `json:"type"`
-	Queue      string    `json:"queue"`
-	Attempts   *uint32   `json:"attempts"`
-	PID        int       `json:"pid"`
-	Status     *int      `json:"status"`
-	Signal     string    `json:"signal"`
-	Message    string    `json:"message"`
-	DurationMs *int64    `json:"duration_ms"`
-	Running    *int      `json:"running"`
+	Time       time.Time    `json:"time"`
+	Event      string       `json:"event"`
+	ID         string       `json:"id"`
+	Type       string       `json:"type"`
+	Queue      string       `json:"queue"`
+	Attempts   *uint32      `json:"attempts"`
+	PID        int          `json:"pid"`
+	Status     *int         `json:"status"`
+	Signal     string       `json:"signal"`
+	Message    string       `json:"message"`
+	DurationMs *int64       `json:"duration_ms"`
+	Running    *int         `json:"running"`
+	Budgets    []api.Settle `json:"budgets"`
+	Warning    string       `json:"warning"`
 }
 
 func (w *workProc) events() []workEvent {
@@ -551,6 +553,114 @@ func TestWork_BadInput(t *testing.T) {
 
 	r = runZizq(t, "", "work", "--url", freeURL(t), "--", "true")
 	require.Equal(t, cmd.ExitUnreachable, r.code, "%s", r.err)
+}
+
+// enqueueCosting enqueues a job of queue q, payload n, bound to the
+// budget key at cost, and returns its ID.
+func enqueueCosting(t *testing.T, url, q string, n int, key string, cost int64) string {
+	t.Helper()
+	status, body := do(t, "POST", url+"/jobs", map[string]any{"type": "t", "queue": q, "payload": n,
+		"budgets": []map[string]any{{"key": key, "cost": cost}}})
+	require.Equal(t, http.StatusCreated, status, "%s", body)
+	var j api.Job
+	require.NoError(t, json.Unmarshal(body, &j))
+	return j.ID
+}
+
+func budgetStateOf(t *testing.T, url, key string) api.BudgetState {
+	t.Helper()
+	status, body := do(t, "GET", url+"/budgets/"+key+"?state=true", nil)
+	require.Equal(t, http.StatusOK, status, "%s", body)
+	var b api.Budget
+	require.NoError(t, json.Unmarshal(body, &b))
+	require.NotNil(t, b.State, "%s", body)
+	return *b.State
+}
+
+// TestWork_ResultFile: each run finds an empty file at $ZIZQ_RESULT,
+// removed once it is over; a malformed one is ignored with a warning, on
+// standard error and in the event, and the job is completed or failed all
+// the same.
+func TestWork_ResultFile(t *testing.T) {
+	t.Parallel()
+	url := serveInProcess(t)
+	log := filepath.Join(t.TempDir(), "paths")
+	ids := enqueueBulk(t, url, "q", "t", 3)
+	// Payload 0 writes garbage and succeeds, 1 writes garbage and fails, 2
+	// writes nothing.
+	w := startWork(t, url, "-q", "q", "--drain", "-o", "json", "--", "sh", "-c", `[ -f "$ZIZQ_RESULT" ] && [ ! -s "$ZIZQ_RESULT" ] || exit 9
+echo "$ZIZQ_RESULT" >> `+log+`
+case "$(cat)" in
+  0) echo 'tokens=1834' > "$ZIZQ_RESULT" ;;
+  1) echo '{"budgets":[{"key":"tpm","cost":-1}]}' > "$ZIZQ_RESULT"; exit 3 ;;
+esac`)
+	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
+	_, status := getJob(t, url, ids[0])
+	require.Equal(t, http.StatusNotFound, status, "completed, whatever its result file said")
+	errs := jobErrors(t, url, ids[1])
+	require.Len(t, errs, 1)
+	require.Equal(t, "exit status 3", errs[0].Message, "failed, with its own message")
+	_, status = getJob(t, url, ids[2])
+	require.Equal(t, http.StatusNotFound, status)
+
+	require.Contains(t, w.err.String(), "zizq: job "+ids[0]+`: result file ignored: it is not a JSON object {"budgets":[{"key":"…","cost":N}]}: invalid character 'o' in literal true (expecting 'r'); its success is sent without costs`)
+	require.Contains(t, w.err.String(), "zizq: job "+ids[1]+": result file ignored: budgets[0]: tpm: cost must not be negative, got -1; its failure is sent without costs")
+	warnings := map[string]string{}
+	for _, e := range w.events() {
+		if e.Event != "started" {
+			warnings[e.ID] = e.Warning
+			require.Nil(t, e.Budgets)
+		}
+	}
+	require.Contains(t, warnings[ids[0]], "result file ignored: it is not a JSON object")
+	require.Contains(t, warnings[ids[1]], "result file ignored: budgets[0]: tpm: cost must not be negative")
+	require.Empty(t, warnings[ids[2]])
+
+	paths := readLines(t, log)
+	require.Len(t, paths, 3)
+	require.Len(t, slices.Compact(slices.Sorted(slices.Values(paths))), 3, "a file of its own for each run")
+	for _, p := range paths {
+		require.NoFileExists(t, p, "removed once the run is over")
+		require.NoDirExists(t, filepath.Dir(p), "and the worker's directory once it exits")
+	}
+}
+
+// TestWork_ResultFileSettles needs the server of issue 25: a job bound at
+// cost 100 (its estimate) to a budget of 100 an hour writes its real cost
+// 20 to $ZIZQ_RESULT and exits 0: the 80 it did not spend are back. A
+// failing one that cost 150 puts its budget 50 in debt.
+func TestWork_ResultFileSettles(t *testing.T) {
+	t.Parallel()
+	url := serveInProcess(t)
+	hourly := map[string]any{"allocation": 100, "strategy": map[string]any{"type": "time_based", "duration_ms": 3_600_000}}
+	putBudget(t, url, "tpm", hourly)
+	putBudget(t, url, "over", hourly)
+	ok := enqueueCosting(t, url, "llm", 0, "tpm", 100)
+	over := enqueueCosting(t, url, "llm", 1, "over", 100)
+	w := startWork(t, url, "-q", "llm", "--drain", "-o", "json", "--", "sh", "-c", `case "$(cat)" in
+  0) echo '{"budgets":[{"key":"tpm","cost":20}],"throttle":{"for_ms":1000}}' > "$ZIZQ_RESULT" ;;
+  1) echo '{"budgets":[{"key":"over","cost":150}]}' > "$ZIZQ_RESULT"; exit 1 ;;
+esac`)
+	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
+	budgets := map[string][]api.Settle{}
+	for _, e := range w.events() {
+		if e.Event != "started" {
+			budgets[e.ID] = e.Budgets
+			require.Empty(t, e.Warning)
+		}
+	}
+	cost := func(n int64) *int64 { return &n }
+	require.Equal(t, map[string][]api.Settle{ok: {{Key: "tpm", Cost: cost(20)}}, over: {{Key: "over", Cost: cost(150)}}}, budgets)
+	require.NotContains(t, w.err.String(), "refused", "the server took the costs")
+
+	st := budgetStateOf(t, url, "tpm")
+	require.InDelta(t, 80, st.Available, 1, "100 bound at dispatch, 20 spent")
+	require.Equal(t, &api.Settled{Count: 1, Credited: 80}, st.Settled)
+	st = budgetStateOf(t, url, "over")
+	require.InDelta(t, -50, st.Available, 1, "100 bound at dispatch, 150 spent")
+	require.NotNil(t, st.Debt)
+	require.InDelta(t, 50, *st.Debt, 1)
+	require.Equal(t, &api.Settled{Count: 1, Debited: 50}, st.Settled)
 }
 
 // freePort is a port nothing listens on.

@@ -147,12 +147,12 @@ func (m *Model) subKeyCount(b api.Budget) int64 {
 	return int64(m.families[b.Key].count)
 }
 
-// familyNote is the line under a family's row: its sub-key count and its
-// busiest sub-keys with their jobs in flight/parked, as in
-// "└ 120 keys; busiest (in flight/parked): acme 4/12, beta 2/0, …".
+// familyNote says, under a family's row, its sub-key count and its
+// busiest sub-keys with their jobs in flight/parked, as in "120 keys;
+// busiest (in flight/parked): acme 4/12, beta 2/0, …".
 func (m *Model) familyNote(b api.Budget) string {
 	n := m.subKeyCount(b)
-	note := "└ " + plural(n, "key", "keys")
+	note := plural(n, "key", "keys")
 	fam, ok := m.families[b.Key]
 	switch {
 	case !ok:

@@ -403,3 +403,29 @@ func requireNoEscapes(t *testing.T, s string) {
 	t.Helper()
 	require.NotContains(t, s, "\x1b", "plain output must carry no escape sequences")
 }
+
+// settleStats is a server whose jobs settle their real costs: a calendar
+// budget that resets at midnight in Paris (11 hours after fixedNow), a
+// rate budget 1500.5 tokens in debt with jobs parked behind it, one that
+// resets on weekdays, and a plain one.
+func settleStats() api.Stats {
+	s := fixtureStats()
+	tpd := api.Budget{Key: "openai-tpd", Allocation: 100000,
+		Strategy: api.Strategy{Type: api.StrategyCalendar, Reset: "0 0 * * *", Timezone: "Europe/Paris"},
+		State: &api.BudgetState{Available: 98166, Capacity: 100000, InFlight: 2, Dispatched: 14, Used: ptr[int64](1834),
+			NextResetAt: ptr(nowMs() + 11*3600_000), Settled: &api.Settled{Count: 12, Credited: 2400, Debited: 600}, CostRatio: ptr(0.8333)}}
+	tpm := timeBased("openai-tpm", 90000, 60_000, 0, api.BudgetState{Available: -1500.5, Capacity: 90000, InFlight: 4, Parked: 3,
+		OldestParkedMs: ptr[int64](900), NextTokenAt: ptr(nowMs() + 1_100), Dispatched: 310,
+		Debt: ptr(1500.5), RepaidAt: ptr(nowMs() + 1_001), Settled: &api.Settled{Count: 40, Credited: 1200, Debited: 8300}, CostRatio: ptr(1.2345)})
+	weekdays := api.Budget{Key: "weekdays", Allocation: 10, Strategy: api.Strategy{Type: api.StrategyCalendar, Reset: "0 9 * * 1-5"},
+		State: &api.BudgetState{Available: 7, Capacity: 10, Used: ptr[int64](3), NextResetAt: ptr(nowMs() + 2*86_400_000 - 3*3600_000)}}
+	s.Budgets = []api.Budget{tpm, s.Budgets[0], weekdays, tpd}
+	return s
+}
+
+func newSettleSource() *fakeSource {
+	src := newFakeSource()
+	src.stats = settleStats()
+	src.forecasts["openai-tpm"] = api.Forecast{Key: "openai-tpm", Parked: 3, DrainsAt: ptr(nowMs() + 4_000)}
+	return src
+}

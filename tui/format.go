@@ -63,12 +63,27 @@ func strategyWord(b api.Budget) string {
 }
 
 // rateWords renders a budget's rate: "6/1m" for time_based, "10 max" for
-// while_in_flight (at most ten tokens out at once).
+// while_in_flight (at most ten tokens out at once), "1000/day" for a
+// calendar budget that resets daily ("1000/0 9 * * 1-5" when its resets
+// have no name).
 func rateWords(b api.Budget) string {
-	if b.Strategy.Type == api.StrategyTimeBased {
-		return strconv.FormatInt(b.Allocation, 10) + "/" + fmtPeriod(b.Strategy.DurationMs)
+	alloc := strconv.FormatInt(b.Allocation, 10)
+	switch b.Strategy.Type {
+	case api.StrategyTimeBased:
+		return alloc + "/" + fmtPeriod(b.Strategy.DurationMs)
+	case api.StrategyCalendar:
+		return alloc + "/" + cmp.Or(resetNames[b.Strategy.Reset], b.Strategy.Reset)
 	}
-	return strconv.FormatInt(b.Allocation, 10) + " max"
+	return alloc + " max"
+}
+
+// resetNames are the periods of the usual calendar resets.
+var resetNames = map[string]string{
+	"0 * * * *": "hour", "@hourly": "hour",
+	"0 0 * * *": "day", "@daily": "day", "@midnight": "day",
+	"0 0 * * 0": "week", "0 0 * * 1": "week", "@weekly": "week",
+	"0 0 1 * *": "month", "@monthly": "month",
+	"0 0 1 1 *": "year", "@yearly": "year", "@annually": "year",
 }
 
 // strategyLong describes a budget's strategy in a sentence fragment.
@@ -82,6 +97,8 @@ func strategyLong(b api.Budget) string {
 		return s
 	case api.StrategyWhileInFlight:
 		return "while_in_flight: " + plural(b.Allocation, "token", "tokens")
+	case api.StrategyCalendar:
+		return fmt.Sprintf("calendar: %d a period, reset at %s (%s)", b.Allocation, b.Strategy.Reset, cmp.Or(b.Strategy.Timezone, "UTC"))
 	default:
 		return b.Strategy.Type
 	}
@@ -96,10 +113,20 @@ func fmtTokens(v float64) string {
 	return strconv.FormatFloat(math.Floor(v*10)/10, 'f', 1, 64)
 }
 
-// gauge draws available against capacity in width cells.
+// gauge draws available against capacity in width cells. A level below
+// zero (a debt) is drawn in its own glyph, as many cells as the debt is a
+// share of the capacity, at least one.
 func gauge(avail float64, capacity int64, width int) string {
 	if width <= 0 {
 		return ""
+	}
+	if avail < 0 {
+		owed := width
+		if capacity > 0 {
+			owed = int(math.Round(-avail / float64(capacity) * float64(width)))
+		}
+		owed = max(1, min(width, owed))
+		return strings.Repeat("▒", owed) + strings.Repeat("░", width-owed)
 	}
 	filled := 0
 	if capacity > 0 {

@@ -47,11 +47,21 @@ func TestRateWords(t *testing.T) {
 		{tb(3, 1500), "3/1500ms", "time"},
 		{tb(7, 86_400_000), "7/1d", "time"},
 		{api.Budget{Allocation: 10, Strategy: api.Strategy{Type: api.StrategyWhileInFlight}}, "10 max", "in-flight"},
+		{cal(100000, "0 0 * * *"), "100000/day", "calendar"},
+		{cal(5, "0 * * * *"), "5/hour", "calendar"},
+		{cal(5, "0 0 * * 1"), "5/week", "calendar"},
+		{cal(5, "0 0 1 * *"), "5/month", "calendar"},
+		{cal(5, "@yearly"), "5/year", "calendar"},
+		{cal(5, "0 9 * * 1-5"), "5/0 9 * * 1-5", "calendar"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.rate, rateWords(tt.b))
 		require.Equal(t, tt.strategy, strategyWord(tt.b))
 	}
+}
+
+func cal(alloc int64, reset string) api.Budget {
+	return api.Budget{Allocation: alloc, Strategy: api.Strategy{Type: api.StrategyCalendar, Reset: reset}}
 }
 
 func TestGauge(t *testing.T) {
@@ -70,6 +80,11 @@ func TestGauge(t *testing.T) {
 		{3, 0, 5, "░░░░░"},
 		{20, 10, 5, "█████"},
 		{1, 1, 0, ""},
+		// Below zero, the debt's share of the capacity, in its own glyph.
+		{-5, 10, 4, "▒▒░░"},
+		{-0.1, 100, 5, "▒░░░░"}, // a debt is never drawn as none
+		{-30, 10, 5, "▒▒▒▒▒"},
+		{-1, 0, 3, "▒▒▒"},
 	}
 	for _, tt := range tests {
 		require.Equal(t, tt.want, gauge(tt.avail, tt.capacity, tt.width), "%v/%d", tt.avail, tt.capacity)

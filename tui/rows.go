@@ -50,7 +50,8 @@ func (m *Model) gaugeWidth() int {
 	return 5
 }
 
-// budgetRows lists the budgets, each family followed by a note of its
+// budgetRows lists the budgets, a calendar budget or a family followed by
+// a note: what the calendar budget used this period, the family's
 // sub-keys. A paused budget says so in NEXT (its head waits for the end of
 // the pause) and is dimmed unless it holds parked jobs.
 func (m *Model) budgetRows() []row {
@@ -61,11 +62,43 @@ func (m *Model) budgetRows() []row {
 			continue
 		}
 		rows = append(rows, m.budgetRow(b, nowMs))
-		if b.PerKey != nil {
-			rows = append(rows, row{key: b.Key + entryKeySep + "note", cells: []string{m.familyNote(b)}, note: true})
+		if note := m.budgetNote(b, nowMs); note != "" {
+			rows = append(rows, row{key: b.Key + entryKeySep + "note", cells: []string{note}, note: true})
 		}
 	}
 	return rows
+}
+
+// budgetNote is the line under a budget's row, "" for none: a calendar
+// budget's period, "└ used 1834 of 100000, resets in 3h02m", then a
+// family's sub-keys (see familyNote).
+func (m *Model) budgetNote(b api.Budget, nowMs int64) string {
+	var parts []string
+	if p := periodWords(b, nowMs); p != "" {
+		parts = append(parts, p)
+	}
+	if b.PerKey != nil {
+		parts = append(parts, m.familyNote(b))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "└ " + strings.Join(parts, "; ")
+}
+
+// periodWords says what a calendar budget used of its allocation this
+// period and when it resets: "used 1834 of 100000, resets in 3h02m"; ""
+// for other budgets, or without live figures.
+func periodWords(b api.Budget, nowMs int64) string {
+	s := b.State
+	if b.Strategy.Type != api.StrategyCalendar || s == nil || s.Used == nil {
+		return ""
+	}
+	out := "used " + itoa(*s.Used) + " of " + itoa(b.Allocation)
+	if s.NextResetAt != nil {
+		out += ", resets " + inUntil(nowMs, *s.NextResetAt)
+	}
+	return out
 }
 
 func (m *Model) budgetRow(b api.Budget, nowMs int64) row {
@@ -95,8 +128,14 @@ func (m *Model) budgetRow(b api.Budget, nowMs int64) row {
 	if s.Parked > 0 {
 		r.tone = toneParked
 	}
+	if s.Available < 0 {
+		r.debtAt = budgetAvailableCol + 1
+	}
 	return r
 }
+
+// budgetAvailableCol is the index of AVAILABLE in the Budgets tab.
+const budgetAvailableCol = 3
 
 // nextToken says when the head of a budget's line becomes affordable.
 func nextToken(b api.Budget, nowMs int64) string {

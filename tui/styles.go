@@ -27,6 +27,10 @@ type styles struct {
 	label     lipgloss.Style
 	help      help.Styles
 	input     textinput.Styles
+	// debt draws a level below zero (a budget that owes tokens), in the
+	// row's cell alone; debtSel on the selected row.
+	debt    lipgloss.Style
+	debtSel lipgloss.Style
 }
 
 // palette is one colour for a light background and one for a dark one.
@@ -63,6 +67,8 @@ func newStyles(dark bool) styles {
 		selected:  s().Background(c(colorSelBg)).Bold(true),
 		parked:    s().Foreground(c(colorWarn)),
 		parkedSel: s().Foreground(c(colorWarn)).Background(c(colorSelBg)).Bold(true),
+		debt:      s().Bold(true).Foreground(c(colorBad)),
+		debtSel:   s().Bold(true).Foreground(c(colorBad)).Background(c(colorSelBg)),
 		rule:      dim,
 		label:     dim,
 		help: help.Styles{

@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"slices"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -54,6 +56,9 @@ type row struct {
 	// sub-keys): its one cell spans the width, outside the columns, and
 	// the cursor steps over it.
 	note bool
+	// debtAt is the index plus one of the cell that shows a level below
+	// zero (a budget in debt), drawn in the debt colour; 0 for none.
+	debtAt int
 }
 
 // table is a scrollable table with a cursor: the component behind every tab.
@@ -293,11 +298,36 @@ func dropRanked(cols []column, shown *[]int) bool {
 	return true
 }
 
+// rowStyle is the gutter of a row ("> " under the cursor) and the style it
+// is drawn in; nil draws it as it is.
+func (t table) rowStyle(r row, selected bool) (string, *lipgloss.Style) {
+	switch {
+	case selected && r.tone == toneParked:
+		return "> ", &t.st.parkedSel
+	case selected:
+		return "> ", &t.st.selected
+	case r.tone == toneParked:
+		return "  ", &t.st.parked
+	case r.tone == tonePaused:
+		return "  ", &t.st.dim
+	}
+	return "  ", nil
+}
+
+// paint renders s in style, or leaves it as it is (nil style, or nothing
+// to draw).
+func paint(style *lipgloss.Style, s string) string {
+	if style == nil || s == "" {
+		return s
+	}
+	return style.Render(s)
+}
+
 // View draws the header and the visible rows, padded to the table's height.
 func (t table) View() string {
 	shown, widths, gap := t.layout()
 	sep := strings.Repeat(" ", gap)
-	line := func(cells []string) string {
+	fitted := func(cells []string) []string {
 		parts := make([]string, len(shown))
 		for j, i := range shown {
 			var c string
@@ -306,8 +336,9 @@ func (t table) View() string {
 			}
 			parts[j] = fit(c, widths[j], t.cols[i].right)
 		}
-		return strings.Join(parts, sep)
+		return parts
 	}
+	line := func(cells []string) string { return strings.Join(fitted(cells), sep) }
 
 	titles := make([]string, len(t.cols))
 	for i, c := range t.cols {
@@ -324,21 +355,29 @@ func (t table) View() string {
 			lines = append(lines, "  "+t.st.dim.Render(r.cells[0]))
 			continue
 		}
-		text := line(r.cells)
 		selected := i == t.cursor
-		switch {
-		case selected && r.tone == toneParked:
-			text = "> " + t.st.parkedSel.Render(text)
-		case selected:
-			text = "> " + t.st.selected.Render(text)
-		case r.tone == toneParked:
-			text = "  " + t.st.parked.Render(text)
-		case r.tone == tonePaused:
-			text = "  " + t.st.dim.Render(text)
-		default:
-			text = "  " + text
+		gutter, style := t.rowStyle(r, selected)
+		parts := fitted(r.cells)
+		j := slices.Index(shown, r.debtAt-1)
+		if r.debtAt == 0 || j < 0 {
+			lines = append(lines, gutter+paint(style, strings.Join(parts, sep)))
+			continue
 		}
-		lines = append(lines, text)
+		// The cell in debt in its own colour, the rest of the row in the
+		// row's, the separators included (a selected row's background
+		// runs on).
+		debt := t.st.debt
+		if selected {
+			debt = t.st.debtSel
+		}
+		before, after := strings.Join(parts[:j], sep), strings.Join(parts[j+1:], sep)
+		if j > 0 {
+			before += sep
+		}
+		if j < len(parts)-1 {
+			after = sep + after
+		}
+		lines = append(lines, gutter+paint(style, before)+debt.Render(parts[j])+paint(style, after))
 	}
 	for len(lines) < t.height {
 		lines = append(lines, "")

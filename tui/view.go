@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -392,8 +393,17 @@ func (m *Model) detail() (string, []string) {
 	return "details", []string{m.st.dim.Render("nothing selected")}
 }
 
+// budgetDetail describes a budget, most telling first, as the panel may
+// cut the last lines: its strategy (a calendar budget's with its period),
+// its level, its debt, what its settles say, its parked jobs (the row
+// shows those too), then budgetMore's.
 func (m *Model) budgetDetail(b api.Budget) []string {
-	lines := []string{strategyLong(b)}
+	nowMs := m.now.UnixMilli()
+	head := strategyLong(b)
+	if p := periodWords(b, nowMs); p != "" {
+		head = "calendar " + b.Strategy.Reset + " (" + cmp.Or(b.Strategy.Timezone, "UTC") + "): " + p
+	}
+	lines := []string{head}
 	s := b.State
 	if s == nil {
 		return append(lines, m.st.dim.Render("no live figures"))
@@ -404,7 +414,12 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 	}
 	lines = append(lines, fmt.Sprintf("available %s of %d · %s · dispatched %d",
 		strconv.FormatFloat(s.Available, 'f', -1, 64), s.Capacity, inFlight, s.Dispatched))
-	nowMs := m.now.UnixMilli()
+	if d := m.debtWords(b); d != "" {
+		lines = append(lines, m.st.debt.Render(d))
+	}
+	if st := settledWords(s); st != "" {
+		lines = append(lines, st)
+	}
 	var next string
 	switch {
 	case s.NextTokenAt != nil:
@@ -429,6 +444,34 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 		lines = append(lines, line)
 	}
 	return append(lines, m.budgetMore(b)...)
+}
+
+// debtWords says what a budget owes and when it is repaid: "in debt 50.5
+// · repaid in 30m18s (12:30:18)"; "" when it owes nothing.
+func (m *Model) debtWords(b api.Budget) string {
+	s := b.State
+	if s == nil || s.Debt == nil || *s.Debt <= 0 {
+		return ""
+	}
+	out := "in debt " + strconv.FormatFloat(*s.Debt, 'f', -1, 64)
+	if s.RepaidAt != nil {
+		out += " · repaid " + inUntil(m.now.UnixMilli(), *s.RepaidAt) + " (" + m.clock(*s.RepaidAt) + ")"
+	}
+	return out
+}
+
+// settledWords says what the settles of a budget's jobs came to: "cost
+// ratio 1.23 (actual ÷ estimate) · settled 40: credited 1200, debited
+// 300"; "" before the first.
+func settledWords(s *api.BudgetState) string {
+	var parts []string
+	if s.CostRatio != nil {
+		parts = append(parts, "cost ratio "+strconv.FormatFloat(*s.CostRatio, 'f', 2, 64)+" (actual ÷ estimate)")
+	}
+	if st := s.Settled; st != nil && st.Count > 0 {
+		parts = append(parts, fmt.Sprintf("settled %d: credited %d, debited %d", st.Count, st.Credited, st.Debited))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // budgetMore says what a budget is beyond its figures: paused, a family,

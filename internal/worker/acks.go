@@ -43,6 +43,9 @@ type ack struct {
 	id string
 	// fail is the failure report; nil means success.
 	fail *api.FailureRequest
+	// settles are the run's real costs, sent with its success or failure;
+	// dropped if the server refuses them, so that the outcome still goes.
+	settles []api.Settle
 	// attempts is the job's attempts when it was delivered: a frame of the
 	// same job with more attempts is a new attempt, not this one again.
 	attempts uint32
@@ -65,8 +68,8 @@ func newAcker(cl *client.Client, report func(string)) *acker {
 
 // submit starts delivering a job's result; it runs until it is delivered
 // or ctx ends.
-func (a *acker) submit(ctx context.Context, j jobRef, fail *api.FailureRequest) {
-	k := &ack{id: j.id, fail: fail, attempts: j.attempts, wake: make(chan struct{}, 1)}
+func (a *acker) submit(ctx context.Context, j jobRef, fail *api.FailureRequest, settles []api.Settle) {
+	k := &ack{id: j.id, fail: fail, settles: settles, attempts: j.attempts, wake: make(chan struct{}, 1)}
 	a.mu.Lock()
 	if old := a.pending[j.id]; old != nil {
 		// A later run of the job (a new attempt) replaces a result kept
@@ -187,6 +190,13 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 		case retryable(err):
 			k.unsure, k.lastErr = true, err
 			a.mu.Unlock()
+		case len(k.settles) > 0 && client.IsValidation(err):
+			// The costs may be what the server refuses (a budget the job is
+			// not bound to, say): the outcome must not go with them.
+			k.settles = nil
+			a.mu.Unlock()
+			a.report(fmt.Sprintf("job %s: the server refused the costs of its result file (%v): its result is sent without them", k.id, err))
+			continue
 		default: // refused: sending it again would not help
 			k.refused, k.lastErr = true, err
 			a.mu.Unlock()
@@ -229,11 +239,13 @@ func (a *acker) sleep(ctx context.Context, k *ack, d time.Duration) bool {
 // send makes one attempt. A 404 after an attempt that got no answer may
 // mean that attempt took effect: the job's state tells.
 func (a *acker) send(ctx context.Context, k *ack) error {
-	var err error
+	var err error // k.settles changes only in deliver, this goroutine
 	if k.fail == nil {
-		err = a.cl.Ack(ctx, k.id)
+		err = a.cl.AckWith(ctx, k.id, k.settles)
 	} else {
-		_, err = a.cl.Fail(ctx, k.id, *k.fail)
+		fail := *k.fail
+		fail.Budgets = k.settles
+		_, err = a.cl.Fail(ctx, k.id, fail)
 	}
 	if !client.IsNotFound(err) || !k.unsure {
 		return err

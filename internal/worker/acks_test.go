@@ -43,7 +43,7 @@ func TestAcker_KeepsResultUntilJobComesBack(t *testing.T) {
 	})
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a.submit(actx, refOf(&job), nil)
+	a.submit(actx, refOf(&job), nil, nil)
 	require.Eventually(t, func() bool { return a.busy() == 0 }, 10*time.Second, 10*time.Millisecond, "kept, waiting")
 	require.Len(t, a.undelivered(), 1)
 

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/zizq/zizq/api"
 )
 
 // Event kinds. Every job that starts ends with exactly one of succeeded,
@@ -38,6 +40,11 @@ type Event struct {
 	Duration time.Duration
 	// Running is how many commands still run (stopping).
 	Running int
+	// Budgets are the real costs the command wrote in its result file
+	// (succeeded, failed, timed_out); Warning says why that file was
+	// ignored, when it was.
+	Budgets []api.Settle
+	Warning string
 }
 
 // EventSink receives the worker's events, one at a time.
@@ -115,22 +122,25 @@ type jsonSink struct {
 // jsonEvent is the stable schema of -o json; fields that do not apply to
 // an event are left out.
 type jsonEvent struct {
-	Time       string  `json:"time"`
-	Event      string  `json:"event"`
-	ID         string  `json:"id,omitempty"`
-	Type       string  `json:"type,omitempty"`
-	Queue      string  `json:"queue,omitempty"`
-	Attempts   *uint32 `json:"attempts,omitempty"`
-	PID        int     `json:"pid,omitempty"`
-	Status     *int    `json:"status,omitempty"`
-	Signal     string  `json:"signal,omitempty"`
-	Message    string  `json:"message,omitempty"`
-	DurationMs *int64  `json:"duration_ms,omitempty"`
-	Running    *int    `json:"running,omitempty"`
+	Time       string       `json:"time"`
+	Event      string       `json:"event"`
+	ID         string       `json:"id,omitempty"`
+	Type       string       `json:"type,omitempty"`
+	Queue      string       `json:"queue,omitempty"`
+	Attempts   *uint32      `json:"attempts,omitempty"`
+	PID        int          `json:"pid,omitempty"`
+	Status     *int         `json:"status,omitempty"`
+	Signal     string       `json:"signal,omitempty"`
+	Message    string       `json:"message,omitempty"`
+	DurationMs *int64       `json:"duration_ms,omitempty"`
+	Running    *int         `json:"running,omitempty"`
+	Budgets    []api.Settle `json:"budgets,omitempty"`
+	Warning    string       `json:"warning,omitempty"`
 }
 
 func (s *jsonSink) Event(e Event) {
-	j := jsonEvent{Time: e.Time.Format(time.RFC3339Nano), Event: e.Kind, ID: e.ID, Type: e.Type, Queue: e.Queue, PID: e.PID, Signal: e.Signal, Message: e.Message}
+	j := jsonEvent{Time: e.Time.Format(time.RFC3339Nano), Event: e.Kind, ID: e.ID, Type: e.Type, Queue: e.Queue, PID: e.PID, Signal: e.Signal, Message: e.Message,
+		Budgets: e.Budgets, Warning: e.Warning}
 	switch e.Kind {
 	case EventStarted:
 		j.Attempts = &e.Attempts

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/zizq/zizq/api"
 )
 
 func TestPrefixWriter_Write(t *testing.T) {
@@ -133,14 +134,16 @@ func TestJSONEvents(t *testing.T) {
 	started, done, failed, stop := base, base, base, Event{Time: at, Kind: EventStopping, Signal: "SIGINT", Running: 2}
 	started.Kind, started.Attempts = EventStarted, 1
 	done.Kind, done.Duration = EventSucceeded, 1234*time.Millisecond
+	done.Budgets = []api.Settle{{Key: "openai-tpm", Cost: api.Ptr[int64](1834)}}
+	failed.Warning = "result file ignored: budgets must be an array"
 	failed.Kind, failed.Status, failed.Signal, failed.Message, failed.Duration = EventFailed, -1, "SIGKILL", "killed by SIGKILL", time.Second
 	for _, e := range []Event{started, done, failed, stop} {
 		sink.Event(e)
 	}
 	want := []string{
 		`{"time":"2026-08-31T19:16:28.005+10:00","event":"started","id":"03gs5tvn78uny555dm88vjsoj","type":"resize","queue":"images","attempts":1,"pid":42}`,
-		`{"time":"2026-08-31T19:16:28.005+10:00","event":"succeeded","id":"03gs5tvn78uny555dm88vjsoj","type":"resize","queue":"images","pid":42,"status":0,"duration_ms":1234}`,
-		`{"time":"2026-08-31T19:16:28.005+10:00","event":"failed","id":"03gs5tvn78uny555dm88vjsoj","type":"resize","queue":"images","pid":42,"signal":"SIGKILL","message":"killed by SIGKILL","duration_ms":1000}`,
+		`{"time":"2026-08-31T19:16:28.005+10:00","event":"succeeded","id":"03gs5tvn78uny555dm88vjsoj","type":"resize","queue":"images","pid":42,"status":0,"duration_ms":1234,"budgets":[{"key":"openai-tpm","cost":1834}]}`,
+		`{"time":"2026-08-31T19:16:28.005+10:00","event":"failed","id":"03gs5tvn78uny555dm88vjsoj","type":"resize","queue":"images","pid":42,"signal":"SIGKILL","message":"killed by SIGKILL","duration_ms":1000,"warning":"result file ignored: budgets must be an array"}`,
 		`{"time":"2026-08-31T19:16:28.005+10:00","event":"stopping","signal":"SIGINT","running":2}`,
 	}
 	require.Equal(t, strings.Join(want, "\n")+"\n", out.String())

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,9 @@ type Config struct {
 	DrainPoll time.Duration
 	// Now is the clock of the events (time.Now when nil).
 	Now func() time.Time
+	// TempDir is where the worker makes its directory of result files
+	// ($ZIZQ_RESULT); "" means os.TempDir().
+	TempDir string
 }
 
 // UndeliveredError lists the jobs whose results the server never took.
@@ -165,6 +169,7 @@ type running struct {
 type ended struct {
 	run *running
 	out outcome
+	res result
 }
 
 type drainAnswer struct {
@@ -175,10 +180,11 @@ type drainAnswer struct {
 
 // loop is the state of one Run, owned by its goroutine.
 type loop struct {
-	cfg   Config
-	w     *Worker
-	notes *lineSink
-	acks  *acker
+	cfg     Config
+	w       *Worker
+	notes   *lineSink
+	acks    *acker
+	results *resultFiles
 
 	// ctx is Run's, ended when Run returns: it bounds every stream.
 	ctx       context.Context
@@ -233,6 +239,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	l.acks = newAcker(w.cfg.Client, l.note)
 	l.ackCtx, l.ackCancel = context.WithCancel(context.WithoutCancel(ctx))
 	defer l.ackCancel()
+	var err error
+	if l.results, err = newResultFiles(w.cfg.TempDir); err != nil {
+		l.note(fmt.Sprintf("%v: $%s is %s for every job, and the costs written there are lost", err, EnvResult, os.DevNull))
+	}
+	defer l.results.close()
 	o := l.open()
 	if o.err != nil {
 		return fmt.Errorf("open take stream: %w", o.err)
@@ -398,22 +409,30 @@ func (l *loop) startJob(j api.Job) {
 	if len(payload) == 0 {
 		payload = []byte("null")
 	}
+	path, err := l.results.create(j.ID)
+	if err != nil {
+		l.note(fmt.Sprintf("job %s: %v: its $%s is %s, and the costs written there are lost", j.ID, err, EnvResult, os.DevNull))
+	}
 	p, failed := start(spec{
-		argv: l.cfg.Command, env: l.jobEnv(&j), stdin: payload,
+		argv: l.cfg.Command, env: l.jobEnv(&j, path), stdin: payload,
 		out: l.notes, prefix: j.ID, timeout: l.cfg.Timeout, grace: l.cfg.Grace,
 	})
 	r := &running{job: j, began: l.cfg.Now()}
 	if failed != nil {
+		l.results.discard(path)
 		l.onEnded(ended{run: r, out: *failed})
 		return
 	}
 	r.proc = p
 	l.running[j.ID] = r
 	l.emit(Event{Kind: EventStarted, PID: p.pid()}, &j)
-	go func() { l.ends <- ended{run: r, out: <-p.done} }()
+	go func() {
+		out := <-p.done
+		l.ends <- ended{run: r, out: out, res: l.results.take(path)}
+	}()
 }
 
-func (l *loop) jobEnv(j *api.Job) []string {
+func (l *loop) jobEnv(j *api.Job, resultPath string) []string {
 	return append(l.cfg.Env[:len(l.cfg.Env):len(l.cfg.Env)],
 		"ZIZQ_JOB_ID="+j.ID,
 		"ZIZQ_JOB_TYPE="+j.Type,
@@ -421,6 +440,7 @@ func (l *loop) jobEnv(j *api.Job) []string {
 		"ZIZQ_JOB_PRIORITY="+strconv.FormatUint(uint64(j.Priority), 10),
 		"ZIZQ_JOB_ATTEMPTS="+strconv.FormatUint(uint64(j.Attempts), 10),
 		"ZIZQ_URL="+l.cfg.Client.URL(),
+		EnvResult+"="+resultPath,
 	)
 }
 
@@ -437,9 +457,16 @@ func (l *loop) onEnded(e ended) {
 	delete(l.running, e.run.job.ID)
 	l.finished++
 	ev, fail := l.verdict(e.out)
+	ev.Budgets, ev.Warning = e.res.settles, e.res.warning
+	if ev.Warning != "" {
+		ev.Warning = "result file ignored: " + ev.Warning
+		if !l.aborted { // else nothing is sent at all
+			l.note(fmt.Sprintf("job %s: %s; its %s is sent without costs", e.run.job.ID, ev.Warning, outcomeWord(fail)))
+		}
+	}
 	l.emit(ev, &e.run.job)
 	if !l.aborted {
-		l.acks.submit(l.ackCtx, refOf(&e.run.job), fail)
+		l.acks.submit(l.ackCtx, refOf(&e.run.job), fail, e.res.settles)
 	}
 	l.startWaiting()
 	if l.cfg.MaxJobs > 0 && l.finished >= l.cfg.MaxJobs {
@@ -470,6 +497,14 @@ func (l *loop) verdict(o outcome) (Event, *api.FailureRequest) {
 		fail.Backtrace = api.Ptr(string(o.tail))
 	}
 	return ev, fail
+}
+
+// outcomeWord names what is sent for a run: its success or its failure.
+func outcomeWord(fail *api.FailureRequest) string {
+	if fail == nil {
+		return "success"
+	}
+	return "failure"
 }
 
 func (l *loop) startWaiting() {
