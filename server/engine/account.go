@@ -66,6 +66,10 @@ type account struct {
 	// map by key.
 	gone bool
 
+	// dispatchSpent and settleSpent: its calendar spend changed in this
+	// operation and waits in Engine.spends.
+	dispatchSpent, settleSpent bool
+
 	changedMark bool // its groups' candidates need recomputing
 	headMark    bool // its head needs checking or choosing
 	dlMark      bool // its refill deadline needs recomputing

@@ -66,8 +66,64 @@ func (e *Engine) spendOp(a *account) store.Op {
 	return store.SpendBudget(a.cfg.Key, store.Spent{EndsAt: ceilMs(a.pool.NextReset(e.vnow)), Used: a.pool.Used(e.vnow)})
 }
 
-// journalSpend journals a calendar budget's spend at a dispatch to t,
-// which waits for it before handing the job out.
-func (e *Engine) journalSpend(a *account, t *Taker) {
-	t.spent = e.journal.Append(e.spendOp(a))
+// spends collects the calendar budgets whose spend changed during an
+// operation, journalled once each: a dispatch of hundreds of jobs (one
+// drain) is one write, not hundreds.
+type spends struct {
+	byDispatch []*account // flushed when the operation ends
+	to         []*Taker   // the takers that wait for that flush
+	bySettle   []*account // journalled with the ack or failure
+}
+
+// spentByDispatch records that a dispatch to t spent calendar budget a.
+func (e *Engine) spentByDispatch(a *account, t *Taker) {
+	if !a.dispatchSpent {
+		a.dispatchSpent = true
+		e.spends.byDispatch = append(e.spends.byDispatch, a)
+	}
+	if !t.spendWait {
+		t.spendWait = true
+		e.spends.to = append(e.spends.to, t)
+	}
+}
+
+// flushSpends journals what the operation's dispatches spent; each taker
+// that received such a job waits for it before handing the job out.
+func (e *Engine) flushSpends() {
+	if len(e.spends.byDispatch) == 0 {
+		return
+	}
+	ops := make([]store.Op, 0, len(e.spends.byDispatch))
+	for _, a := range e.spends.byDispatch {
+		a.dispatchSpent = false
+		ops = append(ops, e.spendOp(a))
+	}
+	w := e.journal.Append(ops...)
+	for _, t := range e.spends.to {
+		t.spendWait = false
+		t.spent = w
+	}
+	clear(e.spends.byDispatch)
+	clear(e.spends.to)
+	e.spends.byDispatch, e.spends.to = e.spends.byDispatch[:0], e.spends.to[:0]
+}
+
+// spentBySettle records that a settle changed calendar budget a's spend.
+func (e *Engine) spentBySettle(a *account) {
+	if !a.settleSpent {
+		a.settleSpent = true
+		e.spends.bySettle = append(e.spends.bySettle, a)
+	}
+}
+
+// settleSpendOps appends to ops what the settles spent, once a budget, to
+// be durable with the acks and failures that carried them.
+func (e *Engine) settleSpendOps(ops []store.Op) []store.Op {
+	for _, a := range e.spends.bySettle {
+		a.settleSpent = false
+		ops = append(ops, e.spendOp(a))
+	}
+	clear(e.spends.bySettle)
+	e.spends.bySettle = e.spends.bySettle[:0]
+	return ops
 }

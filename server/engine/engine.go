@@ -208,6 +208,8 @@ type Engine struct {
 	timerGen uint64
 
 	accounts map[string]*account
+	// spends holds the calendar spends not yet journalled (calendar.go).
+	spends spends
 
 	// onAlarm receives the names of the alarms that came (alarm.go);
 	// dueAlarms holds them until the operation ends.
@@ -301,6 +303,7 @@ func (e *Engine) enterOp() {
 func (e *Engine) finishOp() {
 	e.settle()
 	e.fireDue(e.vnow)
+	e.flushSpends()
 	e.armTimer()
 	e.deliverAlarms()
 	e.obs.poke()

@@ -178,7 +178,7 @@ func (e *Engine) deliver(it item, t *Taker) {
 		b.a.inFlight++
 		e.changed(b.a)
 		if b.a.pool.Kind() == budget.Calendar {
-			e.journalSpend(b.a, t)
+			e.spentByDispatch(b.a, t)
 		}
 	}
 	e.dispatchedTag(it.tag(), e.binds(r))

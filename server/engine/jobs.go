@@ -270,11 +270,12 @@ func (e *Engine) ack(ids []string, plans map[string][]settling) ([]string, Waite
 			missing = append(missing, id)
 			continue
 		}
-		ops = e.applySettles(ops, j, plans[id])
+		e.applySettles(j, plans[id])
 		ops = e.complete(ops, j, id, ms)
 		e.obs.finish(j.id, false)
 		e.forget(j)
 	}
+	ops = e.settleSpendOps(ops)
 	var w Waiter = done{}
 	if len(ops) > 0 {
 		w = e.journal.Append(ops...)
@@ -339,7 +340,8 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	ms := e.nowMs()
 	r := e.rec(j.idx)
 	out := e.view(id, j.idx) // dequeued_at, before the job leaves its taker
-	settled := e.applySettles(nil, j, plan)
+	e.applySettles(j, plan)
+	settled := e.settleSpendOps(nil)
 	e.obs.finish(j.id, true)
 	e.detach(j)
 	r.attempts++

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/zizq/zizq/server/budget"
-	"github.com/zizq/zizq/store"
 )
 
 // Settling a job's real cost (docs/API.md §Settling the real cost).
@@ -110,10 +109,10 @@ func namedBind(binds []bind, key string) (bind, bool) {
 }
 
 // applySettles settles an in-flight job's costs before it leaves in
-// flight, and appends the spends of its calendar budgets to ops.
-func (e *Engine) applySettles(ops []store.Op, j ref, plan []settling) []store.Op {
+// flight; the caller journals the calendar spends (settleSpendOps).
+func (e *Engine) applySettles(j ref, plan []settling) {
 	if len(plan) == 0 {
-		return ops
+		return
 	}
 	t := e.takerSlots[e.rec(j.idx).aux]
 	dispatched := t.inFlight[j.idx].dequeuedAt * int64(time.Millisecond)
@@ -123,10 +122,9 @@ func (e *Engine) applySettles(ops []store.Op, j ref, plan []settling) []store.Op
 		a.settle.observe(s.b.cost, s.actual)
 		e.changed(a)
 		if a.pool.Kind() == budget.Calendar {
-			ops = append(ops, e.spendOp(a))
+			e.spentBySettle(a)
 		}
 	}
-	return ops
 }
 
 // AckSettled completes in-flight jobs as Ack does, first settling the real

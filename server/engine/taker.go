@@ -29,8 +29,10 @@ type Taker struct {
 	gained  bool // gained room during the current operation
 	closed  bool
 	// spent is the journal's answer to the last spend of a calendar
-	// budget by a job dispatched to it (calendar.go), until drained.
-	spent Waiter
+	// budget by a job dispatched to it (calendar.go), until drained;
+	// spendWait marks it for the operation's flush.
+	spent     Waiter
+	spendWait bool
 }
 
 // flight is one job a taker holds: its ID and when it was dispatched (ms).
