@@ -20,16 +20,26 @@ import (
 func TestCrash_CalendarKeepsSpent(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		root := t.TempDir()
-		calendarCrash(t, "--root-dir", root)
+		calendarCrash(t, false, "--root-dir", root)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pgtest.Require(t)
-		calendarCrash(t, "--database-url", pgtest.Schema(t))
+		calendarCrash(t, true, "--database-url", pgtest.Schema(t), "--lease", failoverLease)
 	})
 }
 
-func calendarCrash(t *testing.T, store ...string) {
-	p := startServer(t, store...)
+// calendarCrash runs the test on the store the arguments name; a cluster
+// of one waits to lead (after the kill, until the dead leader's lease
+// has run out).
+func calendarCrash(t *testing.T, cluster bool, store ...string) {
+	start := func() *proc {
+		p := startServer(t, store...)
+		if cluster {
+			leaderOf(t, []*proc{p}, 0, 30*time.Second)
+		}
+		return p
+	}
+	p := start()
 	// A monthly quota: the period does not end during the test (unless it
 	// runs across midnight on the 1st, which the test checks for).
 	status, data := do(t, "PUT", p.url+"/budgets/month", map[string]any{
@@ -73,7 +83,7 @@ func calendarCrash(t *testing.T, store ...string) {
 	}
 	p.kill()
 
-	p = startServer(t, store...)
+	p = start()
 	st := calendarUsed(t, p.url)
 	if *st.NextResetAt != *periodEnds {
 		t.Skip("the period ended during the test")
