@@ -135,8 +135,8 @@ func TestClient_SettleWire(t *testing.T) {
 }
 
 // TestClient_CalendarWire: a calendar strategy's reset and timezone go
-// out with create and put (api.StrategyInput) and with
-// PatchBudgetCalendar, for the budget and for its family template.
+// out with create and put (api.StrategyInput) and with PatchBudget
+// (api.StrategyPatch), in both formats.
 func TestClient_CalendarWire(t *testing.T) {
 	t.Parallel()
 	for _, f := range formats {
@@ -162,36 +162,34 @@ func TestClient_CalendarWire(t *testing.T) {
 			require.Equal(t, "PUT", r.method)
 			require.Equal(t, wantStrategy, decodeAs[map[string]any](t, f.f, r)["strategy"])
 
-			_, err = c.PatchBudgetCalendar(ctx, "tpd", api.BudgetPatch{Allocation: api.Ptr[int64](5)},
-				client.CalendarPatch{Reset: api.Ptr("0 * * * *"), PerKeyTimezone: api.Ptr("")})
+			_, err = c.PatchBudget(ctx, "tpd", api.BudgetPatch{Allocation: api.Ptr[int64](5),
+				Strategy: &api.StrategyPatch{Reset: api.Ptr("0 * * * *"), Timezone: api.Ptr("")}})
 			require.NoError(t, err)
 			r = rec.last(t)
 			require.Equal(t, "PATCH", r.method)
 			require.Equal(t, "/budgets/tpd", r.path)
 			require.Equal(t, map[string]any{
 				"allocation": float64(5),
-				"strategy":   map[string]any{"reset": "0 * * * *"},
-				"per_key":    map[string]any{"strategy": map[string]any{"timezone": ""}},
+				"strategy":   map[string]any{"reset": "0 * * * *", "timezone": ""},
 			}, decodeAs[map[string]any](t, f.f, r), "only what was given; an empty timezone (UTC) is sent")
 
-			_, err = c.PatchBudgetCalendar(ctx, "tpd", api.BudgetPatch{
-				Strategy: &api.StrategyPatch{Type: api.Ptr(api.StrategyCalendar), Burst: api.Null[int64]()},
-				PerKey:   api.Set(api.TemplatePatch{Allocation: api.Ptr[int64](2), Strategy: &api.StrategyPatch{Type: api.Ptr(api.StrategyCalendar)}}),
-				Paused:   api.Set(true),
-			}, client.CalendarPatch{Reset: api.Ptr("0 0 1 * *"), Timezone: api.Ptr("Asia/Tokyo"), PerKeyReset: api.Ptr("0 0 * * 1")})
+			_, err = c.PatchBudget(ctx, "tpd", api.BudgetPatch{
+				Strategy: &api.StrategyPatch{Type: api.Ptr(api.StrategyCalendar), Burst: api.Null[int64](),
+					Reset: api.Ptr("0 0 1 * *"), Timezone: api.Ptr("Asia/Tokyo")},
+				PerKey: api.Set(api.TemplatePatch{Allocation: api.Ptr[int64](2), Strategy: &api.StrategyPatch{DurationMs: api.Ptr[int64](60000)}}),
+				Paused: api.Set(true),
+			})
 			require.NoError(t, err)
 			require.Equal(t, map[string]any{
 				"strategy": map[string]any{"type": "calendar", "burst": nil, "reset": "0 0 1 * *", "timezone": "Asia/Tokyo"},
-				"per_key":  map[string]any{"allocation": float64(2), "strategy": map[string]any{"type": "calendar", "reset": "0 0 * * 1"}},
+				"per_key":  map[string]any{"allocation": float64(2), "strategy": map[string]any{"duration_ms": float64(60000)}},
 				"paused":   true,
-			}, decodeAs[map[string]any](t, f.f, rec.last(t)), "the patch's own members are kept beside the calendar's")
+			}, decodeAs[map[string]any](t, f.f, rec.last(t)), "reset and timezone beside the patch's other members")
 
-			_, err = c.PatchBudgetCalendar(ctx, "tpd", api.BudgetPatch{PerKey: api.Null[api.TemplatePatch]()}, client.CalendarPatch{PerKeyReset: api.Ptr("0 0 * * *")})
-			require.ErrorContains(t, err, "cannot come with per_key null")
-			_, err = c.PatchBudgetCalendar(ctx, "tpd", api.BudgetPatch{PerKey: api.Null[api.TemplatePatch](), Allocation: api.Ptr[int64](3)}, client.CalendarPatch{})
+			_, err = c.PatchBudget(ctx, "tpd", api.BudgetPatch{Strategy: &api.StrategyPatch{Burst: api.Set[int64](4)}})
 			require.NoError(t, err)
-			require.Equal(t, map[string]any{"allocation": float64(3), "per_key": nil}, decodeAs[map[string]any](t, f.f, rec.last(t)),
-				"an empty CalendarPatch is PatchBudget")
+			require.Equal(t, map[string]any{"strategy": map[string]any{"burst": float64(4)}}, decodeAs[map[string]any](t, f.f, rec.last(t)),
+				"no reset or timezone member when none is given")
 		})
 	}
 }
@@ -260,7 +258,7 @@ func TestClient_Settle(t *testing.T) {
 
 // TestClient_CalendarBudget: a calendar budget reads back its reset and
 // timezone, counts what it spent this period and says when it resets;
-// PatchBudgetCalendar moves its resets.
+// PatchBudget moves its resets.
 func TestClient_CalendarBudget(t *testing.T) {
 	t.Parallel()
 	eachFormat(t, func(t *testing.T, tb *testBundle) {
@@ -290,9 +288,10 @@ func TestClient_CalendarBudget(t *testing.T) {
 		midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, paris)
 		require.Equal(t, midnight.UnixMilli(), *st.NextResetAt)
 
-		b, err = tb.c.PatchBudgetCalendar(ctx, "tpd", api.BudgetPatch{}, client.CalendarPatch{Reset: api.Ptr("0 * * * *"), Timezone: api.Ptr("")})
+		// An empty timezone clears it; the server answers the default, UTC.
+		b, err = tb.c.PatchBudget(ctx, "tpd", api.BudgetPatch{Strategy: &api.StrategyPatch{Reset: api.Ptr("0 * * * *"), Timezone: api.Ptr("")}})
 		require.NoError(t, err)
-		require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 * * * *"}, b.Strategy)
+		require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 * * * *", Timezone: "UTC"}, b.Strategy)
 		st = budgetState(t, tb, "tpd")
 		require.Equal(t, time.Now().UTC().Truncate(time.Hour).Add(time.Hour).UnixMilli(), *st.NextResetAt)
 	})

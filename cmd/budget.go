@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -47,7 +48,8 @@ repaid it, and "budget get" says when.
 A family (--per-key-… flags) also limits each sub-key: a job bound to
 "<KEY>/<sub>" is charged on the family and on the sub-budget <KEY>/<sub>,
 made from the family's template at first use; the family serves its
-sub-keys in fair turns.`
+sub-keys in fair turns. The template is while_in_flight or time_based:
+the server has no calendar sub-budgets.`
 	return c
 }
 
@@ -61,7 +63,11 @@ type BudgetFlags struct {
 // PoolFlags are the allocation and strategy of a budget or of a family
 // template; prefix ("" or "per-key-") names its flags.
 type PoolFlags struct {
-	prefix     string
+	prefix string
+	// template is set for a family's template, which the server refuses
+	// as a calendar strategy: it has no --per-key-reset or -timezone, so
+	// that the mistake is named before any request.
+	template   bool
 	Allocation int64
 	Strategy   string
 	Duration   time.Duration
@@ -73,19 +79,26 @@ type PoolFlags struct {
 
 func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
 	b.Own.prefix, b.PerKey.prefix = "", "per-key-"
+	b.PerKey.template = true
 	b.Own.register(fs, c, "")
 	b.PerKey.register(fs, c, "each sub-budget <KEY>/<sub> of the family: ")
 }
 
 func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
-	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, of+"tokens: jobs in flight at once (while_in_flight), per --"+p.flag("duration")+" (time_based) or from one --"+p.flag("reset")+" to the next (calendar)")
-	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: while_in_flight, time_based or calendar")
+	allocation := of + "tokens: jobs in flight at once (while_in_flight) or per --" + p.flag("duration") + " (time_based)"
+	if !p.template {
+		allocation = of + "tokens: jobs in flight at once (while_in_flight), per --" + p.flag("duration") + " (time_based) or from one --" + p.flag("reset") + " to the next (calendar)"
+	}
+	intRangeFlag(fs, &p.Allocation, p.flag("allocation"), 1, budget.MaxAllocation, 0, allocation)
+	fs.StringVar(&p.Strategy, p.flag("strategy"), "", of+"how tokens come back: "+orList(p.strategies()))
 	durationFlag(fs, &p.Duration, p.flag("duration"), 0, of+"period over which --"+p.flag("allocation")+" tokens come back (time_based), e.g. 1h or 3600000")
 	intRangeFlag(fs, &p.Burst, p.flag("burst"), 1, budget.MaxAllocation, 0, of+"most tokens a time_based budget holds at once (default: --"+p.flag("allocation")+")")
+	_ = c.RegisterFlagCompletionFunc(p.flag("strategy"), cobra.FixedCompletions(p.strategies(), cobra.ShellCompDirectiveNoFileComp))
+	if p.template {
+		return
+	}
 	fs.StringVar(&p.Reset, p.flag("reset"), "", of+"cron expression of the instants a calendar budget's --"+p.flag("allocation")+" comes back whole, e.g. '0 0 * * *' (daily)")
 	fs.StringVar(&p.Timezone, p.flag("timezone"), "", of+"IANA timezone --"+p.flag("reset")+" is read in, e.g. Europe/Paris (default UTC)")
-	_ = c.RegisterFlagCompletionFunc(p.flag("strategy"), cobra.FixedCompletions(
-		[]string{api.StrategyWhileInFlight, api.StrategyTimeBased, api.StrategyCalendar}, cobra.ShellCompDirectiveNoFileComp))
 	_ = c.RegisterFlagCompletionFunc(p.flag("reset"), cobra.NoFileCompletions)
 	_ = c.RegisterFlagCompletionFunc(p.flag("timezone"), cobra.NoFileCompletions)
 }
@@ -95,15 +108,37 @@ func (p *PoolFlags) flag(name string) string { return p.prefix + name }
 
 // names are the pool's flags that set something, in order.
 func (p *PoolFlags) names() []string {
-	return []string{p.flag("allocation"), p.flag("strategy"), p.flag("duration"), p.flag("burst"), p.flag("reset"), p.flag("timezone")}
+	names := []string{p.flag("allocation"), p.flag("strategy"), p.flag("duration"), p.flag("burst")}
+	if !p.template {
+		names = append(names, p.flag("reset"), p.flag("timezone"))
+	}
+	return names
+}
+
+// strategies are the strategy types the pool may take.
+func (p *PoolFlags) strategies() []string {
+	if p.template {
+		return []string{api.StrategyWhileInFlight, api.StrategyTimeBased}
+	}
+	return []string{api.StrategyWhileInFlight, api.StrategyTimeBased, api.StrategyCalendar}
 }
 
 func (p *PoolFlags) checkStrategy() error {
-	switch p.Strategy {
-	case api.StrategyWhileInFlight, api.StrategyTimeBased, api.StrategyCalendar:
+	if slices.Contains(p.strategies(), p.Strategy) {
 		return nil
 	}
-	return usageError{fmt.Errorf("invalid --%s %q: use while_in_flight, time_based or calendar", p.flag("strategy"), p.Strategy)}
+	if p.template && p.Strategy == api.StrategyCalendar {
+		return usageError{fmt.Errorf("--%s calendar is not supported: a family's sub-budgets are while_in_flight or time_based", p.flag("strategy"))}
+	}
+	return usageError{fmt.Errorf("invalid --%s %q: use %s", p.flag("strategy"), p.Strategy, orList(p.strategies()))}
+}
+
+// orList writes words as "a, b or c".
+func orList(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
 }
 
 // checkDuration refuses a duration the server would: it counts whole
@@ -176,12 +211,10 @@ func (p *PoolFlags) input(c *cobra.Command) (*int64, *api.StrategyInput, error) 
 }
 
 // poolPatch is what the pool's flags change in a PATCH: nil where no flag
-// was given. Reset and Timezone travel beside the strategy (see
-// client.CalendarPatch).
+// was given.
 type poolPatch struct {
-	allocation      *int64
-	strategy        *api.StrategyPatch
-	reset, timezone *string
+	allocation *int64
+	strategy   *api.StrategyPatch
 }
 
 // patch builds the allocation and strategy members of a PATCH from the
@@ -206,10 +239,10 @@ func (p *PoolFlags) patch(c *cobra.Command) (poolPatch, error) {
 		st.Type = &p.Strategy
 	}
 	if fl.Changed(p.flag("reset")) {
-		out.reset = &p.Reset
+		st.Reset = &p.Reset
 	}
 	if fl.Changed(p.flag("timezone")) {
-		out.timezone = &p.Timezone
+		st.Timezone = &p.Timezone
 	}
 	if fl.Changed(p.flag("duration")) {
 		st.DurationMs = api.Ptr(p.Duration.Milliseconds())

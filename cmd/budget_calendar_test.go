@@ -42,8 +42,9 @@ func (e *budgetEcho) last() (string, map[string]any) {
 
 // TestBudgetCommands_CalendarWire: what create, put and patch send for a
 // calendar budget, against a fake server: --reset and --timezone in the
-// strategy (an empty --timezone too: it says UTC), the --per-key-… ones
-// in the template's; patch sends only what it is given.
+// strategy (an empty --timezone too: it says UTC), beside a template's
+// own members; patch sends only what it is given, reset and timezone in
+// the strategy member of an ordinary PATCH.
 func TestBudgetCommands_CalendarWire(t *testing.T) {
 	t.Parallel()
 	echo := &budgetEcho{}
@@ -59,10 +60,10 @@ func TestBudgetCommands_CalendarWire(t *testing.T) {
 	calendar := map[string]any{"type": "calendar", "reset": "0 0 * * *", "timezone": "Europe/Paris"}
 	require.Equal(t, map[string]any{"allocation": float64(1000), "strategy": calendar},
 		run("create", "tpd", "--allocation", "1000", "--strategy", "calendar", "--reset", "0 0 * * *", "--timezone", "Europe/Paris"))
-	require.Equal(t, map[string]any{"allocation": float64(1000), "strategy": map[string]any{"type": "calendar", "reset": "0 0 * * *"},
-		"per_key": map[string]any{"allocation": float64(10), "strategy": map[string]any{"type": "calendar", "reset": "0 * * * *", "timezone": ""}}},
-		run("put", "tpd", "--allocation", "1000", "--strategy", "calendar", "--reset", "0 0 * * *",
-			"--per-key-allocation", "10", "--per-key-strategy", "calendar", "--per-key-reset", "0 * * * *", "--per-key-timezone", ""))
+	require.Equal(t, map[string]any{"allocation": float64(1000), "strategy": map[string]any{"type": "calendar", "reset": "0 0 * * *", "timezone": ""},
+		"per_key": map[string]any{"allocation": float64(10), "strategy": map[string]any{"type": "time_based", "duration_ms": float64(60000)}}},
+		run("put", "tpd", "--allocation", "1000", "--strategy", "calendar", "--reset", "0 0 * * *", "--timezone", "",
+			"--per-key-allocation", "10", "--per-key-strategy", "time_based", "--per-key-duration", "1m"))
 	method, _ := echo.last()
 	require.Equal(t, "PUT", method)
 
@@ -72,8 +73,9 @@ func TestBudgetCommands_CalendarWire(t *testing.T) {
 	require.Equal(t, map[string]any{"strategy": map[string]any{"timezone": ""}}, run("patch", "tpd", "--timezone", ""))
 	require.Equal(t, map[string]any{"allocation": float64(5), "strategy": map[string]any{"type": "calendar", "reset": "0 0 1 * *", "timezone": "Asia/Tokyo"}},
 		run("patch", "tpd", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 1 * *", "--timezone", "Asia/Tokyo"))
-	require.Equal(t, map[string]any{"per_key": map[string]any{"strategy": map[string]any{"reset": "0 0 * * 1"}}},
-		run("patch", "tpd", "--per-key-reset", "0 0 * * 1"))
+	require.Equal(t, map[string]any{"strategy": map[string]any{"reset": "0 0 * * 1", "timezone": "UTC"},
+		"per_key": map[string]any{"strategy": map[string]any{"burst": nil}}},
+		run("patch", "tpd", "--reset", "0 0 * * 1", "--timezone", "UTC", "--no-per-key-burst"))
 	require.Equal(t, map[string]any{"allocation": float64(7)}, run("patch", "tpd", "--allocation", "7"), "no calendar flag, no calendar member")
 }
 
@@ -95,15 +97,18 @@ func TestBudgetCommands_Calendar(t *testing.T) {
 	require.Regexp(t, `used 0 of 1000 this period, resets at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \(in [0-9hms]+\)`, out)
 
 	b = api.Budget{}
+	// An empty --timezone clears it; the server answers the default, UTC.
 	c.json(&b, "budget", "patch", "tpd", "--reset", "0 * * * *", "--timezone", "")
-	require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 * * * *"}, b.Strategy)
+	require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 * * * *", Timezone: "UTC"}, b.Strategy)
 	c.json(&b, "budget", "get", "tpd")
 	require.NotNil(t, b.State.NextResetAt)
 	require.Equal(t, time.Now().UTC().Truncate(time.Hour).Add(time.Hour).UnixMilli(), *b.State.NextResetAt)
+	b = api.Budget{} // json leaves members the answer omits as they were
 	c.json(&b, "budget", "put", "tpd", "--allocation", "10", "--strategy", "time_based", "--duration", "1h")
 	require.Equal(t, api.Strategy{Type: api.StrategyTimeBased, DurationMs: 3_600_000}, b.Strategy)
+	b = api.Budget{} // json leaves members the answer omits as they were
 	c.json(&b, "budget", "patch", "tpd", "--strategy", "calendar", "--reset", "0 0 * * 1")
-	require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 0 * * 1"}, b.Strategy)
+	require.Equal(t, api.Strategy{Type: api.StrategyCalendar, Reset: "0 0 * * 1", Timezone: "UTC"}, b.Strategy)
 }
 
 // TestBudgetCommands_Debt: a job bound at cost 100 to a budget of 100 an

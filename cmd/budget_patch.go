@@ -5,13 +5,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/zizq/zizq/api"
-	"github.com/zizq/zizq/client"
 )
 
 // budgetPatchFlags are the flags of `budget patch` that change something.
 var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst", "reset", "timezone",
-	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst",
-	"per-key-reset", "per-key-timezone", "no-per-key"}
+	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst", "no-per-key"}
 
 func newBudgetPatchCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
@@ -26,9 +24,10 @@ removes the burst, so the budget holds at most --allocation tokens. A
 --timezone move a calendar budget's resets; --timezone '' reads --reset in
 UTC.
 
-The --per-key-… flags change a family's template the same way; on a plain
-budget they make it a family, and must then include --per-key-allocation
-and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
+The --per-key-… flags change a family's template the same way (its
+strategy is while_in_flight or time_based); on a plain budget they make it
+a family, and must then include --per-key-allocation and
+--per-key-strategy. --no-per-key makes a family a plain budget again.`,
 		Example: `  zizq budget patch image-service --allocation 20000 --no-burst
   zizq budget patch tenants --per-key-allocation 5
   zizq budget patch openai-tpd --strategy calendar --reset '0 0 * * *' --timezone Europe/Paris`,
@@ -41,7 +40,7 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 			if !anyChanged(c, budgetPatchFlags...) {
 				return usageError{fmt.Errorf("nothing to change: give at least one of --%s", joinFlags(budgetPatchFlags))}
 			}
-			p, cal, err := b.patch(c, noPerKey)
+			p, err := b.patch(c, noPerKey)
 			if err != nil {
 				return err
 			}
@@ -49,7 +48,7 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 			if err != nil {
 				return err
 			}
-			out, err := cl.PatchBudgetCalendar(c.Context(), args[0], p, cal)
+			out, err := cl.PatchBudget(c.Context(), args[0], p)
 			if err != nil {
 				return err
 			}
@@ -63,28 +62,26 @@ and --per-key-strategy. --no-per-key makes a family a plain budget again.`,
 	return c
 }
 
-// patch builds the PATCH body from the flags given, and the calendar
-// members that go beside it.
-func (b *BudgetFlags) patch(c *cobra.Command, noPerKey bool) (api.BudgetPatch, client.CalendarPatch, error) {
+// patch builds the PATCH body from the flags given.
+func (b *BudgetFlags) patch(c *cobra.Command, noPerKey bool) (api.BudgetPatch, error) {
 	var p api.BudgetPatch
 	own, err := b.Own.patch(c)
 	if err != nil {
-		return p, client.CalendarPatch{}, err
+		return p, err
 	}
 	p.Allocation, p.Strategy = own.allocation, own.strategy
 	tmpl, err := b.PerKey.patch(c)
 	if err != nil {
-		return p, client.CalendarPatch{}, err
+		return p, err
 	}
-	cal := client.CalendarPatch{Reset: own.reset, Timezone: own.timezone, PerKeyReset: tmpl.reset, PerKeyTimezone: tmpl.timezone}
 	switch {
 	case noPerKey:
 		if anyChanged(c, b.PerKey.names()...) || b.PerKey.NoBurst {
-			return p, cal, usageError{fmt.Errorf("--no-per-key cannot come with other --per-key-… flags")}
+			return p, usageError{fmt.Errorf("--no-per-key cannot come with other --per-key-… flags")}
 		}
 		p.PerKey = api.Null[api.TemplatePatch]()
 	case tmpl.allocation != nil || tmpl.strategy != nil:
 		p.PerKey = api.Set(api.TemplatePatch{Allocation: tmpl.allocation, Strategy: tmpl.strategy})
 	}
-	return p, cal, nil
+	return p, nil
 }

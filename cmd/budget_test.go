@@ -125,8 +125,12 @@ func TestBudgetCommands_Help(t *testing.T) {
 	for _, sub := range []string{"create", "put", "patch"} {
 		r = runZizq(t, "", "budget", sub, "--help")
 		require.Equal(t, cmd.ExitOK, r.code)
-		for _, flag := range []string{"--reset", "--timezone", "--per-key-reset", "--per-key-timezone"} {
+		for _, flag := range []string{"--reset", "--timezone"} {
 			require.Contains(t, r.out, flag+" string", "budget %s", sub)
+		}
+		// The server has no calendar templates: no flags for one.
+		for _, flag := range []string{"--per-key-reset", "--per-key-timezone"} {
+			require.NotContains(t, r.out, flag, "budget %s", sub)
 		}
 	}
 }
@@ -137,6 +141,7 @@ func TestBudgetCommands_Help(t *testing.T) {
 func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
 	down := freeURL(t)
+	const perKeyCalendar = "--per-key-strategy calendar is not supported: a family's sub-budgets are while_in_flight or time_based"
 	for _, tc := range []struct {
 		name, msg string
 		args      []string
@@ -153,8 +158,11 @@ func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 		{"TimezoneOfWhileInFlight", "--reset and --timezone are only for --strategy calendar", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--timezone", "UTC"}},
 		{"DurationOfCalendar", "--duration and --burst are only for --strategy time_based", []string{"create", "k", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 * * *", "--duration", "1h"}},
 		{"BurstOfCalendar", "--duration and --burst are only for --strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 * * *", "--burst", "2"}},
-		{"PerKeyCalendarWithoutReset", "--per-key-strategy calendar needs --per-key-reset", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "calendar"}},
-		{"PatchNoPerKeyWithTemplateReset", "--no-per-key cannot come with other --per-key-… flags", []string{"patch", "k", "--no-per-key", "--per-key-reset", "0 0 * * *"}},
+		{"PerKeyCalendar", perKeyCalendar, []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "calendar"}},
+		{"PutPerKeyCalendar", perKeyCalendar, []string{"put", "k", "--allocation", "5", "--strategy", "calendar", "--reset", "0 0 * * *", "--per-key-allocation", "1", "--per-key-strategy", "calendar"}},
+		{"PatchPerKeyCalendar", perKeyCalendar, []string{"patch", "k", "--per-key-strategy", "calendar"}},
+		{"PerKeyResetGone", "unknown flag: --per-key-reset", []string{"patch", "k", "--per-key-reset", "0 0 * * *"}},
+		{"PerKeyTimezoneGone", "unknown flag: --per-key-timezone", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-timezone", "UTC"}},
 		{"PatchZeroDuration", "--duration must be at least 1ms", []string{"patch", "k", "--duration", "0"}},
 		{"EmptyKey", `invalid KEY "": budget key must not be empty`, []string{"create", "", "--allocation", "1", "--strategy", "while_in_flight"}},
 		{"CommaKey", `invalid KEY "a,b": budget key must not contain ','`, []string{"put", "a,b", "--allocation", "1", "--strategy", "while_in_flight"}},
@@ -167,7 +175,7 @@ func TestBudgetCommands_CheckedBeforeAnyRequest(t *testing.T) {
 		{"PerKeyWithoutStrategy", "required flag --per-key-strategy not set", []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1"}},
 		{"PerKeyTimeBasedWithoutDuration", "--per-key-strategy time_based needs --per-key-duration", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "time_based"}},
 		{"PerKeyBurstOfWhileInFlight", "--per-key-duration and --per-key-burst are only for --per-key-strategy time_based", []string{"put", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "while_in_flight", "--per-key-burst", "2"}},
-		{"PerKeyBadStrategy", `invalid --per-key-strategy "fast"`, []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "fast"}},
+		{"PerKeyBadStrategy", `invalid --per-key-strategy "fast": use while_in_flight or time_based`, []string{"create", "k", "--allocation", "5", "--strategy", "while_in_flight", "--per-key-allocation", "1", "--per-key-strategy", "fast"}},
 		{"PatchPerKeyBurstTwice", "--per-key-burst and --no-per-key-burst cannot be used together", []string{"patch", "k", "--per-key-burst", "2", "--no-per-key-burst"}},
 		{"PatchNoPerKeyWithTemplate", "--no-per-key cannot come with other --per-key-… flags", []string{"patch", "k", "--no-per-key", "--per-key-allocation", "2"}},
 		{"PatchPerKeyZeroDuration", "--per-key-duration must be at least 1ms", []string{"patch", "k", "--per-key-duration", "0"}},
