@@ -218,7 +218,7 @@ func TestPool_SettleRandomOps(t *testing.T) {
 			data[i] = byte(rng.Uint32())
 		}
 		runSettleOps(t, data)
-		b := fuzzBytes(data[8:])
+		b := fuzzBytes(data[8:]) // the pool, as runSettleOps decodes it after now
 		p, _ := b.pool(0)
 		kinds[p.Kind()]++
 	}
