@@ -3,7 +3,11 @@ package budget
 import "math"
 
 // Schedule gives the reset instants of a calendar budget (to the engine, a
-// cron expression read in a timezone).
+// cron expression read in a timezone). The Pool calls Next from its own
+// methods, so under the engine's lock: once to apply a reset, once to answer
+// for a period that has ended, and up to MaxPaidAtResets−1 times in a
+// PaidAt. It must be cheap, and for the Pool to allocate nothing, allocate
+// nothing either.
 type Schedule interface {
 	// Next returns the first reset instant strictly after after (ns), or
 	// math.MaxInt64 if there is none.

@@ -11,18 +11,33 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// oracle is an independent model of a Pool: the time_based level is an exact
-// rational number of tokens, min(C, level + (t−t0)·A/(D·10^6)), with no
-// notion of units.
+// oracle is an independent model of a Pool. The time_based level is an
+// exact rational number of tokens, min(C, level + (t−t0)·A/(D·10^6)), with
+// no notion of units; a debt is a level below zero, which the same formula
+// repays before it fills. A calendar pool is a counter of what was spent
+// against an explicit list of its reset instants.
 type oracle struct {
 	kind       Kind
 	allocation int64
 	durationMs int64
 	capacity   int64
 	rate       *big.Rat // tokens per nanosecond (time_based)
-	level      *big.Rat // tokens at time last (time_based)
+	level      *big.Rat // tokens at time last (time_based); negative: debt
 	last       int64
 	held       int64 // cost debited and not yet released, any kind
+	// capped is set once a settle's debt was cut to MaxAllocation tokens,
+	// which forgives tokens and so breaks the window bound (checkWindows).
+	capped bool
+	// memo is at(memoNow), which a check asks for a dozen times; every
+	// method that changes the model forgets it.
+	memo    *big.Rat
+	memoNow int64
+
+	// calendar: resets is sorted; the first one after since is the next.
+	resets      []int64
+	since       int64
+	used        int64
+	periodStart int64
 }
 
 func newOracle(kind Kind, allocation, durationMs, burst, now int64) *oracle {
@@ -31,7 +46,25 @@ func newOracle(kind Kind, allocation, durationMs, burst, now int64) *oracle {
 	return o
 }
 
+func newCalendarOracle(allocation, used int64, resets []int64, now int64) *oracle {
+	o := &oracle{}
+	o.reconfigureCalendar(allocation, resets, now)
+	o.used = max(used, 0)
+	return o
+}
+
+var maxDebt = new(big.Rat).SetInt64(-MaxAllocation)
+
 func (o *oracle) at(now int64) *big.Rat {
+	if o.memo == nil || o.memoNow != now {
+		o.memo, o.memoNow = o.levelAt(now), now
+	}
+	return new(big.Rat).Set(o.memo)
+}
+
+func (o *oracle) forget() { o.memo = nil }
+
+func (o *oracle) levelAt(now int64) *big.Rat {
 	if now <= o.last {
 		return new(big.Rat).Set(o.level)
 	}
@@ -43,12 +76,63 @@ func (o *oracle) at(now int64) *big.Rat {
 	return l
 }
 
+// bring moves the time_based model to max(last, now).
+func (o *oracle) bring(now int64) {
+	o.level = o.at(now)
+	o.last = max(o.last, now)
+}
+
+// nextAfter returns the index in resets of the first reset after t
+// (len(resets) if none), scanning the list.
+func (o *oracle) nextAfter(t int64) int {
+	for i, r := range o.resets {
+		if r > t {
+			return i
+		}
+	}
+	return len(o.resets)
+}
+
+func (o *oracle) resetAt(i int) int64 {
+	if i >= len(o.resets) {
+		return math.MaxInt64
+	}
+	return o.resets[i]
+}
+
+// due reports whether a reset came after since and by now.
+func (o *oracle) due(now int64) bool {
+	r := o.resetAt(o.nextAfter(o.since))
+	return r != math.MaxInt64 && r <= now
+}
+
+func (o *oracle) usedAt(now int64) int64 {
+	if o.due(now) {
+		return 0
+	}
+	return o.used
+}
+
+// nextReset is the first reset after both since and now.
+func (o *oracle) nextReset(now int64) int64 { return o.resetAt(o.nextAfter(max(o.since, now))) }
+
+// roll applies the calendar's reset, if one came, at a mutating call.
+func (o *oracle) roll(now int64) {
+	if o.due(now) {
+		o.used = 0
+		o.periodStart = o.resetAt(o.nextAfter(o.since))
+	}
+	o.since = max(o.since, now)
+}
+
 func (o *oracle) canPay(cost, now int64) bool {
 	switch {
 	case cost <= 0:
 		return true
 	case o.kind == WhileInFlight:
 		return cost <= o.allocation-o.held
+	case o.kind == Calendar:
+		return cost <= o.allocation-o.usedAt(now) // used may be MaxInt64
 	case cost > o.capacity:
 		return false
 	}
@@ -56,47 +140,168 @@ func (o *oracle) canPay(cost, now int64) bool {
 }
 
 func (o *oracle) debit(cost, now int64) {
+	defer o.forget()
 	if cost <= 0 {
 		return
 	}
 	o.held += cost
-	if o.kind == TimeBased {
-		o.level = o.at(now).Sub(o.at(now), new(big.Rat).SetInt64(cost))
-		o.last = max(o.last, now)
+	switch o.kind {
+	case TimeBased:
+		o.bring(now)
+		o.level.Sub(o.level, new(big.Rat).SetInt64(cost))
+	case Calendar:
+		o.roll(now)
+		o.used = satAdd(o.used, cost)
 	}
 }
 
 func (o *oracle) release(cost int64) { o.held -= cost }
 
-func (o *oracle) available(now int64) *big.Rat {
-	if o.kind == WhileInFlight {
-		return new(big.Rat).SetInt64(o.allocation - o.held)
+func (o *oracle) settle(estimate, actual, dispatchedAt, now int64) {
+	defer o.forget()
+	diff := new(big.Int).Sub(big.NewInt(max(actual, 0)), big.NewInt(max(estimate, 0)))
+	switch o.kind {
+	case TimeBased:
+		o.bring(now)
+		o.level.Add(o.level, new(big.Rat).SetInt(diff.Neg(diff)))
+		if c := new(big.Rat).SetInt64(o.capacity); o.level.Cmp(c) > 0 {
+			o.level = c
+		}
+		if o.level.Cmp(maxDebt) < 0 {
+			o.level.Set(maxDebt)
+			o.capped = true
+		}
+	case Calendar:
+		o.roll(now)
+		switch {
+		case diff.Sign() > 0:
+			o.used = satAdd(o.used, diff.Int64())
+		case diff.Sign() < 0 && dispatchedAt >= o.periodStart:
+			o.used = max(o.used+diff.Int64(), 0)
+		}
 	}
-	return o.at(now)
 }
 
-func (o *oracle) affordableAt(cost, now int64) (int64, bool) {
-	if o.kind == WhileInFlight || cost > o.capacity {
-		return 0, false
+func (o *oracle) available(now int64) *big.Rat {
+	switch o.kind {
+	case TimeBased:
+		return o.at(now)
+	case Calendar:
+		return new(big.Rat).SetInt64(o.allocation - o.usedAt(now))
 	}
-	if o.canPay(cost, now) {
-		return now, true
+	return new(big.Rat).SetInt64(o.allocation - o.held)
+}
+
+func (o *oracle) debt(now int64) *big.Rat {
+	if a := o.available(now); o.kind != WhileInFlight && a.Sign() < 0 {
+		return a.Neg(a)
 	}
-	// Smallest integer k with level + k·rate ≥ cost: ⌈(cost − level)/rate⌉.
-	k := new(big.Rat).Sub(new(big.Rat).SetInt64(cost), o.at(now))
+	return new(big.Rat)
+}
+
+func (o *oracle) full(now int64) bool {
+	switch {
+	case o.held > 0:
+		return false
+	case o.kind == TimeBased:
+		return o.at(now).Cmp(new(big.Rat).SetInt64(o.capacity)) == 0
+	case o.kind == Calendar:
+		return o.usedAt(now) == 0
+	}
+	return true
+}
+
+// dripped returns the first integer time t ≥ max(now, last) at which the
+// level there plus (t − t0)·rate reaches tokens, clamped to MaxInt64.
+func (o *oracle) dripped(tokens *big.Rat, now int64) int64 {
+	t0 := max(now, o.last)
+	// Smallest integer k with level + k·rate ≥ tokens: ⌈(tokens − level)/rate⌉.
+	k := new(big.Rat).Sub(tokens, o.at(now))
+	if k.Sign() <= 0 {
+		return now
+	}
 	k.Quo(k, o.rate)
 	q, m := new(big.Int).DivMod(k.Num(), k.Denom(), new(big.Int))
 	if m.Sign() != 0 {
 		q.Add(q, big.NewInt(1))
 	}
-	at := q.Add(q, big.NewInt(max(now, o.last)))
+	at := q.Add(q, big.NewInt(t0))
 	if !at.IsInt64() {
-		return math.MaxInt64, true
+		return math.MaxInt64
 	}
-	return at.Int64(), true
+	return at.Int64()
+}
+
+func (o *oracle) affordableAt(cost, now int64) (int64, bool) {
+	switch {
+	case o.kind == WhileInFlight, o.kind == TimeBased && cost > o.capacity,
+		o.kind == Calendar && cost > o.allocation:
+		return 0, false
+	case o.canPay(cost, now):
+		return now, true
+	case o.kind == Calendar:
+		return o.nextReset(now), true
+	}
+	return o.dripped(new(big.Rat).SetInt64(cost), now), true
+}
+
+func (o *oracle) paidAt(total, now int64) (int64, bool) {
+	switch {
+	case o.kind == WhileInFlight:
+		return 0, false
+	case total <= 0:
+		return now, true
+	case o.kind == TimeBased:
+		return o.dripped(new(big.Rat).SetInt64(total), now), true
+	}
+	paid := max(o.allocation-o.usedAt(now), 0)
+	if total <= paid {
+		return now, true
+	}
+	// Walk the list, an allocation a reset, for at most MaxPaidAtResets.
+	i := o.nextAfter(max(o.since, now))
+	for range MaxPaidAtResets {
+		if i >= len(o.resets) {
+			break
+		}
+		if paid += o.allocation; paid >= total {
+			return o.resets[i], true
+		}
+		i++
+	}
+	return math.MaxInt64, true
+}
+
+func (o *oracle) repaidAt(now int64) (int64, bool) {
+	switch {
+	case o.debt(now).Sign() == 0:
+		return 0, false
+	case o.kind == Calendar:
+		return o.nextReset(now), true
+	}
+	return o.dripped(new(big.Rat), now), true
+}
+
+func (o *oracle) usedNow(now int64) int64 {
+	if o.kind != Calendar {
+		return 0
+	}
+	return o.usedAt(now)
+}
+
+func (o *oracle) nextResetNow(now int64) int64 {
+	if o.kind != Calendar {
+		return 0
+	}
+	return o.nextReset(now)
 }
 
 func (o *oracle) reconfigure(allocation, durationMs, burst int64, kind Kind, now int64) {
+	defer o.forget()
+	if kind == Calendar && o.kind == Calendar {
+		o.reconfigureCalendar(allocation, o.resets, now)
+		return
+	}
 	wasTimeBased := o.kind == TimeBased && o.level != nil
 	var level *big.Rat
 	if wasTimeBased {
@@ -105,8 +310,9 @@ func (o *oracle) reconfigure(allocation, durationMs, burst int64, kind Kind, now
 	}
 	o.kind, o.allocation, o.durationMs = kind, allocation, durationMs
 	o.capacity = allocation
-	if kind == WhileInFlight {
-		o.durationMs, o.level = 0, nil
+	o.resets, o.used = nil, 0
+	if kind != TimeBased {
+		o.kind, o.durationMs, o.level = WhileInFlight, 0, nil
 		return
 	}
 	if burst > 0 {
@@ -119,14 +325,26 @@ func (o *oracle) reconfigure(allocation, durationMs, burst int64, kind Kind, now
 		o.level, o.last = c, now
 		return
 	}
-	// Keep the tokens, rounded down to a whole number of the new units
-	// (1/(D·10^6) token), and clamp them to the new capacity.
+	// Keep the tokens, floored to a whole number of the new units (1/(D·10^6)
+	// token): below zero the floor rounds the debt up. Then clamp them to
+	// the new capacity.
 	scaled := new(big.Rat).Mul(level, new(big.Rat).SetInt(unit))
-	floor := new(big.Int).Quo(scaled.Num(), scaled.Denom())
+	floor := new(big.Int).Div(scaled.Num(), scaled.Denom()) // Euclidean: floor, the denominator being positive
 	o.level = new(big.Rat).SetFrac(floor, unit)
 	if o.level.Cmp(c) > 0 {
 		o.level = c
 	}
+}
+
+func (o *oracle) reconfigureCalendar(allocation int64, resets []int64, now int64) {
+	defer o.forget()
+	if o.kind == Calendar {
+		o.roll(now)
+	} else {
+		*o = oracle{kind: Calendar, held: o.held, used: 0, periodStart: now}
+	}
+	o.allocation, o.capacity = allocation, allocation
+	o.resets, o.since = resets, now
 }
 
 // tb is what the checks need from a *testing.T.
@@ -135,49 +353,103 @@ type tb interface {
 	Helper()
 }
 
+// closeTo reports whether got is within a relative 1e-9 of want.
+func closeTo(want *big.Rat, got float64) bool {
+	w, _ := want.Float64()
+	return math.Abs(got-w) <= 1e-9*max(1, math.Abs(w))
+}
+
+// at is a time answer with its ok.
+type at struct {
+	At int64
+	OK bool
+}
+
+// observed is everything the checks compare but the float answers, so that
+// one comparison covers it: a require call per answer costs more than the
+// pool and the oracle together.
+type observed struct {
+	Kind                      Kind
+	Capacity, HeldField, Held int64
+	CanPay, CanPayOne         bool
+	AffordableAt, RepaidAt    at
+	PaidAt                    [6]at // for the totals of checkAgainst, in order
+	Full                      bool
+	Used, NextReset           int64
+}
+
+func observePool(p *Pool, cost, now int64, totals []int64) observed {
+	v := observed{Kind: p.Kind(), Capacity: p.Capacity(), HeldField: p.held, Held: p.Held(),
+		CanPay: p.CanPay(cost, now), CanPayOne: p.CanPay(1, now),
+		Full: p.Full(now), Used: p.Used(now), NextReset: p.NextReset(now)}
+	v.AffordableAt.At, v.AffordableAt.OK = p.AffordableAt(cost, now)
+	v.RepaidAt.At, v.RepaidAt.OK = p.RepaidAt(now)
+	for i, total := range totals {
+		v.PaidAt[i].At, v.PaidAt[i].OK = p.PaidAt(total, now)
+	}
+	return v
+}
+
+func observeOracle(o *oracle, cost, now int64, totals []int64) observed {
+	v := observed{Kind: o.kind, Capacity: o.capacity, HeldField: o.held,
+		CanPay: o.canPay(cost, now), CanPayOne: o.canPay(1, now),
+		Full: o.full(now), Used: o.usedNow(now), NextReset: o.nextResetNow(now)}
+	if o.kind == WhileInFlight {
+		v.Held = o.held
+	}
+	v.AffordableAt.At, v.AffordableAt.OK = o.affordableAt(cost, now)
+	v.RepaidAt.At, v.RepaidAt.OK = o.repaidAt(now)
+	for i, total := range totals {
+		v.PaidAt[i].At, v.PaidAt[i].OK = o.paidAt(total, now)
+	}
+	return v
+}
+
 // checkAgainst compares everything observable about p at time now, for a
 // job of the given cost, with the oracle.
 func checkAgainst(t tb, p *Pool, o *oracle, cost, now int64) {
+	totals := []int64{cost, cost + 3*o.capacity, 1 << 40, math.MaxInt64}
+	if o.kind == Calendar {
+		// Paid at the last reset PaidAt walks to, and one token past it.
+		edge := max(o.allocation-o.usedAt(now), 0) + o.allocation*MaxPaidAtResets
+		totals = append(totals, edge, edge+1)
+	}
+	want, got := observeOracle(o, cost, now, totals), observePool(p, cost, now, totals)
+	debt := o.debt(now)
+	if want == got && closeTo(o.available(now), p.Available(now)) && closeTo(debt, p.Debt(now)) &&
+		(debt.Sign() == 0 || !got.CanPayOne) {
+		return
+	}
 	t.Helper()
-	// Formatted only on failure: these checks run on every step.
-	ctx := []any{"kind=%v A=%d D=%d C=%d cost=%d now=%d last=%d", o.kind, o.allocation, o.durationMs, o.capacity, cost, now, o.last}
-
-	require.Equal(t, o.kind, p.Kind(), ctx...)
-	require.Equal(t, o.capacity, p.Capacity(), ctx...)
-	require.Equal(t, o.held, p.held, ctx...)
-	if o.kind == WhileInFlight {
-		require.Equal(t, o.held, p.Held(), ctx...)
-	} else {
-		require.Zero(t, p.Held(), ctx...)
-	}
-	require.Equal(t, o.canPay(cost, now), p.CanPay(cost, now), ctx...)
-
-	wantAt, wantOK := o.affordableAt(cost, now)
-	gotAt, gotOK := p.AffordableAt(cost, now)
-	require.Equal(t, wantOK, gotOK, ctx...)
-	require.Equal(t, wantAt, gotAt, ctx...)
-
-	want, _ := o.available(now).Float64()
-	got := p.Available(now)
-	if math.Abs(got-want) > 1e-9*max(1, math.Abs(want)) {
-		require.Fail(t, fmt.Sprintf("available %v, want %v", got, want), ctx...)
-	}
+	ctx := []any{"kind=%v A=%d D=%d C=%d cost=%d now=%d last=%d used=%d since=%d PaidAt of %v", o.kind, o.allocation, o.durationMs, o.capacity, cost, now, o.last, o.used, o.since, totals}
+	require.Equal(t, want, got, ctx...)
+	require.False(t, debt.Sign() > 0 && got.CanPayOne, ctx...) // a pool in debt never pays
+	wantAvail, _ := o.available(now).Float64()
+	require.InDelta(t, wantAvail, p.Available(now), 1e-9*max(1, math.Abs(wantAvail)), ctx...)
+	wantDebt, _ := debt.Float64()
+	require.InDelta(t, wantDebt, p.Debt(now), 1e-9*max(1, wantDebt), ctx...)
 }
 
-// debitRecord is one successful debit: its cost and the pool's time then.
+// debitRecord is one change to a time_based pool's tokens at the pool's
+// time then: a debit's cost, or a settle's actual − estimate (negative for
+// a credit), and the debt after it (nil: none).
 type debitRecord struct {
 	at   int64
 	cost int64
+	debt *big.Rat
 }
 
-// checkWindows returns an error if some run of consecutive debits spent more
-// than capacity + allocation·W/duration, W being the time between the first
-// and the last debit of the run.
+// checkWindows returns an error if some run of consecutive records spent
+// more than capacity + allocation·W/duration + the debt after the run, W
+// being the time between the first and the last record of the run: the
+// level before the run is at most the capacity and after it at least minus
+// the debt, and in between it gains at most the refill. (A credit the
+// capacity clamps only makes the run spend more than it counts.)
 //
-// For debits i..j with prefix sums P, the bound is
-// (P_j − r·T_j) − (P_{i−1} − r·T_i) ≤ C, so it is enough to compare each j
-// with the smallest P_{i−1} − r·T_i seen so far: every window is covered in
-// one pass.
+// For records i..j with prefix sums P, the bound is
+// (P_j − r·T_j − debt_j) − (P_{i−1} − r·T_i) ≤ C, so it is enough to compare
+// each j with the smallest P_{i−1} − r·T_i seen so far: every window is
+// covered in one pass.
 func checkWindows(records []debitRecord, allocation, durationMs, capacity int64) error {
 	rate := new(big.Rat).SetFrac(big.NewInt(allocation), new(big.Int).Mul(big.NewInt(durationMs), big.NewInt(1e6)))
 	c := new(big.Rat).SetInt64(capacity)
@@ -191,8 +463,13 @@ func checkWindows(records []debitRecord, allocation, durationMs, capacity int64)
 		}
 		prefix.Add(prefix, new(big.Rat).SetInt64(r.cost))
 		spent := new(big.Rat).Sub(prefix, rt)
-		if spent.Sub(spent, lowest).Cmp(c) > 0 {
-			return fmt.Errorf("debit %d at %d: a window ending here spent %s tokens, more than the capacity %d plus the refill", j, r.at, spent.FloatString(6), capacity)
+		spent.Sub(spent, lowest)
+		bound := new(big.Rat).Set(c)
+		if r.debt != nil {
+			bound.Add(bound, r.debt)
+		}
+		if spent.Cmp(bound) > 0 {
+			return fmt.Errorf("record %d at %d: a window ending here spent %s tokens, more than the capacity %d plus the refill and the debt %s", j, r.at, spent.FloatString(6), capacity, bound.Sub(bound, c).FloatString(6))
 		}
 	}
 	return nil
@@ -202,17 +479,30 @@ func TestCheckWindows(t *testing.T) {
 	t.Parallel()
 
 	const sec = int64(1e9)
+	r := func(at, cost int64) debitRecord { return debitRecord{at: at, cost: cost} }
 	// 6 per minute: 6 at once, then one per 10 s is exactly at the bound.
-	ok := []debitRecord{{0, 1}, {0, 1}, {0, 1}, {0, 1}, {0, 3}, {10 * sec, 1}, {20 * sec, 1}}
+	ok := []debitRecord{r(0, 1), r(0, 1), r(0, 1), r(0, 1), r(0, 3), r(10*sec, 1), r(20*sec, 1)}
 	require.NoError(t, checkWindows(ok, 6, 60000, 7))
 	require.Error(t, checkWindows(ok, 6, 60000, 6))
 	// One nanosecond early is over, even in a window that starts later.
-	early := []debitRecord{{0, 6}, {10*sec - 1, 1}}
+	early := []debitRecord{r(0, 6), r(10*sec-1, 1)}
 	require.Error(t, checkWindows(early, 6, 60000, 6))
 	// The window over the limit need not start at the first debit.
-	late := []debitRecord{{0, 1}, {100 * sec, 4}, {110*sec - 1, 1}}
+	late := []debitRecord{r(0, 1), r(100*sec, 4), r(110*sec-1, 1)}
 	require.Error(t, checkWindows(late, 6, 60000, 4))
 	require.NoError(t, checkWindows(late, 6, 60000, 5))
+
+	// A settle above the estimate may overspend by the debt it leaves...
+	owed := []debitRecord{r(0, 6), {at: 0, cost: 2, debt: big.NewRat(2, 1)}}
+	require.NoError(t, checkWindows(owed, 6, 60000, 6))
+	// ...and no more, however the run ends.
+	owed[1].debt = big.NewRat(19, 10)
+	require.Error(t, checkWindows(owed, 6, 60000, 6))
+	// A credit gives tokens back, which may be spent again, once.
+	credit := []debitRecord{r(0, 6), r(0, -3), r(0, 3)}
+	require.NoError(t, checkWindows(credit, 6, 60000, 6))
+	credit = append(credit, r(5*sec, 1))
+	require.Error(t, checkWindows(credit, 6, 60000, 6))
 }
 
 // interesting configuration values, including both ends of every range.

@@ -3,7 +3,8 @@
 //
 // A Pool does no locking, starts no goroutines, reads no clock and allocates
 // nothing: the dispatch engine calls it under its own lock and passes the time
-// in. Times are int64 nanoseconds on any monotonic scale the caller picks.
+// in. Times are int64 nanoseconds on any monotonic scale the caller picks. The
+// only code not its own that it runs is a calendar pool's Schedule.
 //
 // # time_based arithmetic
 //
@@ -124,9 +125,9 @@ type Pool struct {
 	// held is the cost of the debits not yet released, whatever the kind at
 	// debit time: when a budget turns into while_in_flight it then holds
 	// exactly what its in-flight jobs cost (docs/API.md §Changing a budget),
-	// and a job that leaves in flight while the budget is time_based still
-	// gives its cost back, so a round trip through time_based cannot leak
-	// tokens.
+	// and a job that leaves in flight while the budget is time_based or
+	// calendar still gives its cost back, so a round trip through another
+	// kind cannot leak tokens. Settles leave it alone.
 	held int64
 
 	// time_based only.
@@ -134,7 +135,7 @@ type Pool struct {
 	capacity   int64 // C in tokens: burst if set, else allocation
 	unit       u128  // units in one token: durationMs·10^6
 	capUnits   u128  // capacity·unit
-	level      u128  // units in the pool at time last; 0 while debt is not
+	level      u128  // units in the pool at time last; 0 while there is debt
 	debt       u128  // units owed at time last, at most MaxAllocation tokens
 	last       int64 // the time level and debt were last brought up to date
 
@@ -292,13 +293,14 @@ func (p *Pool) release(cost int64) bool {
 	return true
 }
 
-// Settle applies the actual cost of a job that was debited estimate at
-// dispatchedAt, at time now (negative costs count as 0). A time_based pool
-// is credited the difference, or debited it into debt (see the package
-// doc); a calendar pool too, within its period (calendar.go). A
-// while_in_flight pool ignores it: its tokens come back on Release. Settle
-// leaves what is held alone: the dispatch's Release, of the estimate, still
-// comes separately.
+// Settle applies, at time now, the actual cost of a job that was debited
+// estimate at dispatchedAt (negative costs count as 0). A time_based or
+// calendar pool is credited the difference, or debited it, into debt if
+// need be (see the package doc); a calendar pool drops the credit of a job
+// dispatched before its current period began, and a time_based pool
+// ignores dispatchedAt. A while_in_flight pool ignores the settle: its
+// tokens come back on Release. Settle leaves what is held alone: the
+// dispatch's Release, of the estimate, still comes separately.
 func (p *Pool) Settle(estimate, actual, dispatchedAt, now int64) {
 	// Both in [0, MaxInt64], so the difference fits.
 	diff := max(actual, 0) - max(estimate, 0)
@@ -433,8 +435,9 @@ func (p *Pool) Full(now int64) bool {
 // total of 0 or less). For time_based it is the first nanosecond at which
 // the level now plus the refill since covers the debt and total: the level
 // never waits at capacity meanwhile, since what arrives is paid at once. For
-// calendar it is the first reset after which the periods' allocations cover
-// it (calendar.go). ok is false for a while_in_flight pool.
+// calendar it is the first reset by which what is left of the current
+// period and an allocation a reset since cover it, looking no further than
+// MaxPaidAtResets resets. ok is false for a while_in_flight pool.
 func (p *Pool) PaidAt(total int64, now int64) (at int64, ok bool) {
 	switch {
 	case p.kind == WhileInFlight:
