@@ -8,7 +8,6 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-
 // TestSettle_CalendarSpendBeforeDelivery: a frame paid by a calendar
 // budget comes out of DrainWait with the journal's answer to its spend,
 // and that spend is in the journal; a time_based frame has none.
