@@ -196,3 +196,39 @@ func TestCalendarHTTP_Restart(t *testing.T) {
 	require.Equal(t, int64(44), *st.Used, "spent survives the restart")
 	require.Equal(t, 56.0, st.Available)
 }
+
+// TestCalendarHTTP_Forecast: a calendar backlog beyond what is left of the
+// period drains at a reset, and the forecast says which; a time_based
+// forecast counts the debt.
+func TestCalendarHTTP_Forecast(t *testing.T) {
+	t.Parallel()
+	tb := setup(t)
+	tb.budPut(t, "month", `{"allocation":3,"strategy":{"type":"calendar","reset":"0 0 1 * *"}}`)
+	tb.budJobs(t, 8, "q", `[{"key":"month"}]`)
+	var f api.Forecast
+	r := tb.req(t, "GET", "/budgets/month/forecast", nil)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	r.json(t, &f)
+	require.Equal(t, int64(8), f.Parked)
+	// 3 now, 3 more at the next reset, the last 2 at the one after.
+	now := time.Now().UTC()
+	second := time.Date(now.Year(), now.Month()+2, 1, 0, 0, 0, 0, time.UTC)
+	require.NotNil(t, f.DrainsAt)
+	require.Equal(t, second.UnixMilli(), *f.DrainsAt)
+	require.Equal(t, int64(2), f.Resets)
+	require.False(t, f.Estimated)
+
+	tb.budPut(t, "tpm", `{"allocation":100,"strategy":{"type":"time_based","duration_ms":1000}}`)
+	first := tb.budJob(t, "r", `[{"key":"tpm","cost":100}]`)
+	ts := tb.take(t, "prefetch=1&queue=r")
+	got := ts.next(t, budArrives)
+	require.Equal(t, first.ID, got.ID)
+	require.Equal(t, http.StatusNoContent, tb.req(t, "POST", "/jobs/"+first.ID+"/success", settleBody("tpm", 300)).status)
+	tb.budJob(t, "r", `[{"key":"tpm","cost":50}]`)
+	f = api.Forecast{}
+	tb.req(t, "GET", "/budgets/tpm/forecast", nil).json(t, &f)
+	require.NotNil(t, f.DrainsAt)
+	// Empty at t0, 200 owed, 50 to pay: 2.5 s of drip after t0.
+	require.InDelta(t, int64(got.DequeuedAt)+2500, *f.DrainsAt, 2)
+	require.Zero(t, f.Resets)
+}
