@@ -108,9 +108,9 @@ func TestU128_Edges(t *testing.T) {
 	require.Equal(t, 0x1p128, maxU.float64())
 
 	// The carries of mul64Checked: from the low product into hi, and past hi.
-	got, fits := u128{hi: 1, lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
+	_, fits := u128{hi: 1, lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
 	require.False(t, fits)
-	got, fits = u128{lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
+	got, fits := u128{lo: math.MaxUint64}.mul64Checked(math.MaxUint64)
 	require.True(t, fits)
 	require.Equal(t, u128{hi: math.MaxUint64 - 1, lo: 1}, got)
 	_, fits = u128{hi: 1 << 63}.mul64Checked(2)
