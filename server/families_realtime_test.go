@@ -203,13 +203,15 @@ func TestFamiliesRealtime_ForecastHolds(t *testing.T) {
 	f := budNewFleet(t, b.testBundle)
 	f.worker("queue=q&prefetch=0", func(fr budFrame) { f.spawn(func() { f.ack(fr.job.ID) }) })
 	var last uint64
+	deadline := time.Now().Add(30 * time.Second)
 	for got := 0; got < n; {
 		select {
 		case fr := <-f.arrived:
 			got++
 			last = max(last, fr.job.DequeuedAt)
 		case <-time.After(50 * time.Millisecond):
-			famNextTimer(t, b)
+			require.True(t, time.Now().Before(deadline), "%d of %d jobs arrived", got, n)
+			famNextTimer(b)
 		}
 	}
 	actual := int64(last) - famT0
@@ -217,10 +219,11 @@ func TestFamiliesRealtime_ForecastHolds(t *testing.T) {
 }
 
 // famNextTimer moves the fake clock to its next timer: the budget's next
-// token, when nothing else is waiting.
-func famNextTimer(t *testing.T, b *famBundle) {
-	t.Helper()
-	next, ok := b.clk.NextAt()
-	require.True(t, ok, "a backlog waits for a timer")
-	b.clk.AdvanceTo(next)
+// token, when nothing else is waiting. With none, the last jobs are
+// dispatched and their frames on their way (a loaded machine may take
+// more than the caller's 50 ms to deliver them): nothing to move.
+func famNextTimer(b *famBundle) {
+	if next, ok := b.clk.NextAt(); ok {
+		b.clk.AdvanceTo(next)
+	}
 }
