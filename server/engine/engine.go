@@ -58,6 +58,14 @@
 // means both unless a comment says otherwise, and account.spends says
 // which budgets they are.
 //
+// # Backing off
+//
+// An adaptive budget that a worker says the upstream refused pays at a
+// share of its configured rate (adaptive.go): its pool is reconfigured at
+// each step of the climb back, a deadline like any other, and a refusal's
+// retry_after is a pause that leaves the configuration alone. The rule
+// sees neither: only a pool that pays less, or a budget that is paused.
+//
 // # Serving while it loads
 //
 // A restore may serve before it has every job (restore.go): dispatch stays
