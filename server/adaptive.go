@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"net/http"
 
 	"github.com/zizq/zizq/api"
@@ -84,12 +85,10 @@ func failThrottle(t *api.Throttle) (*core.FailThrottle, error) {
 // with an optional body {"retry_after_ms": N}. It answers the budget with
 // its live figures.
 func (s *Server) throttle(w http.ResponseWriter, r *http.Request) {
-	var t api.Throttle
-	if r.ContentLength != 0 {
-		if err := s.decode(w, r, &t); err != nil {
-			s.fail(w, r, err)
-			return
-		}
+	t, err := s.decodeThrottle(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	key := r.PathValue("key")
 	if t.Budget != nil && *t.Budget != key {
@@ -107,4 +106,19 @@ func (s *Server) throttle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respond(w, r, http.StatusOK, wireBudgetView(v))
+}
+
+// decodeThrottle reads the optional body of POST /budgets/{key}/throttle:
+// none, a blank one (a client that sends an empty chunked body), or
+// {"retry_after_ms": N}.
+func (s *Server) decodeThrottle(w http.ResponseWriter, r *http.Request) (api.Throttle, error) {
+	var t api.Throttle
+	if r.ContentLength == 0 {
+		return t, nil
+	}
+	f, data, err := s.readBody(w, r)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
+		return t, err
+	}
+	return t, api.Unmarshal(f, data, &t)
 }
