@@ -118,6 +118,9 @@ type BudgetPatch struct {
 	// PausedUntil (unix ms) pauses the budget until then; null removes the
 	// end.
 	PausedUntil Nullable[uint64] `json:"paused_until,omitempty,omitzero"`
+	// Adaptive is merged field by field; null removes the back-off (issue
+	// 26).
+	Adaptive Nullable[AdaptivePatch] `json:"adaptive,omitempty,omitzero"`
 }
 
 // TemplatePatch is the per_key member of a BudgetPatch: the members of a
@@ -229,7 +232,7 @@ func decodeRetention(m member) (RetentionPatch, error) {
 // is a *DecodeError too.
 func DecodeBudgetPatch(f Format, data []byte) (BudgetPatch, error) {
 	// key is ignored, as in POST and PUT bodies: the path names the budget.
-	body, err := decodePatchBody(f, data, "allocation", "strategy", "key", "per_key", "paused", "paused_until")
+	body, err := decodePatchBody(f, data, "allocation", "strategy", "key", "per_key", "paused", "paused_until", "adaptive")
 	if err != nil {
 		return BudgetPatch{}, err
 	}
@@ -244,6 +247,9 @@ func DecodeBudgetPatch(f Format, data []byte) (BudgetPatch, error) {
 		return BudgetPatch{}, err
 	}
 	if p.PausedUntil, err = nullable[uint64](body.member("paused_until"), wantNonNeg); err != nil {
+		return BudgetPatch{}, err
+	}
+	if p.Adaptive, err = nullableWith(body.member("adaptive"), decodeAdaptive); err != nil {
 		return BudgetPatch{}, err
 	}
 	return p, nil

@@ -56,6 +56,8 @@ type FailureRequest struct {
 	Kill      *bool   `json:"kill,omitempty"`
 	// Budgets settles the job's real cost (issue 25, our extension).
 	Budgets []Settle `json:"budgets,omitempty"`
+	// Throttle reports that the upstream refused (issue 26).
+	Throttle *Throttle `json:"throttle,omitempty"`
 }
 
 // Settle is a job's actual cost to one of its time_based or calendar
@@ -82,6 +84,8 @@ type BudgetInput struct {
 	PerKey      *BudgetTemplateInput `json:"per_key,omitempty"`
 	Paused      *bool                `json:"paused,omitempty"`
 	PausedUntil *uint64              `json:"paused_until,omitempty"`
+	// Adaptive makes the budget back off on refusals (issue 26).
+	Adaptive *AdaptiveInput `json:"adaptive,omitempty"`
 }
 
 // BudgetTemplateInput is a family's template as sent: a budget body

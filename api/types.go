@@ -180,11 +180,13 @@ type Budget struct {
 	PerKey *BudgetTemplate `json:"per_key,omitempty"`
 	// Paused: the budget pays nothing until resumed, or until PausedUntil
 	// (unix ms) when that is set; PausedUntil alone pauses too.
-	Paused      bool         `json:"paused,omitempty"`
-	PausedUntil uint64       `json:"paused_until,omitempty"`
-	CreatedAt   uint64       `json:"created_at"`
-	UpdatedAt   uint64       `json:"updated_at"`
-	State       *BudgetState `json:"state,omitempty"`
+	Paused      bool   `json:"paused,omitempty"`
+	PausedUntil uint64 `json:"paused_until,omitempty"`
+	CreatedAt   uint64 `json:"created_at"`
+	UpdatedAt   uint64 `json:"updated_at"`
+	// Adaptive is the budget's back-off (issue 26; left out when none).
+	Adaptive *Adaptive    `json:"adaptive,omitempty" msgpack:"adaptive,omitempty"`
+	State    *BudgetState `json:"state,omitempty"`
 }
 
 // BudgetTemplate is a family's configuration of its sub-budgets: the shape
@@ -240,6 +242,15 @@ type BudgetState struct {
 	// NextResetAt (unix ms) when the period ends.
 	Used        *int64 `json:"used,omitempty"`
 	NextResetAt *int64 `json:"next_reset_at,omitempty"`
+
+	// Backing off (issue 26, our extension; left out for a budget that
+	// is not adaptive and was never throttled). EffectiveAllocation is
+	// the allocation it pays at now (per its duration, for time_based);
+	// ThrottledUntil (unix ms) is when a refusal's retry_after ends, while
+	// it pays nothing; Throttles counts the refusals since the start.
+	EffectiveAllocation *float64 `json:"effective_allocation,omitempty"`
+	ThrottledUntil      *int64   `json:"throttled_until,omitempty"`
+	Throttles           *int64   `json:"throttles,omitempty"`
 }
 
 // Settled counts a budget's settles: how many, and the tokens credited back
@@ -275,6 +286,10 @@ type Forecast struct {
 	// instant of the reset that pays its last job (our extension, issue
 	// 25; left out when the current period pays it, and for the others).
 	Resets int64 `json:"resets,omitempty" msgpack:"resets,omitempty"`
+	// BackingOff: the budget is backing off after a refusal, and the
+	// forecast is at its effective rate, which climbs back meanwhile: the
+	// backlog may well drain sooner (issue 26).
+	BackingOff bool `json:"backing_off,omitempty" msgpack:"backing_off,omitempty"`
 	// WhatIf echoes the query's what-if: the forecast is for the budget so
 	// changed, not as it is. Omitted for a plain forecast.
 	WhatIf *ForecastWhatIf `json:"what_if,omitempty" msgpack:"what_if,omitempty"`
@@ -326,6 +341,12 @@ type WhyBudget struct {
 	// issue 25; left out unless in debt).
 	Debt     *float64 `json:"debt,omitempty" msgpack:"debt,omitempty"`
 	RepaidAt *int64   `json:"repaid_at,omitempty" msgpack:"repaid_at,omitempty"`
+	// RefusedAt (unix ms) is the last refusal a backing-off budget counted
+	// and Effective its effective allocation (issue 26; left out unless it
+	// backs off); ThrottledUntil is when its retry_after ends.
+	RefusedAt      *int64   `json:"refused_at,omitempty" msgpack:"refused_at,omitempty"`
+	Effective      *float64 `json:"effective_allocation,omitempty" msgpack:"effective_allocation,omitempty"`
+	ThrottledUntil *int64   `json:"throttled_until,omitempty" msgpack:"throttled_until,omitempty"`
 }
 
 // Why.WaitingFor values.

@@ -57,7 +57,9 @@ func (c *Client) AckBulkWith(ctx context.Context, ids []string, settles map[stri
 // Fail records a failure of an in-flight job (POST /jobs/{id}/failure) and
 // returns the job as it now is (without payload): scheduled for a retry,
 // or dead. req.Budgets settles the failed run's real costs, as AckWith
-// does for a success.
+// does for a success; req.Throttle reports that the upstream of one of
+// the job's budgets refused (issue 26): the budget backs off, and the
+// retry does not count toward the job's retry limit unless Count says so.
 func (c *Client) Fail(ctx context.Context, id string, req api.FailureRequest) (*api.Job, error) {
 	var out api.Job
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/jobs/" + seg(id) + "/failure", body: req}, &out); err != nil {

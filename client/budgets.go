@@ -102,3 +102,26 @@ func (c *Client) BudgetForecast(ctx context.Context, key string, whatIf api.What
 	}
 	return &out, nil
 }
+
+// Throttle reports that a budget's upstream refused (POST
+// /budgets/{key}/throttle, our extension, issue 26), without a job: an
+// adaptive budget backs off, and any budget pays nothing for retryAfter
+// (the upstream's Retry-After) when it is above zero. It returns the
+// budget with its live figures: the effective allocation, the throttles
+// counted, when the retry_after ends. retryAfter is sent to the
+// millisecond, rounded up so that a sub-millisecond wait is not lost.
+func (c *Client) Throttle(ctx context.Context, key string, retryAfter time.Duration) (*api.Budget, error) {
+	// Always a body, {} at least: a request without one goes out with an
+	// empty chunked body, which the throttle handler reads as bad JSON.
+	var body api.Throttle
+	if retryAfter > 0 {
+		ms := int64((retryAfter + time.Millisecond - 1) / time.Millisecond)
+		body.RetryAfterMs = &ms
+	}
+	req := call{method: http.MethodPost, path: "/budgets/" + seg(key) + "/throttle", body: body}
+	var out api.Budget
+	if _, err := c.do(ctx, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -29,6 +29,7 @@ func newBudgetCmd(f *Factory) *cobra.Command {
 		newBudgetPauseCmd(f),
 		newBudgetResumeCmd(f),
 		newBudgetForecastCmd(f),
+		newBudgetThrottleCmd(f),
 	)
 	c.Long = `Manage budgets: named pools of tokens that jobs bind to with a cost. A job
 is dispatched only when every budget it is bound to can pay; otherwise it
@@ -49,15 +50,26 @@ A family (--per-key-… flags) also limits each sub-key: a job bound to
 "<KEY>/<sub>" is charged on the family and on the sub-budget <KEY>/<sub>,
 made from the family's template at first use; the family serves its
 sub-keys in fair turns. The template is while_in_flight or time_based:
-the server has no calendar sub-budgets.`
+the server has no calendar sub-budgets.
+
+An adaptive budget (--adaptive… flags) backs off when a worker reports
+that the upstream refused (an HTTP 429 or 503): each refusal multiplies
+its effective rate by --adaptive-decrease, never below --adaptive-floor of
+the configured one, and without refusals it climbs back over
+--adaptive-recover. A worker reports a refusal with the job's failure
+(zizq work: exit 75 with a throttle in $ZIZQ_RESULT), or alone with
+"budget throttle", whose --retry-after makes any budget pay nothing for
+that long.`
 	return c
 }
 
 // BudgetFlags are the settings of `budget create`, `put` and `patch`: the
-// budget's own, and its family template's (the --per-key-… flags).
+// budget's own, its family template's (the --per-key-… flags) and its
+// back-off (the --adaptive… flags).
 type BudgetFlags struct {
-	Own    PoolFlags
-	PerKey PoolFlags
+	Own      PoolFlags
+	PerKey   PoolFlags
+	Adaptive AdaptiveFlags
 }
 
 // PoolFlags are the allocation and strategy of a budget or of a family
@@ -82,6 +94,7 @@ func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
 	b.PerKey.template = true
 	b.Own.register(fs, c, "")
 	b.PerKey.register(fs, c, "each sub-budget <KEY>/<sub> of the family: ")
+	b.Adaptive.register(fs)
 }
 
 func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
@@ -158,6 +171,9 @@ func (b *BudgetFlags) input(c *cobra.Command) (api.BudgetInput, error) {
 		return api.BudgetInput{}, err
 	}
 	in := api.BudgetInput{Allocation: alloc, Strategy: strategy}
+	if in.Adaptive, err = b.Adaptive.input(c); err != nil {
+		return api.BudgetInput{}, err
+	}
 	if anyChanged(c, b.PerKey.names()...) {
 		alloc, strategy, err := b.PerKey.input(c)
 		if err != nil {
@@ -262,8 +278,9 @@ func (p *PoolFlags) patch(c *cobra.Command) (poolPatch, error) {
 // budgetTable prints budgets with their live figures, "-" where a figure
 // does not apply or was not asked for. PER KEY and SUB-BUDGETS come when
 // a budget is a family, PAUSED when one is paused, PERIOD when one is a
-// calendar budget, DEBT when one is in debt: a table of budgets without
-// them keeps its columns.
+// calendar budget, DEBT when one is in debt, BACK-OFF when one is
+// adaptive or backs off: a table of budgets without them keeps its
+// columns.
 func budgetTable(f *Factory, budgets []api.Budget) error {
 	return budgetTableAt(f.IO.Out, budgets, time.Now())
 }
@@ -273,6 +290,7 @@ func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 	pauses := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Paused || b.PausedUntil > 0 })
 	periods := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Strategy.Type == api.StrategyCalendar })
 	debts := slices.ContainsFunc(budgets, inDebt)
+	backoffs := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Adaptive != nil || backingOff(b, now) })
 	cols := []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN"}
 	if families {
 		cols = append(cols, "PER KEY", "SUB-BUDGETS")
@@ -285,6 +303,9 @@ func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 	}
 	if debts {
 		cols = append(cols, "DEBT")
+	}
+	if backoffs {
+		cols = append(cols, "BACK-OFF")
 	}
 	t := newTable(w, cols...)
 	for _, b := range budgets {
@@ -310,6 +331,9 @@ func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 		}
 		if debts {
 			row = append(row, formatDebt(b, now))
+		}
+		if backoffs {
+			row = append(row, formatBackoff(b, now))
 		}
 		t.row(row...)
 	}

@@ -19,7 +19,8 @@ template (PER KEY) and how many sub-budgets are live; --parent FAMILY lists
 the family's live sub-budgets instead. Calendar budgets show what they used
 of their allocation this period and when it resets (PERIOD); a budget whose
 jobs cost more than their estimates shows what it owes and when it will have
-repaid it (DEBT).
+repaid it (DEBT). An adaptive budget shows how it backs off and, after a
+refusal, its effective rate and when its retry-after ends (BACK-OFF).
 
 -o json prints the server's {"budgets":[…]} object, live "state" included.`,
 		Args: cobra.NoArgs,

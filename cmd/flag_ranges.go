@@ -21,6 +21,10 @@ func flagError(c *cobra.Command, err error) error {
 	if errors.As(err, &ive) && errors.As(err, &re) {
 		return usageError{fmt.Errorf("--%s must be %s, got %q", ive.GetFlag().Name, re, ive.GetValue())}
 	}
+	var fre floatRangeError
+	if errors.As(err, &ive) && errors.As(err, &fre) {
+		return usageError{fmt.Errorf("--%s must be %s, got %q", ive.GetFlag().Name, fre, ive.GetValue())}
+	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
 		return usageError{errors.New(didYouMean(err.Error(), flagSuggestions(c, ne)))}
@@ -112,4 +116,49 @@ func (v *intRangeValue[T]) Type() string   { return "int" }
 func intRangeFlag[T integer](fs *pflag.FlagSet, p *T, name string, lo, hi int64, def T, usage string) {
 	*p = def
 	fs.Var(&intRangeValue[T]{p: p, lo: lo, hi: hi}, name, usage)
+}
+
+// floatRange is the range a fractional flag takes, and how the error of
+// a value outside it says so.
+type floatRange struct {
+	ok   func(float64) bool
+	text string
+}
+
+// The ranges of a budget's back-off: a decrease strictly between 0 and 1,
+// a floor above 0 and at most 1.
+var (
+	openUnit     = floatRange{func(v float64) bool { return v > 0 && v < 1 }, "above 0 and below 1"}
+	halfOpenUnit = floatRange{func(v float64) bool { return v > 0 && v <= 1 }, "above 0 and at most 1"}
+)
+
+// floatRangeError is the error of a fraction outside its flag's range
+// (NaN and infinities included).
+type floatRangeError struct{ text string }
+
+func (e floatRangeError) Error() string { return e.text }
+
+// floatRangeValue is a pflag.Value of a float64 in a range.
+type floatRangeValue struct {
+	p *float64
+	r floatRange
+}
+
+func (v *floatRangeValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !v.r.ok(f) {
+		return floatRangeError{v.r.text}
+	}
+	*v.p = f
+	return nil
+}
+
+func (v *floatRangeValue) String() string { return strconv.FormatFloat(*v.p, 'g', -1, 64) }
+func (v *floatRangeValue) Type() string   { return "float" }
+
+// floatRangeFlag declares a fractional flag that refuses values outside r
+// as a usage error naming the range.
+func floatRangeFlag(fs *pflag.FlagSet, p *float64, name string, r floatRange, def float64, usage string) {
+	*p = def
+	fs.Var(&floatRangeValue{p: p, r: r}, name, usage)
 }

@@ -65,6 +65,19 @@ whole number of tokens, 0 or more) is ignored with a warning on standard
 error, and the job is completed or failed all the same, without costs; so
 it is when the server refuses the costs.
 
+A command whose upstream refused (an HTTP 429 or 503) says so by writing
+  {"throttle":{"budget":"openai-tpm","retry_after_ms":30000}}
+there (beside any "budgets") and exiting with status 75 (EX_TEMPFAIL): the
+job's failure carries the throttle, so the budget, one the job is bound
+to, counts a refusal: an adaptive budget backs off, and any budget pays
+nothing for retry_after_ms (optional, the upstream's Retry-After, at most
+a day). The job is retried without counting toward its retry limit,
+unless the throttle says "count":true. Status 75 without a throttle is an
+ordinary failure; a throttle with any other ending (a success, another
+status, a signal, a timeout) is ignored with a warning. If the server
+refuses the throttle (a budget the job is not bound to, say), the failure
+is sent again without it, so the outcome is never lost.
+
 At most --concurrency commands run at once; the take stream holds as many
 jobs (its prefetch), so budgets are paid by running jobs only.
 
@@ -85,7 +98,10 @@ With -o json, one JSON object a line instead, with the fields:
   duration_ms  how long it ran (succeeded, failed, timed_out)
   budgets      the costs read from ZIZQ_RESULT, [{"key","cost"}] (absent
                when there were none)
-  warning      why the ZIZQ_RESULT file was ignored (absent when it was not)
+  throttle     the throttle read from ZIZQ_RESULT and sent with the failure,
+               {"budget","retry_after_ms","count"} (failed, exit status 75)
+  warning      why the ZIZQ_RESULT file, or its throttle, was ignored (absent
+               when it was not)
   running      commands still running (stopping)
 Fields may be added; none is removed or changes meaning.
 
@@ -130,7 +146,8 @@ func newWorkCmd(shared *Factory) *cobra.Command {
 		Example: `  zizq work --queue images --concurrency 10 -- ./resize.sh
   zizq work --drain -o json -- python3 job.py > events.ndjson
   zizq work -q emails --timeout 1m --max-jobs 100 -- sh -c 'jq -r .to | xargs ./send'
-  zizq work -q llm -- python3 ask.py   # writes the tokens it used to $ZIZQ_RESULT`,
+  zizq work -q llm -- python3 ask.py   # writes the tokens it used to $ZIZQ_RESULT
+  zizq work -q llm -- ./call.sh        # on a 429: a throttle in $ZIZQ_RESULT, exit 75`,
 		PreRunE: func(c *cobra.Command, args []string) error {
 			if err := checkWorkCommand(c, args); err != nil {
 				return err

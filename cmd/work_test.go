@@ -84,20 +84,21 @@ func (w *workProc) signal(s syscall.Signal) { require.NoError(w.t, w.cmd.Process
 
 // workEvent is a line of `zizq work -o json`.
 type workEvent struct {
-	Time       time.Time    `json:"time"`
-	Event      string       `json:"event"`
-	ID         string       `json:"id"`
-	Type       string       `json:"type"`
-	Queue      string       `json:"queue"`
-	Attempts   *uint32      `json:"attempts"`
-	PID        int          `json:"pid"`
-	Status     *int         `json:"status"`
-	Signal     string       `json:"signal"`
-	Message    string       `json:"message"`
-	DurationMs *int64       `json:"duration_ms"`
-	Running    *int         `json:"running"`
-	Budgets    []api.Settle `json:"budgets"`
-	Warning    string       `json:"warning"`
+	Time       time.Time     `json:"time"`
+	Event      string        `json:"event"`
+	ID         string        `json:"id"`
+	Type       string        `json:"type"`
+	Queue      string        `json:"queue"`
+	Attempts   *uint32       `json:"attempts"`
+	PID        int           `json:"pid"`
+	Status     *int          `json:"status"`
+	Signal     string        `json:"signal"`
+	Message    string        `json:"message"`
+	DurationMs *int64        `json:"duration_ms"`
+	Running    *int          `json:"running"`
+	Budgets    []api.Settle  `json:"budgets"`
+	Throttle   *api.Throttle `json:"throttle"`
+	Warning    string        `json:"warning"`
 }
 
 func (w *workProc) events() []workEvent {
@@ -638,7 +639,7 @@ func TestWork_ResultFileSettles(t *testing.T) {
 	ok := enqueueCosting(t, url, "llm", 0, "tpm", 100)
 	over := enqueueCosting(t, url, "llm", 1, "over", 100)
 	w := startWork(t, url, "-q", "llm", "--drain", "-o", "json", "--", "sh", "-c", `case "$(cat)" in
-  0) echo '{"budgets":[{"key":"tpm","cost":20}],"throttle":{"for_ms":1000}}' > "$ZIZQ_RESULT" ;;
+  0) echo '{"budgets":[{"key":"tpm","cost":20}],"pause":{"for_ms":1000}}' > "$ZIZQ_RESULT" ;;
   1) echo '{"budgets":[{"key":"over","cost":150}]}' > "$ZIZQ_RESULT"; exit 1 ;;
 esac`)
 	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
@@ -661,6 +662,51 @@ esac`)
 	require.NotNil(t, st.Debt)
 	require.InDelta(t, 50, *st.Debt, 1)
 	require.Equal(t, &api.Settled{Count: 1, Debited: 50}, st.Settled)
+}
+
+// TestWork_Throttle needs the server of issue 26: a command that writes a
+// throttle to $ZIZQ_RESULT and exits 75 fails its job with it, beside its
+// costs: the adaptive budget halves its rate and pays nothing for the
+// retry-after, and the job's retry does not count. A throttle with exit
+// status 0 is ignored with a warning, in the event and on standard error.
+func TestWork_Throttle(t *testing.T) {
+	t.Parallel()
+	url := serveInProcess(t)
+	putBudget(t, url, "api", map[string]any{"allocation": 100, "strategy": map[string]any{"type": "time_based", "duration_ms": 1000},
+		"adaptive": map[string]any{}})
+	refused := enqueueCosting(t, url, "llm", 0, "api", 10)
+	fine := enqueueCosting(t, url, "llm", 1, "api", 10)
+	// Both run at once: the throttle stops the budget for 45 s.
+	w := startWork(t, url, "-q", "llm", "--concurrency", "2", "--drain", "-o", "json", "--", "sh", "-c", `case "$(cat)" in
+  0) echo '{"budgets":[{"key":"api","cost":4}],"throttle":{"budget":"api","retry_after_ms":45000}}' > "$ZIZQ_RESULT"; exit 75 ;;
+  1) echo '{"throttle":{"budget":"api"}}' > "$ZIZQ_RESULT" ;;
+esac`)
+	require.Equal(t, cmd.ExitOK, w.wait(30*time.Second), "stderr: %s", w.err)
+	byID := map[string]workEvent{}
+	for _, e := range w.events() {
+		if e.Event != "started" {
+			byID[e.ID] = e
+		}
+	}
+	require.Equal(t, "failed", byID[refused].Event)
+	require.Equal(t, 75, *byID[refused].Status)
+	require.Equal(t, &api.Throttle{Budget: api.Ptr("api"), RetryAfterMs: api.Ptr[int64](45000)}, byID[refused].Throttle)
+	require.Equal(t, []api.Settle{{Key: "api", Cost: api.Ptr[int64](4)}}, byID[refused].Budgets)
+	require.Empty(t, byID[refused].Warning)
+	require.Equal(t, "succeeded", byID[fine].Event)
+	require.Nil(t, byID[fine].Throttle)
+	require.Equal(t, "result file's throttle ignored: the command ended with exit status 0, and only exit status 75 (EX_TEMPFAIL) reports a refusal", byID[fine].Warning)
+	require.Contains(t, w.err.String(), "zizq: job "+fine+": result file's throttle ignored")
+	require.NotContains(t, w.err.String(), "refused the throttle")
+
+	st := budgetStateOf(t, url, "api")
+	require.Equal(t, int64(1), *st.Throttles)
+	require.InDelta(t, 50, *st.EffectiveAllocation, 0.5)
+	require.NotNil(t, st.ThrottledUntil)
+	require.InDelta(t, time.Now().Add(45*time.Second).UnixMilli(), *st.ThrottledUntil, 5000)
+	require.Equal(t, &api.Settled{Count: 1, Credited: 6}, st.Settled, "the costs went with the throttle")
+	j, _ := getJob(t, url, refused)
+	require.Equal(t, api.StatusScheduled, j.Status, "retried")
 }
 
 // freePort is a port nothing listens on.

@@ -92,6 +92,10 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if f.Throttle, err = failThrottle(req.Throttle); err != nil {
+		s.fail(w, r, ruleStatus(err))
+		return
+	}
 	j, err := s.core.Fail(r.Context(), r.PathValue("id"), f)
 	if err != nil {
 		s.fail(w, r, err)

@@ -23,8 +23,23 @@ func wireBudgetView(v core.BudgetView) api.Budget {
 			out.State.SubBudgets = &n
 		}
 		wireSettleState(out.State, st)
+		wireBackoffState(out.State, st)
 	}
 	return out
+}
+
+// wireBackoffState renders the back-off figures of a budget that backs
+// off or was throttled.
+func wireBackoffState(out *api.BudgetState, st *core.BudgetState) {
+	if !st.Adaptive {
+		return
+	}
+	eff, n := st.EffectiveAllocation, st.Throttles
+	out.EffectiveAllocation, out.Throttles = &eff, &n
+	if st.ThrottledUntil > 0 {
+		until := st.ThrottledUntil
+		out.ThrottledUntil = &until
+	}
 }
 
 // wireSettleState renders the settling and calendar figures, each left
@@ -171,7 +186,29 @@ func (p *budgetPatch) apply(cfg *store.Budget) error {
 	if err := p.applyPerKey(cfg); err != nil {
 		return err
 	}
+	if err := p.applyAdaptive(cfg); err != nil {
+		return err
+	}
 	return p.applyPause(cfg)
+}
+
+// applyAdaptive merges the adaptive member field by field (into the
+// defaults on a budget without one); null removes the back-off.
+func (p *budgetPatch) applyAdaptive(cfg *store.Budget) error {
+	if p.Adaptive.IsNull() {
+		cfg.Adaptive = nil
+		return nil
+	}
+	in, ok := p.Adaptive.Get()
+	if !ok {
+		return nil
+	}
+	a, err := adaptiveConfig(cfg.Adaptive, &in)
+	if err != nil {
+		return err
+	}
+	cfg.Adaptive = a
+	return nil
 }
 
 // applyPerKey merges the per_key member into the family's template, as
@@ -301,7 +338,7 @@ func (s *Server) forecast(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated, Unknown: f.Unknown, Resets: f.Resets}
+	out := api.Forecast{Key: f.Key, Parked: f.Parked, DrainsAt: f.DrainsAt, Estimated: f.Estimated, Unknown: f.Unknown, Resets: f.Resets, BackingOff: f.BackingOff}
 	if !q.IsZero() {
 		out.WhatIf = &api.ForecastWhatIf{Allocation: q.Allocation, DurationMs: q.DurationMs, Burst: q.Burst}
 	}

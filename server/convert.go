@@ -66,6 +66,7 @@ func wireBudget(b store.Budget) api.Budget {
 		CreatedAt:   uint64(b.CreatedAt),
 		UpdatedAt:   uint64(b.UpdatedAt),
 	}
+	out.Adaptive = wireAdaptive(b.Adaptive)
 	if b.Strategy == store.Calendar {
 		out.Strategy.Reset, out.Strategy.Timezone = b.Reset, cmp.Or(b.Timezone, "UTC")
 	}

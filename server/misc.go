@@ -107,7 +107,8 @@ func (s *Server) why(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, b := range why.Budgets {
 		wb := api.WhyBudget{Key: b.Key, Cost: b.Cost, Available: b.Available, Ahead: b.Ahead, AffordableAt: b.AffordableAt, ReservedBy: b.ReservedBy,
-			Paused: b.Paused, PausedUntil: b.PausedUntil, RepaidAt: b.RepaidAt}
+			Paused: b.Paused, PausedUntil: b.PausedUntil, RepaidAt: b.RepaidAt,
+			RefusedAt: b.RefusedAt, Effective: b.Effective, ThrottledUntil: b.ThrottledUntil}
 		if b.Debt > 0 {
 			debt := b.Debt
 			wb.Debt = &debt

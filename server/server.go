@@ -136,6 +136,7 @@ func (s *Server) routes() {
 	r.handle("PATCH", "/budgets/{key}", s.patchBudget)
 	r.handle("DELETE", "/budgets/{key}", s.deleteBudget)
 	r.handle("GET", "/budgets/{key}/forecast", s.forecast)
+	r.handle("POST", "/budgets/{key}/throttle", s.throttle)
 
 	s.bindingRoutes()
 	s.cronRoutes()

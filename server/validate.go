@@ -246,6 +246,13 @@ func budgetConfig(in api.BudgetInput, prefix string) (store.Budget, error) {
 	if in.Paused != nil && !*in.Paused && in.PausedUntil != nil {
 		return store.Budget{}, ruleErrorf("paused_until cannot come with paused false: paused_until pauses the budget")
 	}
+	if in.Adaptive != nil {
+		a, err := adaptiveConfig(nil, in.Adaptive)
+		if err != nil {
+			return store.Budget{}, err
+		}
+		cfg.Adaptive = a
+	}
 	cfg.Paused = in.Paused != nil && *in.Paused
 	if in.PausedUntil != nil {
 		if err := checkPausedUntil(*in.PausedUntil); err != nil {

@@ -209,6 +209,42 @@ type Budget struct {
 	// SpendBudget last wrote it: not configuration, so PutBudget leaves it
 	// as it is (a new budget starts with none). nil when none was written.
 	Spent *Spent
+	// Adaptive makes the budget back off when a worker reports that the
+	// upstream refused (issue 26); nil when it does not.
+	Adaptive *Adaptive
+}
+
+// Adaptive is how a budget backs off: each refusal multiplies its
+// effective rate (or allocation) by Decrease, never below Floor × the
+// configured one, and with no refusal it climbs back to the configured
+// one linearly over RecoverMs.
+type Adaptive struct {
+	Decrease  float64 `json:"decrease"`
+	RecoverMs int64   `json:"recover_ms"`
+	Floor     float64 `json:"floor"`
+}
+
+// EncodeAdaptive is the stored form of a budget's Adaptive, a JSON
+// object; nil when it has none.
+func EncodeAdaptive(a *Adaptive) *string {
+	if a == nil {
+		return nil
+	}
+	b, _ := json.Marshal(a) // numbers only: cannot fail
+	s := string(b)
+	return &s
+}
+
+// DecodeAdaptive reads what EncodeAdaptive wrote; nil reads as none.
+func DecodeAdaptive(s *string) (*Adaptive, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	var a Adaptive
+	if err := json.Unmarshal([]byte(*s), &a); err != nil {
+		return nil, fmt.Errorf("decode adaptive: %w", err)
+	}
+	return &a, nil
 }
 
 // Spent is what a calendar budget spent in the period that ends at EndsAt
@@ -227,7 +263,8 @@ func (b Budget) Equal(o Budget) bool {
 		(b.PerKey == nil || *b.PerKey == *o.PerKey) && b.Paused == o.Paused &&
 		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses) &&
 		b.Reset == o.Reset && b.Timezone == o.Timezone &&
-		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent)
+		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent) &&
+		(b.Adaptive == nil) == (o.Adaptive == nil) && (b.Adaptive == nil || *b.Adaptive == *o.Adaptive)
 }
 
 // Pause is a sub-budget's pause: Paused and PausedUntil as a Budget's.

@@ -131,8 +131,15 @@ func (m *Model) budgetRow(b api.Budget, nowMs int64) row {
 	if s.Available < 0 {
 		r.debtAt = budgetAvailableCol + 1
 	}
+	if backingOff(b, nowMs) {
+		r.cells[budgetKeyCol] += backoffMark
+		r.warnAt = budgetKeyCol + 1
+	}
 	return r
 }
+
+// budgetKeyCol is the index of KEY in the Budgets tab.
+const budgetKeyCol = 0
 
 // budgetAvailableCol is the index of AVAILABLE in the Budgets tab.
 const budgetAvailableCol = 3

@@ -31,6 +31,8 @@ type styles struct {
 	// row's cell alone; debtSel on the selected row.
 	debt    lipgloss.Style
 	debtSel lipgloss.Style
+	// warnSel is warn on the selected row (a budget that backs off).
+	warnSel lipgloss.Style
 }
 
 // palette is one colour for a light background and one for a dark one.
@@ -69,6 +71,7 @@ func newStyles(dark bool) styles {
 		parkedSel: s().Foreground(c(colorWarn)).Background(c(colorSelBg)).Bold(true),
 		debt:      s().Bold(true).Foreground(c(colorBad)),
 		debtSel:   s().Bold(true).Foreground(c(colorBad)).Background(c(colorSelBg)),
+		warnSel:   s().Bold(true).Foreground(c(colorWarn)).Background(c(colorSelBg)),
 		rule:      dim,
 		label:     dim,
 		help: help.Styles{

@@ -59,6 +59,9 @@ type row struct {
 	// debtAt is the index plus one of the cell that shows a level below
 	// zero (a budget in debt), drawn in the debt colour; 0 for none.
 	debtAt int
+	// warnAt is the index plus one of the cell that marks a budget that
+	// backs off, drawn in the warning colour; 0 for none.
+	warnAt int
 }
 
 // table is a scrollable table with a cursor: the component behind every tab.
@@ -323,6 +326,55 @@ func paint(style *lipgloss.Style, s string) string {
 	return style.Render(s)
 }
 
+// cellStyles are the styles of the row's shown cells that have one of
+// their own (a level in debt, a budget that backs off), by position
+// among the shown cells; nil when none has.
+func (t table) cellStyles(r row, shown []int, selected bool) map[int]*lipgloss.Style {
+	var out map[int]*lipgloss.Style
+	mark := func(at int, plain, sel *lipgloss.Style) {
+		j := slices.Index(shown, at-1)
+		if at == 0 || j < 0 {
+			return
+		}
+		if out == nil {
+			out = map[int]*lipgloss.Style{}
+		}
+		out[j] = plain
+		if selected {
+			out[j] = sel
+		}
+	}
+	mark(r.debtAt, &t.st.debt, &t.st.debtSel)
+	mark(r.warnAt, &t.st.warn, &t.st.warnSel)
+	return out
+}
+
+// paintCells draws a row's cells: those with a style of their own in it,
+// the runs between them in the row's, the separators included (a
+// selected row's background runs on).
+func (t table) paintCells(parts []string, own map[int]*lipgloss.Style, style *lipgloss.Style, sep string) string {
+	if len(own) == 0 {
+		return paint(style, strings.Join(parts, sep))
+	}
+	var b strings.Builder
+	run := ""
+	for j, p := range parts {
+		if j > 0 {
+			run += sep
+		}
+		cell, ok := own[j]
+		if !ok {
+			run += p
+			continue
+		}
+		b.WriteString(paint(style, run))
+		b.WriteString(cell.Render(p))
+		run = ""
+	}
+	b.WriteString(paint(style, run))
+	return b.String()
+}
+
 // View draws the header and the visible rows, padded to the table's height.
 func (t table) View() string {
 	shown, widths, gap := t.layout()
@@ -357,27 +409,7 @@ func (t table) View() string {
 		}
 		selected := i == t.cursor
 		gutter, style := t.rowStyle(r, selected)
-		parts := fitted(r.cells)
-		j := slices.Index(shown, r.debtAt-1)
-		if r.debtAt == 0 || j < 0 {
-			lines = append(lines, gutter+paint(style, strings.Join(parts, sep)))
-			continue
-		}
-		// The cell in debt in its own colour, the rest of the row in the
-		// row's, the separators included (a selected row's background
-		// runs on).
-		debt := t.st.debt
-		if selected {
-			debt = t.st.debtSel
-		}
-		before, after := strings.Join(parts[:j], sep), strings.Join(parts[j+1:], sep)
-		if j > 0 {
-			before += sep
-		}
-		if j < len(parts)-1 {
-			after = sep + after
-		}
-		lines = append(lines, gutter+paint(style, before)+debt.Render(parts[j])+paint(style, after))
+		lines = append(lines, gutter+t.paintCells(fitted(r.cells), t.cellStyles(r, shown, selected), style, sep))
 	}
 	for len(lines) < t.height {
 		lines = append(lines, "")

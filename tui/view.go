@@ -394,14 +394,18 @@ func (m *Model) detail() (string, []string) {
 }
 
 // budgetDetail describes a budget, most telling first, as the panel may
-// cut the last lines: its strategy (a calendar budget's with its period),
-// its level, its debt, what its settles say, its parked jobs (the row
-// shows those too), then budgetMore's.
+// cut the last lines: its strategy (a calendar budget's with its period,
+// an adaptive one's with its back-off), its level, how it backs off now,
+// its debt, what its settles say, its parked jobs (the row shows those
+// too), then budgetMore's, then a back-off that is over.
 func (m *Model) budgetDetail(b api.Budget) []string {
 	nowMs := m.now.UnixMilli()
 	head := strategyLong(b)
 	if p := periodWords(b, nowMs); p != "" {
 		head = "calendar " + b.Strategy.Reset + " (" + cmp.Or(b.Strategy.Timezone, "UTC") + "): " + p
+	}
+	if a := adaptiveWords(b); a != "" {
+		head += " · " + a
 	}
 	lines := []string{head}
 	s := b.State
@@ -414,6 +418,13 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 	}
 	lines = append(lines, fmt.Sprintf("available %s of %d · %s · dispatched %d",
 		strconv.FormatFloat(s.Available, 'f', -1, 64), s.Capacity, inFlight, s.Dispatched))
+	// Backing off now says why the budget pays less, next to its level;
+	// a back-off that is over is history, and comes last.
+	backoff := m.backoffWords(b)
+	if backoff != "" && backingOff(b, nowMs) {
+		lines = append(lines, m.st.warn.Render(backoff))
+		backoff = ""
+	}
 	if d := m.debtWords(b); d != "" {
 		lines = append(lines, m.st.debt.Render(d))
 	}
@@ -443,7 +454,11 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 		}
 		lines = append(lines, line)
 	}
-	return append(lines, m.budgetMore(b)...)
+	lines = append(lines, m.budgetMore(b)...)
+	if backoff != "" {
+		lines = append(lines, backoff+", back at its configured rate")
+	}
+	return lines
 }
 
 // debtWords says what a budget owes and when it is repaid: "in debt 50.5

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -190,6 +191,16 @@ func (a *acker) deliver(ctx context.Context, k *ack) {
 		case retryable(err):
 			k.unsure, k.lastErr = true, err
 			a.mu.Unlock()
+		case k.fail != nil && k.fail.Throttle != nil && client.IsValidation(err) && (blamesThrottle(err) || len(k.settles) == 0):
+			// The throttle may name a budget the job is not bound to, or
+			// wait longer than the server takes: the failure must not go
+			// with it.
+			f := *k.fail
+			f.Throttle = nil
+			k.fail = &f
+			a.mu.Unlock()
+			a.report(fmt.Sprintf("job %s: the server refused the throttle of its result file (%v): its failure is sent without it", k.id, err))
+			continue
 		case len(k.settles) > 0 && client.IsValidation(err):
 			// The costs may be what the server refuses (a budget the job is
 			// not bound to, say): the outcome must not go with them.
@@ -239,7 +250,7 @@ func (a *acker) sleep(ctx context.Context, k *ack, d time.Duration) bool {
 // send makes one attempt. A 404 after an attempt that got no answer may
 // mean that attempt took effect: the job's state tells.
 func (a *acker) send(ctx context.Context, k *ack) error {
-	var err error // k.settles changes only in deliver, this goroutine
+	var err error // k.settles and k.fail change only in deliver, this goroutine
 	if k.fail == nil {
 		err = a.cl.AckWith(ctx, k.id, k.settles)
 	} else {
@@ -260,6 +271,12 @@ func (a *acker) send(ctx context.Context, k *ack) error {
 		return nil
 	}
 	return err
+}
+
+// blamesThrottle reports whether a refusal names the failure's throttle:
+// the server's messages of it name their member ("throttle.budget …").
+func blamesThrottle(err error) bool {
+	return strings.Contains(err.Error(), "throttle")
 }
 
 // retryable reports whether an ack may succeed when sent again: no answer,

@@ -41,10 +41,12 @@ type Event struct {
 	// Running is how many commands still run (stopping).
 	Running int
 	// Budgets are the real costs the command wrote in its result file
-	// (succeeded, failed, timed_out); Warning says why that file was
-	// ignored, when it was.
-	Budgets []api.Settle
-	Warning string
+	// (succeeded, failed, timed_out); Throttle is the refusal it
+	// reported (failed, with exit status 75); Warning says why that file,
+	// or its throttle, was ignored, when it was.
+	Budgets  []api.Settle
+	Throttle *api.Throttle
+	Warning  string
 }
 
 // EventSink receives the worker's events, one at a time.
@@ -74,7 +76,7 @@ func (s *textSink) Event(e Event) {
 	case EventSucceeded:
 		what = fmt.Sprintf("Job %s exited with status 0", e.ID)
 	case EventFailed, EventTimedOut:
-		what = fmt.Sprintf("Job %s %s", e.ID, endedHow(e))
+		what = fmt.Sprintf("Job %s %s%s", e.ID, endedHow(e), throttled(e.Throttle))
 	case EventStopping:
 		what = fmt.Sprintf("Stopping: %d running %s may finish within %s, nothing new starts", e.Running, plural(e.Running, "job", "jobs"), s.grace)
 		if e.Signal != "" {
@@ -103,6 +105,19 @@ func endedHow(e Event) string {
 	return fmt.Sprintf("exited with status %d", e.Status)
 }
 
+// throttled says which budget a failure throttles, and for how long it
+// is to pay nothing: ", throttling budget 'api' (retry after 30s)".
+func throttled(t *api.Throttle) string {
+	if t == nil || t.Budget == nil {
+		return ""
+	}
+	out := fmt.Sprintf(", throttling budget '%s'", *t.Budget)
+	if t.RetryAfterMs != nil && *t.RetryAfterMs > 0 {
+		out += fmt.Sprintf(" (retry after %s)", time.Duration(*t.RetryAfterMs)*time.Millisecond)
+	}
+	return out
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -122,25 +137,26 @@ type jsonSink struct {
 // jsonEvent is the stable schema of -o json; fields that do not apply to
 // an event are left out.
 type jsonEvent struct {
-	Time       string       `json:"time"`
-	Event      string       `json:"event"`
-	ID         string       `json:"id,omitempty"`
-	Type       string       `json:"type,omitempty"`
-	Queue      string       `json:"queue,omitempty"`
-	Attempts   *uint32      `json:"attempts,omitempty"`
-	PID        int          `json:"pid,omitempty"`
-	Status     *int         `json:"status,omitempty"`
-	Signal     string       `json:"signal,omitempty"`
-	Message    string       `json:"message,omitempty"`
-	DurationMs *int64       `json:"duration_ms,omitempty"`
-	Running    *int         `json:"running,omitempty"`
-	Budgets    []api.Settle `json:"budgets,omitempty"`
-	Warning    string       `json:"warning,omitempty"`
+	Time       string        `json:"time"`
+	Event      string        `json:"event"`
+	ID         string        `json:"id,omitempty"`
+	Type       string        `json:"type,omitempty"`
+	Queue      string        `json:"queue,omitempty"`
+	Attempts   *uint32       `json:"attempts,omitempty"`
+	PID        int           `json:"pid,omitempty"`
+	Status     *int          `json:"status,omitempty"`
+	Signal     string        `json:"signal,omitempty"`
+	Message    string        `json:"message,omitempty"`
+	DurationMs *int64        `json:"duration_ms,omitempty"`
+	Running    *int          `json:"running,omitempty"`
+	Budgets    []api.Settle  `json:"budgets,omitempty"`
+	Throttle   *api.Throttle `json:"throttle,omitempty"`
+	Warning    string        `json:"warning,omitempty"`
 }
 
 func (s *jsonSink) Event(e Event) {
 	j := jsonEvent{Time: e.Time.Format(time.RFC3339Nano), Event: e.Kind, ID: e.ID, Type: e.Type, Queue: e.Queue, PID: e.PID, Signal: e.Signal, Message: e.Message,
-		Budgets: e.Budgets, Warning: e.Warning}
+		Budgets: e.Budgets, Throttle: e.Throttle, Warning: e.Warning}
 	switch e.Kind {
 	case EventStarted:
 		j.Attempts = &e.Attempts

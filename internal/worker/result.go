@@ -16,9 +16,12 @@ import (
 // passes its path in $ZIZQ_RESULT. A command that knows what its job
 // really cost writes {"budgets":[{"key":"…","cost":N}]} there, and the
 // costs go with the job's success or failure (the server settles each
-// budget's estimate against them). Unknown members are ignored, so that
-// later versions can add some. A file the worker cannot read as such is
-// ignored with a warning: the job's outcome never depends on it.
+// budget's estimate against them). A command the upstream refused (an
+// HTTP 429) writes {"throttle":{"budget":"…","retry_after_ms":N}} and
+// exits with status 75 (EX_TEMPFAIL): its failure carries the throttle,
+// and the budget backs off. Unknown members are ignored, so that later
+// versions can add some. A file the worker cannot read as such is ignored
+// with a warning: the job's outcome never depends on it.
 
 // EnvResult names the variable that holds the result file's path.
 const EnvResult = "ZIZQ_RESULT"
@@ -26,9 +29,15 @@ const EnvResult = "ZIZQ_RESULT"
 // maxResult bounds what is read of a result file.
 const maxResult = 1 << 20
 
+// ExitTempFail is EX_TEMPFAIL (sysexits.h), the exit status of a command
+// that says "try again later": with a throttle in its result file, the
+// upstream refused.
+const ExitTempFail = 75
+
 // result is what a run's result file said.
 type result struct {
-	settles []api.Settle
+	settles  []api.Settle
+	throttle *api.Throttle
 	// warning says why the file was ignored; "" when it was not.
 	warning string
 }
@@ -68,11 +77,11 @@ func (r *resultFiles) take(path string) result {
 	if err != nil {
 		return result{warning: err.Error()}
 	}
-	settles, err := parseResult(b)
+	res, err := parseResult(b)
 	if err != nil {
 		return result{warning: err.Error()}
 	}
-	return result{settles: settles}
+	return res
 }
 
 // discard removes a result file no one will read (the run was abandoned).
@@ -110,19 +119,33 @@ func readResultFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-// parseResult reads the costs of a result file: none when it is empty,
-// all or none otherwise. Members other than "budgets", and of each cost
-// other than "key" and "cost", are ignored.
-func parseResult(b []byte) ([]api.Settle, error) {
+// parseResult reads the costs and the throttle of a result file: none
+// when it is empty, all or none otherwise. Members other than "budgets"
+// and "throttle", and of each cost other than "key" and "cost", are
+// ignored.
+func parseResult(b []byte) (result, error) {
 	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, nil
+		return result{}, nil
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(b, &top); err != nil || top == nil {
-		return nil, fmt.Errorf(`it is not a JSON object {"budgets":[{"key":"…","cost":N}]}%s`, jsonWhy(err))
+		return result{}, fmt.Errorf(`it is not a JSON object {"budgets":[{"key":"…","cost":N}]}%s`, jsonWhy(err))
 	}
+	settles, err := parseSettles(top["budgets"])
+	if err != nil {
+		return result{}, err
+	}
+	throttle, err := parseThrottle(top["throttle"])
+	if err != nil {
+		return result{}, err
+	}
+	return result{settles: settles, throttle: throttle}, nil
+}
+
+// parseSettles reads the "budgets" member: nil when absent or null.
+func parseSettles(raw json.RawMessage) ([]api.Settle, error) {
 	var items []json.RawMessage
-	if raw, ok := top["budgets"]; ok && string(raw) != "null" {
+	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &items); err != nil {
 			return nil, errors.New("budgets must be an array")
 		}
@@ -136,6 +159,41 @@ func parseResult(b []byte) ([]api.Settle, error) {
 		settles = append(settles, s)
 	}
 	return settles, nil
+}
+
+// parseThrottle reads the "throttle" member: nil when absent or null.
+// Its bounds (retry_after_ms at most a day) are the server's to check.
+func parseThrottle(raw json.RawMessage) (*api.Throttle, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return nil, errors.New(`throttle must be an object {"budget":"…","retry_after_ms":N}`)
+	}
+	var key string
+	if err := json.Unmarshal(m["budget"], &key); err != nil || key == "" {
+		return nil, errors.New("throttle.budget must be a budget key (a non-empty string): the budget whose upstream refused")
+	}
+	t := &api.Throttle{Budget: &key}
+	if ms := m["retry_after_ms"]; len(ms) > 0 && string(ms) != "null" {
+		n, err := strconv.ParseInt(string(ms), 10, 64)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("throttle.retry_after_ms must be a whole number of milliseconds, got %s", ms)
+		case n < 0:
+			return nil, fmt.Errorf("throttle.retry_after_ms must not be negative, got %d", n)
+		}
+		t.RetryAfterMs = &n
+	}
+	if c := m["count"]; len(c) > 0 && string(c) != "null" {
+		var count bool
+		if err := json.Unmarshal(c, &count); err != nil {
+			return nil, fmt.Errorf("throttle.count must be true or false, got %s", c)
+		}
+		t.Count = &count
+	}
+	return t, nil
 }
 
 // jsonWhy is ": " and the decoder's words for a syntax error, "" for

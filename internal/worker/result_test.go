@@ -22,14 +22,16 @@ import (
 
 func settle(key string, cost int64) api.Settle { return api.Settle{Key: key, Cost: &cost} }
 
-// TestParseResult: the costs of a result file, all or none; what is not
-// {"budgets":[{"key","cost"}]} is refused with a reason, members it does
+// TestParseResult: the costs and the throttle of a result file, all or
+// none; what is not {"budgets":[{"key","cost"}],"throttle":{"budget",
+// "retry_after_ms","count"}} is refused with a reason, members it does
 // not know are ignored.
 func TestParseResult(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name, in string
 		want     []api.Settle
+		throttle *api.Throttle
 		err      string
 	}{
 		{name: "Empty"},
@@ -37,9 +39,9 @@ func TestParseResult(t *testing.T) {
 		{name: "One", in: `{"budgets":[{"key":"openai-tpm","cost":1834}]}`, want: []api.Settle{settle("openai-tpm", 1834)}},
 		{name: "Two", in: "{\"budgets\": [{\"key\": \"a\", \"cost\": 0}, {\"cost\": 7, \"key\": \"b\"}]}\n",
 			want: []api.Settle{settle("a", 0), settle("b", 7)}},
-		{name: "UnknownMembersIgnored", in: `{"throttle":{"for_ms":5000},"budgets":[{"key":"a","cost":3,"why":"x"}],"v":2}`,
+		{name: "UnknownMembersIgnored", in: `{"pause":{"for_ms":5000},"budgets":[{"key":"a","cost":3,"why":"x"}],"v":2}`,
 			want: []api.Settle{settle("a", 3)}},
-		{name: "NoBudgets", in: `{"throttle":{"for_ms":5000}}`},
+		{name: "NoBudgets", in: `{"pause":{"for_ms":5000}}`},
 		{name: "NullBudgets", in: `{"budgets":null}`},
 		{name: "EmptyBudgets", in: `{"budgets":[]}`},
 		{name: "NotJSON", in: `cost=12`, err: `it is not a JSON object {"budgets":[{"key":"…","cost":N}]}: invalid character 'c'`},
@@ -58,17 +60,37 @@ func TestParseResult(t *testing.T) {
 		{name: "StringCost", in: `{"budgets":[{"key":"a","cost":"12"}]}`, err: `got "12"`},
 		{name: "HugeCost", in: `{"budgets":[{"key":"a","cost":99999999999999999999}]}`, err: "whole number"},
 		{name: "NegativeCost", in: `{"budgets":[{"key":"a","cost":-3}]}`, err: "budgets[0]: a: cost must not be negative, got -3"},
+
+		{name: "Throttle", in: `{"throttle":{"budget":"openai","retry_after_ms":30000}}`,
+			throttle: &api.Throttle{Budget: api.Ptr("openai"), RetryAfterMs: api.Ptr[int64](30000)}},
+		{name: "ThrottleAlone", in: `{"throttle":{"budget":"openai"}}`, throttle: &api.Throttle{Budget: api.Ptr("openai")}},
+		{name: "ThrottleCounted", in: `{"throttle":{"budget":"a","retry_after_ms":0,"count":true,"why":"429"}}`,
+			throttle: &api.Throttle{Budget: api.Ptr("a"), RetryAfterMs: api.Ptr[int64](0), Count: api.Ptr(true)}},
+		{name: "ThrottleNotCounted", in: `{"throttle":{"budget":"a","count":false,"retry_after_ms":null}}`,
+			throttle: &api.Throttle{Budget: api.Ptr("a"), Count: api.Ptr(false)}},
+		{name: "ThrottleWithCosts", in: `{"budgets":[{"key":"a","cost":3}],"throttle":{"budget":"b","retry_after_ms":5}}`,
+			want: []api.Settle{settle("a", 3)}, throttle: &api.Throttle{Budget: api.Ptr("b"), RetryAfterMs: api.Ptr[int64](5)}},
+		{name: "NullThrottle", in: `{"throttle":null}`},
+		{name: "ThrottleNotObject", in: `{"throttle":"openai"}`, err: `throttle must be an object {"budget":"…","retry_after_ms":N}`},
+		{name: "ThrottleWithoutBudget", in: `{"throttle":{"retry_after_ms":5}}`, err: "throttle.budget must be a budget key (a non-empty string)"},
+		{name: "ThrottleEmptyBudget", in: `{"throttle":{"budget":""}}`, err: "throttle.budget must be a budget key"},
+		{name: "ThrottleBudgetNotString", in: `{"throttle":{"budget":["a"]}}`, err: "throttle.budget must be a budget key"},
+		{name: "ThrottleFractionalRetry", in: `{"throttle":{"budget":"a","retry_after_ms":1.5}}`, err: "throttle.retry_after_ms must be a whole number of milliseconds, got 1.5"},
+		{name: "ThrottleStringRetry", in: `{"throttle":{"budget":"a","retry_after_ms":"30s"}}`, err: `got "30s"`},
+		{name: "ThrottleNegativeRetry", in: `{"throttle":{"budget":"a","retry_after_ms":-1}}`, err: "throttle.retry_after_ms must not be negative, got -1"},
+		{name: "ThrottleCountNotBool", in: `{"throttle":{"budget":"a","count":1}}`, err: "throttle.count must be true or false, got 1"},
+		{name: "BadThrottleLosesCosts", in: `{"budgets":[{"key":"a","cost":3}],"throttle":{}}`, err: "throttle.budget"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			got, err := parseResult([]byte(tc.in))
 			if tc.err != "" {
 				require.ErrorContains(t, err, tc.err)
-				require.Nil(t, got, "all or none")
+				require.Equal(t, result{}, got, "all or none")
 				return
 			}
 			require.NoError(t, err)
-			require.Equal(t, tc.want, got)
+			require.Equal(t, result{settles: tc.want, throttle: tc.throttle}, got)
 		})
 	}
 }
@@ -135,7 +157,7 @@ func TestWorker_ResultFile(t *testing.T) {
 	var out bytes.Buffer
 	script := `[ -f "$ZIZQ_RESULT" ] && [ ! -s "$ZIZQ_RESULT" ] || exit 9
 case "$(cat)" in
-  '{"n":1}') echo '{"budgets":[{"key":"tpm","cost":20}],"throttle":{}}' > "$ZIZQ_RESULT" ;;
+  '{"n":1}') echo '{"budgets":[{"key":"tpm","cost":20}],"pause":{}}' > "$ZIZQ_RESULT" ;;
   '{"n":2}') echo 'cost: 20' > "$ZIZQ_RESULT" ;;
   '{"n":3}') echo '{"budgets":[{"key":"tpm","cost":150}]}' > "$ZIZQ_RESULT"; exit 4 ;;
   '{"n":4}') echo '{"budgets":[{"key":"tpm","cost":1.5}]}' > "$ZIZQ_RESULT"; exit 4 ;;

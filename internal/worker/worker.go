@@ -464,6 +464,9 @@ func (l *loop) onEnded(e ended) {
 			l.note(fmt.Sprintf("job %s: %s; its %s is sent without costs", e.run.job.ID, ev.Warning, outcomeWord(fail)))
 		}
 	}
+	if t := e.res.throttle; t != nil {
+		l.throttle(&ev, fail, e.out, t, e.run.job.ID)
+	}
 	l.emit(ev, &e.run.job)
 	if !l.aborted {
 		l.acks.submit(l.ackCtx, refOf(&e.run.job), fail, e.res.settles)
@@ -497,6 +500,31 @@ func (l *loop) verdict(o outcome) (Event, *api.FailureRequest) {
 		fail.Backtrace = api.Ptr(string(o.tail))
 	}
 	return ev, fail
+}
+
+// throttle puts a result file's throttle in the run's failure when the
+// command exited with status 75 (EX_TEMPFAIL), the one status that says
+// "the upstream refused, try again later"; with any other ending it is
+// ignored with a warning, since the run did not say it was refused.
+func (l *loop) throttle(ev *Event, fail *api.FailureRequest, o outcome, t *api.Throttle, id string) {
+	if fail != nil && o.tempFailed() {
+		fail.Throttle, ev.Throttle = t, t
+		return
+	}
+	how := "exit status 0"
+	if fail != nil {
+		how = ev.Message
+	}
+	ev.Warning = fmt.Sprintf("result file's throttle ignored: the command ended with %s, and only exit status %d (EX_TEMPFAIL) reports a refusal", how, ExitTempFail)
+	if !l.aborted {
+		l.note(fmt.Sprintf("job %s: %s; its %s is sent without it", id, ev.Warning, outcomeWord(fail)))
+	}
+}
+
+// tempFailed reports whether the command itself exited with status 75,
+// not killed, timed out or stopped.
+func (o outcome) tempFailed() bool {
+	return o.startErr == nil && !o.timedOut && !o.stopped && o.signal == "" && o.exitCode == ExitTempFail
 }
 
 // outcomeWord names what is sent for a run: its success or its failure.

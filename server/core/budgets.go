@@ -176,3 +176,17 @@ func (s *Service) Work() (examined, decisions uint64) {
 	}
 	return s.engine.Work()
 }
+
+// Throttle reports that the upstream refused, for budget key without a
+// job (POST /budgets/{key}/throttle); it returns the budget with its live
+// figures.
+func (s *Service) Throttle(ctx context.Context, key string, r Refusal) (BudgetView, error) {
+	if err := s.ready(ctx); err != nil {
+		return BudgetView{}, err
+	}
+	v, err := s.engine.Throttle(key, r)
+	if err != nil {
+		return BudgetView{}, translate(err)
+	}
+	return coreBudgetView(v), nil
+}

@@ -66,7 +66,18 @@ type Failure struct {
 	Kill      bool
 	// Budgets settles the job's real costs before it fails.
 	Budgets []Settle
+	// Throttle reports that the upstream refused it: the budget backs
+	// off, and the failure does not count toward the retry limit unless
+	// Count.
+	Throttle *FailThrottle
 }
+
+// FailThrottle is the refusal a failure reports for one of the job's
+// budgets.
+type FailThrottle = engine.FailThrottle
+
+// Refusal is a worker's report that the upstream refused.
+type Refusal = engine.Refusal
 
 // Settle is a finished job's actual cost to one of its time_based or
 // calendar budgets: the cost bound at dispatch was the estimate, and the
@@ -117,6 +128,14 @@ type BudgetState struct {
 	Calendar    bool
 	Used        int64
 	NextResetAt int64
+	// Adaptive is set for a budget that backs off (or was throttled):
+	// EffectiveAllocation is what it pays at now (per its duration, for
+	// time_based), ThrottledUntil (ms, 0 when not) the end of a
+	// refusal's retry_after, Throttles the refusals it counted.
+	Adaptive            bool
+	EffectiveAllocation float64
+	ThrottledUntil      int64
+	Throttles           int64
 }
 
 // WhatIf is a configuration to forecast with instead of the budget's own;
@@ -140,6 +159,9 @@ type Forecast struct {
 	// Resets counts, for a calendar budget, the resets before the backlog
 	// is paid (DrainsAt is then the reset that pays its last job).
 	Resets int64
+	// BackingOff: the budget backs off after a refusal, and the forecast
+	// is at its effective rate, which climbs back meanwhile.
+	BackingOff bool
 }
 
 // Counts are live job counts; Ready excludes parked jobs.
@@ -179,6 +201,12 @@ type WhyBudget struct {
 	// RepaidAt (ms): it pays nothing until then (settle.go).
 	Debt     float64
 	RepaidAt *int64
+	// RefusedAt (ms) is the last refusal a backing-off budget counted,
+	// Effective its effective allocation, ThrottledUntil (ms) the end of
+	// its retry_after (adaptive.go).
+	RefusedAt      *int64
+	Effective      *float64
+	ThrottledUntil *int64
 }
 
 // List names one of the lists a dashboard shows.

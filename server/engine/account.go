@@ -54,6 +54,11 @@ type account struct {
 	// pauseEnd is when a pause ends (ns): 0 not paused, MaxInt64 until
 	// resumed (pause.go).
 	pauseEnd int64
+	// bo is its back-off after refusals and throttleEnd the end of the
+	// last refusal's retry_after (ns; 0: none), while it pays nothing
+	// (adaptive.go).
+	bo          *backoff
+	throttleEnd int64
 
 	// Families (families.go): fam is set on a family, parent on one of its
 	// sub-budgets, whose finish is the tag its next job starts from.
@@ -310,7 +315,7 @@ func (e *Engine) checkHead(a *account) {
 }
 
 func (e *Engine) deadlineDirty(a *account) {
-	if !a.dlMark && (a.spends() || a.pauseEnd != 0 || a.parent != nil) {
+	if !a.dlMark && (a.spends() || a.pauseEnd != 0 || a.parent != nil || a.bo != nil || a.throttleEnd != 0) {
 		a.dlMark = true
 		e.deadlineChecks = append(e.deadlineChecks, a)
 	}
@@ -426,13 +431,25 @@ func (e *Engine) mayHead(a *account, g *group, m item) bool {
 	return !e.groupPaused(g) && (!a.spends() || e.wifBound(g).admits(m.k()))
 }
 
-// deadlineOf returns the budget's next deadline, if any: the end of its
-// pause; for an idle sub-budget, when its pool is full (it is released
-// then); else the refill moment of a time_based budget (refillAt).
+// deadlineOf returns the budget's next deadline, if any: the earlier of
+// its pool's (poolDeadline) and its back-off's (a step of the climb back,
+// the end of a retry_after).
 func (e *Engine) deadlineOf(a *account) (int64, bool) {
+	at, ok := e.poolDeadline(a)
+	if b, has := e.backoffDeadline(a); has && (!ok || b < at) {
+		return b, true
+	}
+	return at, ok
+}
+
+// poolDeadline is the end of its pause; for an idle sub-budget, when its
+// pool is full (it is released then); else the refill moment of a
+// time_based budget (refillAt).
+func (e *Engine) poolDeadline(a *account) (int64, bool) {
 	switch {
 	case e.paused(a):
-		return a.pauseEnd, a.pauseEnd < math.MaxInt64
+		end := e.pausedUntil(a)
+		return end, end < math.MaxInt64
 	case a.parent != nil && a.bound == 0:
 		return e.idleAt(a)
 	case a.spends():

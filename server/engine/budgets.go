@@ -52,6 +52,14 @@ type BudgetState struct {
 	Calendar    bool
 	Used        int64
 	NextResetAt int64
+	// Adaptive is set for a budget that backs off (or was throttled):
+	// EffectiveAllocation is what it pays at now (per its duration, for
+	// time_based), ThrottledUntil (ms, 0 when not) the end of a
+	// refusal's retry_after, Throttles the refusals it counted.
+	Adaptive            bool
+	EffectiveAllocation float64
+	ThrottledUntil      int64
+	Throttles           int64
 }
 
 // PutBudget creates or replaces a budget. cfg holds the validated
@@ -153,15 +161,15 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 		e.changed(a)
 	}
 	a.sched = e.scheduleOf(cfg)
-	if a.sched != nil {
-		a.pool.ReconfigureCalendar(cfg.Allocation, a.sched, e.vnow)
-	} else {
-		a.pool.Reconfigure(cfg.Allocation, cfg.DurationMs, cfg.Burst, kindOf(cfg), e.vnow)
+	if cfg.Adaptive == nil && a.bo != nil {
+		a.bo.share, a.bo.applied, a.bo.stepAt = 1, 1, 0 // no back-off any more
 	}
+	e.configurePool(a, cfg)
 	if kindChange {
 		e.kindChanged(a)
 	}
 	a.cfg = cfg
+	e.applyShare(a)
 	e.changed(a)
 	if end := pauseEnd(cfg); end != a.pauseEnd {
 		a.pauseEnd = end
@@ -399,6 +407,7 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 		st.SubBudgets = int64(len(a.fam.subs))
 	}
 	e.settleState(a, st)
+	e.backoffState(a, st)
 	var oldest int64 = -1
 	for g := range a.servedGroups() {
 		n, front := e.refusedIn(a, g)

@@ -58,6 +58,14 @@
 // means both unless a comment says otherwise, and account.spends says
 // which budgets they are.
 //
+// # Backing off
+//
+// An adaptive budget that a worker says the upstream refused pays at a
+// share of its configured rate (adaptive.go): its pool is reconfigured at
+// each step of the climb back, a deadline like any other, and a refusal's
+// retry_after is a pause that leaves the configuration alone. The rule
+// sees neither: only a pool that pays less, or a budget that is paused.
+//
 // # Serving while it loads
 //
 // A restore may serve before it has every job (restore.go): dispatch stays
@@ -183,8 +191,12 @@ type Engine struct {
 	// failedAt is when a job that has failed failed last (ms): the store's
 	// copy may lag behind a retry that is dispatched again at once.
 	failedAt map[int32]int64
-	batches  batchTables
-	types    names
+	// uncounted counts a live job's failures that do not count toward its
+	// retry limit: the upstream refused it (adaptive.go). Not stored: after
+	// a restart they count.
+	uncounted map[int32]uint32
+	batches   batchTables
+	types     names
 
 	// unique is the holder index of unique keys (unique.go).
 	unique uniqueIndex
@@ -274,6 +286,7 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		vnow:       now.UnixNano(),
 		overrides:  map[int32]*overrides{},
 		failedAt:   map[int32]int64{},
+		uncounted:  map[int32]uint32{},
 		unique:     newUniqueIndex(),
 		bindLists:  []bindList{{}},
 		bindIndex:  map[string]uint32{},
@@ -361,6 +374,7 @@ func (e *Engine) handleDue() {
 		d.account.dl = nil
 		e.changed(d.account)
 		e.endPause(d.account)
+		e.stepBackoff(d.account)
 		e.releaseSub(d.account)
 	}
 	for len(e.purges.items) > 0 && e.purges.items[0].at <= e.vnow {

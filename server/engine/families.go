@@ -126,7 +126,7 @@ func (e *Engine) newSub(fam *account, key string) *account {
 // A time_based one that is not full yet is looked at again when it will be
 // (refreshDeadlines).
 func (e *Engine) releaseSub(a *account) bool {
-	if a.parent == nil || a.bound > 0 || a.pauseEnd != 0 || !a.pool.Full(e.vnow) || a.gone {
+	if a.parent == nil || a.bound > 0 || a.pauseEnd != 0 || e.backingOff(a) || !a.pool.Full(e.vnow) || a.gone {
 		return false
 	}
 	if a.dl != nil {

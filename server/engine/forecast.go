@@ -29,6 +29,9 @@ type Forecast struct {
 	// the backlog is paid: 0 when the current period pays it, n when the
 	// n-th reset from now pays its last job (DrainsAt is that reset).
 	Resets int64
+	// BackingOff: the budget backs off after a refusal, and the forecast
+	// is at its effective rate, which climbs back meanwhile.
+	BackingOff bool
 }
 
 // maxForecastResets bounds the resets a calendar forecast walks, as the
@@ -119,6 +122,7 @@ func (e *Engine) Forecast(key string, w *WhatIf) (Forecast, error) {
 		}
 	}
 	f.DrainsAt, f.Estimated, f.Unknown = d.at, d.estimated, d.unknown
+	f.BackingOff = e.backingOff(a)
 	if a.sched != nil && f.DrainsAt != nil {
 		f.Resets = resetsBy(a.sched, pool.NextReset(e.vnow), *f.DrainsAt)
 	}
@@ -205,10 +209,10 @@ func (e *Engine) drainsAt(a *account, cfg store.Budget, p budget.Pool, flights [
 	}
 	from := e.vnow
 	if e.paused(a) {
-		if a.pauseEnd == math.MaxInt64 {
+		if e.pausedUntil(a) == math.MaxInt64 {
 			return drain{unknown: UnknownPaused, estimated: true}
 		}
-		from = a.pauseEnd
+		from = e.pausedUntil(a)
 	}
 	if a.waitCost == 0 {
 		return drainAt(ceilMs(from), true)

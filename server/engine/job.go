@@ -249,6 +249,7 @@ func (e *Engine) forget(j ref) {
 		delete(e.overrides, j.idx)
 	}
 	delete(e.failedAt, j.idx)
+	delete(e.uncounted, j.idx)
 	e.forgetUnique(j)
 	e.dropBatch(j.idx)
 	e.ids.delete(j.id)

@@ -319,6 +319,10 @@ type Failure struct {
 	Kill      bool
 	// Budgets settles the job's real costs (settle.go) before it fails.
 	Budgets []Settle
+	// Throttle reports that the upstream refused it (adaptive.go): the
+	// budget backs off, and the failure does not count toward the retry
+	// limit unless Count.
+	Throttle *FailThrottle
 }
 
 // Fail records a failure of an in-flight job and retries it or lets it
@@ -334,6 +338,10 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 		return store.Job{}, nil, errorf(NotFound, "job not found in in-flight set")
 	}
 	plan, err := e.planSettles(j, id, f.Budgets)
+	if err != nil {
+		return store.Job{}, nil, err
+	}
+	throttled, err := e.throttleTarget(j, id, f.Throttle)
 	if err != nil {
 		return store.Job{}, nil, err
 	}
@@ -356,6 +364,13 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 	if o != nil && o.retryLimit != nil {
 		limit = *o.retryLimit
 	}
+	if throttled != nil {
+		e.refused(throttled, f.Throttle.Refusal)
+		if !f.Throttle.Count {
+			e.uncounted[j.idx]++
+		}
+	}
+	limit += e.uncounted[j.idx] // the failures the upstream caused
 	var ops []store.Op
 	switch {
 	case f.Kill || (f.RetryAt == nil && r.attempts > limit):

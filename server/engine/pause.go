@@ -26,8 +26,21 @@ func pauseEnd(cfg store.Budget) int64 {
 	return 0
 }
 
-// paused reports whether the budget is paused now.
-func (e *Engine) paused(a *account) bool { return a.pauseEnd > e.vnow }
+// paused reports whether the budget is paused now, or pays nothing for a
+// refusal's retry_after (adaptive.go).
+func (e *Engine) paused(a *account) bool { return a.pauseEnd > e.vnow || a.throttleEnd > e.vnow }
+
+// pausedUntil is when a paused budget pays again (MaxInt64: when resumed).
+func (e *Engine) pausedUntil(a *account) int64 {
+	end := int64(0)
+	if a.pauseEnd > e.vnow {
+		end = a.pauseEnd
+	}
+	if a.throttleEnd > e.vnow {
+		end = max(end, a.throttleEnd)
+	}
+	return end
+}
 
 // groupPaused reports whether a budget of the group is paused: its jobs
 // hold no headship.

@@ -183,6 +183,12 @@ type WhyBudget struct {
 	// RepaidAt (ms): it pays nothing until then (settle.go).
 	Debt     float64
 	RepaidAt *int64
+	// RefusedAt (ms) is the last refusal a backing-off budget counted,
+	// Effective its effective allocation, ThrottledUntil (ms) the end of
+	// its retry_after (adaptive.go).
+	RefusedAt      *int64
+	Effective      *float64
+	ThrottledUntil *int64
 }
 
 // Why explains a live job's state; false if the job is not live.
@@ -211,7 +217,7 @@ func (e *Engine) Why(id string) (Why, bool) {
 	default:
 		w.WaitingFor = "budget"
 		w.Budgets = e.refusals(e.waitingJob(j))
-		w.Reason = budgetReason(w.Budgets)
+		w.Reason = e.budgetReason(w.Budgets)
 		w.ExpectedAt = expectedAt(w.Budgets)
 	}
 	return w, true
@@ -219,11 +225,14 @@ func (e *Engine) Why(id string) (Why, bool) {
 
 // budgetReason names the paused budgets and those in debt among those a
 // job waits for.
-func budgetReason(bs []WhyBudget) string {
+func (e *Engine) budgetReason(bs []WhyBudget) string {
 	var parts []string
 	for _, b := range bs {
 		if b.Debt > 0 && b.RepaidAt != nil {
 			parts = append(parts, settleNote(b.Key, b.Debt, *b.RepaidAt))
+		}
+		if a := e.accounts[b.Key]; a != nil && b.RefusedAt != nil {
+			parts = append(parts, backoffNote(b, a.cfg))
 		}
 		switch {
 		case !b.Paused:
@@ -265,13 +274,14 @@ func (e *Engine) refusals(j waitingJob) []WhyBudget {
 		if h := b.a.head; h.ok() && h.idx != j.idx && h.k().less(j.k) && e.pays(b.a, b.cost) {
 			wb.ReservedBy = h.id.String()
 		}
-		if e.paused(b.a) {
+		if b.a.pauseEnd > e.vnow {
 			wb.Paused = true
 			if b.a.pauseEnd < math.MaxInt64 {
 				until := ceilMs(b.a.pauseEnd)
 				wb.PausedUntil = &until
 			}
 		}
+		e.backoffWhy(b.a, &wb)
 		if at, ok := e.paidAt(b.a, b.a.pool, cost+b.cost); ok {
 			wb.AffordableAt = &at
 		}
@@ -294,10 +304,10 @@ func (e *Engine) refusals(j waitingJob) []WhyBudget {
 func (e *Engine) paidAt(a *account, p budget.Pool, need int64) (int64, bool) {
 	from := e.vnow
 	if e.paused(a) {
-		if a.pauseEnd == math.MaxInt64 {
+		if e.pausedUntil(a) == math.MaxInt64 {
 			return 0, false
 		}
-		from = a.pauseEnd
+		from = e.pausedUntil(a)
 	}
 	at, ok := p.PaidAt(need, from)
 	switch {
