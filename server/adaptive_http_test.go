@@ -159,4 +159,3 @@ func TestAdaptiveHTTP_Refusals(t *testing.T) {
 	require.NotNil(t, b.State.ThrottledUntil)
 	budError(t, tb.req(t, "POST", "/budgets/a/throttle", `{"budget":"b"}`), 422, `budget is "b" but the path names "a": leave it out, or name the same budget`)
 }
-
