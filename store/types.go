@@ -209,6 +209,9 @@ type Budget struct {
 	// SpendBudget last wrote it: not configuration, so PutBudget leaves it
 	// as it is (a new budget starts with none). nil when none was written.
 	Spent *Spent
+	// Keys holds a family's per-sub-key weights and allocations, by
+	// sub-key (keys.go). nil when none. Treat it as immutable.
+	Keys map[string]KeyOverride
 }
 
 // Spent is what a calendar budget spent in the period that ends at EndsAt
@@ -227,7 +230,8 @@ func (b Budget) Equal(o Budget) bool {
 		(b.PerKey == nil || *b.PerKey == *o.PerKey) && b.Paused == o.Paused &&
 		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses) &&
 		b.Reset == o.Reset && b.Timezone == o.Timezone &&
-		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent)
+		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent) &&
+		keysEqual(b.Keys, o.Keys)
 }
 
 // Pause is a sub-budget's pause: Paused and PausedUntil as a Budget's.
