@@ -56,10 +56,12 @@ type account struct {
 	pauseEnd int64
 
 	// Families (families.go): fam is set on a family, parent on one of its
-	// sub-budgets, whose finish is the tag its next job starts from.
-	fam    *family
-	parent *account
-	finish int64
+	// sub-budgets, whose finish is the tag its next job starts from; a
+	// sub-budget's weight and the remainder of its finish (weights.go).
+	fam                *family
+	parent             *account
+	finish             int64
+	weight, finishFrac int64
 
 	// gone marks a budget no longer in Engine.accounts (dropAccount): the
 	// work lists may still hold it, and a flag is cheaper to ask than the
