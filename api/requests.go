@@ -82,6 +82,9 @@ type BudgetInput struct {
 	PerKey      *BudgetTemplateInput `json:"per_key,omitempty"`
 	Paused      *bool                `json:"paused,omitempty"`
 	PausedUntil *uint64              `json:"paused_until,omitempty"`
+
+	// Keys are a family's per-sub-key overrides (issue 26, keys.go).
+	Keys map[string]KeyOverrideInput `json:"keys,omitempty"`
 }
 
 // BudgetTemplateInput is a family's template as sent: a budget body
