@@ -414,6 +414,9 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 	}
 	lines = append(lines, fmt.Sprintf("available %s of %d · %s · dispatched %d",
 		strconv.FormatFloat(s.Available, 'f', -1, 64), s.Capacity, inFlight, s.Dispatched))
+	if w := m.sharesWords(b); w != "" { // a family's tenants (shares.go)
+		lines = append(lines, w)
+	}
 	if d := m.debtWords(b); d != "" {
 		lines = append(lines, m.st.debt.Render(d))
 	}
