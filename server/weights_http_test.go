@@ -54,6 +54,9 @@ func TestWeights_Shapes(t *testing.T) {
 		b.exact(t, "GET", "/budgets/tenants%2Facme", "", http.StatusOK, sub("acme", 20, 3))
 		b.exact(t, "GET", "/budgets/tenants%2Finitech", "", http.StatusOK, sub("initech", 7, 1))
 		b.exact(t, "GET", "/budgets/tenants%2Fother", "", http.StatusOK, sub("other", 100000, 1))
+		idle := b.budget(t, "/budgets/tenants%2Facme?state=true")
+		require.Equal(t, int64(3), idle.Weight)
+		require.Equal(t, int64(20), idle.State.Capacity, "an idle sub-budget's pool, as it would be made")
 
 		b.famJob(t, "nobody", `[{"key":"tenants/acme"}]`)
 		b.famJob(t, "nobody", `[{"key":"tenants/zeta"}]`)
