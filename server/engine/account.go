@@ -56,11 +56,12 @@ type account struct {
 	pauseEnd int64
 
 	// Families (families.go): fam is set on a family, parent on one of its
-	// sub-budgets, whose finish is the tag its next job starts from; a
-	// sub-budget's weight and the remainder of its finish (weights.go).
-	fam                *family
-	parent             *account
-	finish             int64
+	// sub-budgets, whose finish is the tag its next job starts from.
+	fam    *family
+	parent *account
+	finish int64
+	// weight is a sub-budget's, finishFrac the remainder of its finish in
+	// 1/weight ms (weights.go).
 	weight, finishFrac int64
 
 	// gone marks a budget no longer in Engine.accounts (dropAccount): the

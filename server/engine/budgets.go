@@ -183,9 +183,10 @@ func (e *Engine) checkManaged(key string) error {
 	return nil
 }
 
-// checkTemplate refuses a family template (with the allocations of its
-// Keys) that a bound job of a live sub-budget could never pay, and the removal of the template of a family
-// with live sub-budgets (their jobs would lose their budgets).
+// checkTemplate refuses a family template (with its Keys' allocations)
+// that a bound job of a live sub-budget could never pay, and the removal
+// of the template of a family with live sub-budgets (their jobs would lose
+// their budgets).
 func (e *Engine) checkTemplate(a *account, fam store.Budget) error {
 	t := fam.PerKey
 	if a.fam == nil {
