@@ -112,6 +112,9 @@ type BudgetPatch struct {
 	// are, or, on a plain budget, makes it a family and must then be
 	// complete (our extension, as are Paused and PausedUntil).
 	PerKey Nullable[TemplatePatch] `json:"per_key,omitempty,omitzero"`
+	// Keys null removes a family's every key override; a value merges
+	// per sub-key, a null member removing that key's (keys.go).
+	Keys Nullable[map[string]Nullable[KeyPatch]] `json:"keys,omitempty,omitzero"`
 	// Paused true pauses the budget; false or null resumes it at once,
 	// removing any PausedUntil too (so it may not come with one).
 	Paused Nullable[bool] `json:"paused,omitempty,omitzero"`
@@ -232,7 +235,7 @@ func decodeRetention(m member) (RetentionPatch, error) {
 // is a *DecodeError too.
 func DecodeBudgetPatch(f Format, data []byte) (BudgetPatch, error) {
 	// key is ignored, as in POST and PUT bodies: the path names the budget.
-	body, err := decodePatchBody(f, data, "allocation", "strategy", "key", "per_key", "paused", "paused_until", "adaptive")
+	body, err := decodePatchBody(f, data, "allocation", "strategy", "key", "per_key", "keys", "paused", "paused_until", "adaptive")
 	if err != nil {
 		return BudgetPatch{}, err
 	}
@@ -241,6 +244,9 @@ func DecodeBudgetPatch(f Format, data []byte) (BudgetPatch, error) {
 		return BudgetPatch{}, err
 	}
 	if p.PerKey, err = nullableWith(body.member("per_key"), decodeTemplate); err != nil {
+		return BudgetPatch{}, err
+	}
+	if p.Keys, err = nullableWith(body.member("keys"), decodeKeysPatch); err != nil {
 		return BudgetPatch{}, err
 	}
 	if p.Paused, err = nullable[bool](body.member("paused"), wantBool); err != nil {

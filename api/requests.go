@@ -86,6 +86,9 @@ type BudgetInput struct {
 	PausedUntil *uint64              `json:"paused_until,omitempty"`
 	// Adaptive makes the budget back off on refusals (issue 26).
 	Adaptive *AdaptiveInput `json:"adaptive,omitempty"`
+
+	// Keys are a family's per-sub-key overrides (issue 26, keys.go).
+	Keys map[string]KeyOverrideInput `json:"keys,omitempty"`
 }
 
 // BudgetTemplateInput is a family's template as sent: a budget body

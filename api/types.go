@@ -178,6 +178,10 @@ type Budget struct {
 	// plain budget of that key existing) is bound to the family and to the
 	// sub-budget "<key>/<sub>", made from this template at first use.
 	PerKey *BudgetTemplate `json:"per_key,omitempty"`
+	// Keys are a family's per-sub-key overrides (issue 26, keys.go);
+	// Weight is a sub-budget's weight, 1 when its key has none.
+	Keys   KeyOverrides `json:"keys,omitempty"`
+	Weight int64        `json:"weight,omitempty"`
 	// Paused: the budget pays nothing until resumed, or until PausedUntil
 	// (unix ms) when that is set; PausedUntil alone pauses too.
 	Paused      bool   `json:"paused,omitempty"`

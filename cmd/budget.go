@@ -50,7 +50,9 @@ A family (--per-key-… flags) also limits each sub-key: a job bound to
 "<KEY>/<sub>" is charged on the family and on the sub-budget <KEY>/<sub>,
 made from the family's template at first use; the family serves its
 sub-keys in fair turns. The template is while_in_flight or time_based:
-the server has no calendar sub-budgets.
+the server has no calendar sub-budgets. --key-weight SUB=N gives a
+sub-key N turns to another's 1 (weights 1 to 1000), --key-allocation
+SUB=N its own allocation in place of the template's.
 
 An adaptive budget (--adaptive… flags) backs off when a worker reports
 that the upstream refused (an HTTP 429 or 503): each refusal multiplies
@@ -64,11 +66,13 @@ that long.`
 }
 
 // BudgetFlags are the settings of `budget create`, `put` and `patch`: the
-// budget's own, its family template's (the --per-key-… flags) and its
-// back-off (the --adaptive… flags).
+// budget's own, its family template's (the --per-key-… flags), its
+// sub-keys' weights and allocations (--key-…) and its back-off (the
+// --adaptive… flags).
 type BudgetFlags struct {
 	Own      PoolFlags
 	PerKey   PoolFlags
+	Keys     KeyFlags // budget_keys.go
 	Adaptive AdaptiveFlags
 }
 
@@ -95,6 +99,7 @@ func (b *BudgetFlags) register(fs *pflag.FlagSet, c *cobra.Command) {
 	b.Own.register(fs, c, "")
 	b.PerKey.register(fs, c, "each sub-budget <KEY>/<sub> of the family: ")
 	b.Adaptive.register(fs)
+	b.Keys.register(fs, c, c.Name() == "patch")
 }
 
 func (p *PoolFlags) register(fs *pflag.FlagSet, c *cobra.Command, of string) {
@@ -181,7 +186,8 @@ func (b *BudgetFlags) input(c *cobra.Command) (api.BudgetInput, error) {
 		}
 		in.PerKey = &api.BudgetTemplateInput{Allocation: alloc, Strategy: strategy}
 	}
-	return in, nil
+	in.Keys, err = b.Keys.input(in.PerKey != nil)
+	return in, err
 }
 
 // input builds a complete allocation and strategy from the pool's flags.
@@ -291,9 +297,16 @@ func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 	periods := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Strategy.Type == api.StrategyCalendar })
 	debts := slices.ContainsFunc(budgets, inDebt)
 	backoffs := slices.ContainsFunc(budgets, func(b api.Budget) bool { return b.Adaptive != nil || backingOff(b, now) })
+	weights, keys := anyWeighted(budgets), anyKeys(budgets)
 	cols := []string{"KEY", "STRATEGY", "ALLOCATION", "RATE", "BURST", "AVAILABLE", "IN FLIGHT", "PARKED", "NEXT TOKEN"}
 	if families {
 		cols = append(cols, "PER KEY", "SUB-BUDGETS")
+	}
+	if keys {
+		cols = append(cols, "KEYS")
+	}
+	if weights {
+		cols = append(cols, "WEIGHT")
 	}
 	if pauses {
 		cols = append(cols, "PAUSED")
@@ -322,6 +335,12 @@ func budgetTableAt(w io.Writer, budgets []api.Budget, now time.Time) error {
 		row := []string{b.Key, b.Strategy.Type, strconv.FormatInt(b.Allocation, 10), rate, burst, avail, inFlight, parked, next}
 		if families {
 			row = append(row, formatPerKey(b.PerKey), formatSubBudgets(b))
+		}
+		if keys {
+			row = append(row, formatKeys(b))
+		}
+		if weights {
+			row = append(row, formatWeight(b))
 		}
 		if pauses {
 			row = append(row, formatPause(b, now))
@@ -437,7 +456,10 @@ func printBudget(f *Factory, b *api.Budget) error {
 	if f.JSON() {
 		return writeJSON(f.IO.Out, b)
 	}
-	return budgetTable(f, []api.Budget{*b})
+	if err := budgetTable(f, []api.Budget{*b}); err != nil {
+		return err
+	}
+	return keysTable(f.IO.Out, *b)
 }
 
 // budgetSender is a client call that writes a whole budget (create or put).

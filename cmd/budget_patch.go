@@ -10,13 +10,14 @@ import (
 // budgetPatchFlags are the flags of `budget patch` that change something.
 var budgetPatchFlags = []string{"allocation", "strategy", "duration", "burst", "no-burst", "reset", "timezone",
 	"per-key-allocation", "per-key-strategy", "per-key-duration", "per-key-burst", "no-per-key-burst", "no-per-key",
-	"adaptive", "adaptive-decrease", "adaptive-recover", "adaptive-floor", "no-adaptive"}
+	"adaptive", "adaptive-decrease", "adaptive-recover", "adaptive-floor", "no-adaptive",
+	"key-weight", "key-allocation", "remove-key", "no-keys"}
 
 func newBudgetPatchCmd(f *Factory) *cobra.Command {
 	b := &BudgetFlags{}
 	var noPerKey, noAdaptive bool
 	c := &cobra.Command{
-		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst] [--reset CRON] [--timezone TZ] [--per-key-… | --no-per-key] [--adaptive-… | --no-adaptive]",
+		Use:   "patch KEY [--allocation N] [--strategy S] [--duration D] [--burst N | --no-burst] [--reset CRON] [--timezone TZ] [--per-key-… | --no-per-key] [--key-weight SUB=N] [--key-allocation SUB=N] [--remove-key SUB | --no-keys] [--adaptive-… | --no-adaptive]",
 		Short: "Change some settings of a budget",
 		Long: `Change only the settings given as flags; the others are kept. --no-burst
 removes the burst, so the budget holds at most --allocation tokens. A
@@ -30,12 +31,19 @@ strategy is while_in_flight or time_based); on a plain budget they make it
 a family, and must then include --per-key-allocation and
 --per-key-strategy. --no-per-key makes a family a plain budget again.
 
+--key-weight SUB=N and --key-allocation SUB=N set a sub-key's weight and
+allocation, keeping its other setting and the other sub-keys'; SUB= (no
+value) removes that one setting. --remove-key SUB removes both of SUB's,
+--no-keys every sub-key's: back to weight 1 and the template's
+allocation.
+
 The --adaptive-… flags change the budget's back-off field by field; on a
 budget that has none they make it adaptive, with the defaults for the
 fields not given (--adaptive alone: all of them). --no-adaptive removes
 the back-off: the budget pays its configured rate again at once.`,
 		Example: `  zizq budget patch image-service --allocation 20000 --no-burst
   zizq budget patch tenants --per-key-allocation 5
+  zizq budget patch tenants --key-weight acme=3 --key-allocation globex= --remove-key initech
   zizq budget patch openai-tpd --strategy calendar --reset '0 0 * * *' --timezone Europe/Paris
   zizq budget patch upstream-api --adaptive-floor 0.2
   zizq budget patch upstream-api --no-adaptive`,
@@ -95,5 +103,6 @@ func (b *BudgetFlags) patch(c *cobra.Command, noPerKey, noAdaptive bool) (api.Bu
 	case tmpl.allocation != nil || tmpl.strategy != nil:
 		p.PerKey = api.Set(api.TemplatePatch{Allocation: tmpl.allocation, Strategy: tmpl.strategy})
 	}
-	return p, nil
+	p.Keys, err = b.Keys.patch(c)
+	return p, err
 }

@@ -12,7 +12,9 @@ func newBudgetPutCmd(f *Factory) *cobra.Command {
 		Short: "Create a budget or replace its settings",
 		Long: `Create a budget, or replace every setting of an existing one (its
 creation time is kept). Jobs bound to it keep their place; the new limits
-apply at once. Without --adaptive… flags it no longer backs off.`,
+apply at once. A family's --key-weight and --key-allocation settings are
+replaced too: those not given are gone, and without --adaptive… flags it
+no longer backs off.`,
 		Example:           `  zizq budget put image-service --allocation 10000 --strategy time_based --duration 1h`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: f.completeBudgetArg,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 func wireBudgetView(v core.BudgetView) api.Budget {
 	out := wireBudget(v.Budget)
+	out.Weight = v.Weight
 	if st := v.State; st != nil {
 		out.State = &api.BudgetState{
 			Available: st.Available, Capacity: st.Capacity, InFlight: st.InFlight, Held: st.Held,
@@ -184,6 +186,9 @@ func (p *budgetPatch) apply(cfg *store.Budget) error {
 		return err
 	}
 	if err := p.applyPerKey(cfg); err != nil {
+		return err
+	}
+	if err := p.applyKeys(cfg); err != nil { // weights.go
 		return err
 	}
 	if err := p.applyAdaptive(cfg); err != nil {
@@ -384,7 +389,7 @@ func (s *Server) decodeBudgetInput(w http.ResponseWriter, r *http.Request, in *a
 	if err := api.Unmarshal(f, data, in); err != nil {
 		return nil, err
 	}
-	return unknownStrategyMember(f, data), nil
+	return cmp.Or(unknownStrategyMember(f, data), unknownKeyMember(f, data)), nil
 }
 
 func unknownStrategyMember(f api.Format, data []byte) error {

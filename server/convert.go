@@ -73,6 +73,7 @@ func wireBudget(b store.Budget) api.Budget {
 	if t := b.PerKey; t != nil {
 		out.PerKey = &api.BudgetTemplate{Allocation: t.Allocation, Strategy: wireStrategy(t.Strategy, t.DurationMs, t.Burst)}
 	}
+	out.Keys = wireKeys(b.Keys)
 	return out
 }
 

@@ -198,7 +198,7 @@ func createWith(in api.BudgetInput, prefix string) (store.Budget, error) {
 	for _, f := range []struct {
 		name string
 		set  bool
-	}{{"per_key", in.PerKey != nil}, {"paused", in.Paused != nil}, {"paused_until", in.PausedUntil != nil}} {
+	}{{"per_key", in.PerKey != nil}, {"keys", in.Keys != nil}, {"paused", in.Paused != nil}, {"paused_until", in.PausedUntil != nil}} {
 		if f.set {
 			return store.Budget{}, fmt.Errorf("%s is not allowed here: set it with PUT or PATCH /budgets/{key}", f.name)
 		}
@@ -243,6 +243,11 @@ func budgetConfig(in api.BudgetInput, prefix string) (store.Budget, error) {
 	if err := cmp.Or(baseErr, inTemplate(tmplErr)); err != nil {
 		return store.Budget{}, err
 	}
+	keys, err := keysInput(in) // weights.go
+	if err != nil {
+		return store.Budget{}, err
+	}
+	cfg.Keys = keys
 	if in.Paused != nil && !*in.Paused && in.PausedUntil != nil {
 		return store.Budget{}, ruleErrorf("paused_until cannot come with paused false: paused_until pauses the budget")
 	}

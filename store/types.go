@@ -212,6 +212,9 @@ type Budget struct {
 	// Adaptive makes the budget back off when a worker reports that the
 	// upstream refused (issue 26); nil when it does not.
 	Adaptive *Adaptive
+	// Keys holds a family's per-sub-key weights and allocations, by
+	// sub-key (keys.go). nil when none. Treat it as immutable.
+	Keys map[string]KeyOverride
 }
 
 // Adaptive is how a budget backs off: each refusal multiplies its
@@ -264,7 +267,8 @@ func (b Budget) Equal(o Budget) bool {
 		b.PausedUntil == o.PausedUntil && maps.Equal(b.SubPauses, o.SubPauses) &&
 		b.Reset == o.Reset && b.Timezone == o.Timezone &&
 		(b.Spent == nil) == (o.Spent == nil) && (b.Spent == nil || *b.Spent == *o.Spent) &&
-		(b.Adaptive == nil) == (o.Adaptive == nil) && (b.Adaptive == nil || *b.Adaptive == *o.Adaptive)
+		(b.Adaptive == nil) == (o.Adaptive == nil) && (b.Adaptive == nil || *b.Adaptive == *o.Adaptive) &&
+		keysEqual(b.Keys, o.Keys)
 }
 
 // Pause is a sub-budget's pause: Paused and PausedUntil as a Budget's.

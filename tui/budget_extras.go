@@ -47,6 +47,10 @@ type family struct {
 	busiest []api.Budget // the busiest sub-budgets, busiest first
 	count   int          // how many the read listed
 	err     error
+	// subs is every sub-budget the read listed, until applyExtras has
+	// added them to window, the last minute's dispatches (shares.go).
+	subs   []api.Budget
+	window *shareWindow
 }
 
 // tickExtras waits extrasEvery, then asks for the next round.
@@ -93,7 +97,7 @@ func (m *Model) fetchExtras() tea.Cmd {
 			msg.forecasts[b.Key] = forecast{f: f, err: err}
 			if b.PerKey != nil {
 				subs, err := src.SubBudgets(ctx, b.Key)
-				msg.families[b.Key] = family{busiest: busiest(subs, busiestShown), count: len(subs), err: err}
+				msg.families[b.Key] = family{busiest: busiest(subs, busiestShown), count: len(subs), err: err, subs: subs}
 			}
 		}
 		return msg
@@ -108,6 +112,11 @@ func (m *Model) applyExtras(msg extrasMsg) tea.Cmd {
 		m.forecasts[k] = f
 	}
 	for k, f := range msg.families {
+		f.window = m.families[k].window
+		if f.err == nil {
+			f.window = f.window.observe(m.now, f.subs)
+		}
+		f.subs = nil
 		m.families[k] = f
 	}
 	live := make(map[string]bool, len(m.stats.Budgets))
@@ -165,7 +174,7 @@ func (m *Model) familyNote(b api.Budget) string {
 			if s.State != nil {
 				inFlight, parked = s.State.InFlight, s.State.Parked
 			}
-			parts = append(parts, strings.TrimPrefix(s.Key, b.Key+"/")+" "+itoa(inFlight)+"/"+itoa(parked))
+			parts = append(parts, strings.TrimPrefix(s.Key, b.Key+"/")+weightMark(s.Weight)+" "+itoa(inFlight)+"/"+itoa(parked))
 		}
 		if n > int64(len(fam.busiest)) {
 			parts = append(parts, "…")

@@ -425,6 +425,9 @@ func (m *Model) budgetDetail(b api.Budget) []string {
 		lines = append(lines, m.st.warn.Render(backoff))
 		backoff = ""
 	}
+	if w := m.sharesWords(b); w != "" { // a family's tenants (shares.go)
+		lines = append(lines, w)
+	}
 	if d := m.debtWords(b); d != "" {
 		lines = append(lines, m.st.debt.Render(d))
 	}

@@ -98,6 +98,9 @@ const (
 type BudgetView struct {
 	Budget store.Budget
 	State  *BudgetState
+	// Weight is a sub-budget's share of its family's turns; 0 for every
+	// other budget.
+	Weight int64
 }
 
 // BudgetState holds a budget's live figures.
@@ -370,7 +373,7 @@ func enginePutMode(m PutMode) engine.PutMode {
 }
 
 func coreBudgetView(v engine.BudgetView) BudgetView {
-	return BudgetView{Budget: v.Budget, State: (*BudgetState)(v.State)}
+	return BudgetView{Budget: v.Budget, State: (*BudgetState)(v.State), Weight: v.Weight}
 }
 
 func coreBudgetViews(in []engine.BudgetView) []BudgetView {

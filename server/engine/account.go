@@ -65,6 +65,9 @@ type account struct {
 	fam    *family
 	parent *account
 	finish int64
+	// weight is a sub-budget's, finishFrac the remainder of its finish in
+	// 1/weight ms (weights.go).
+	weight, finishFrac int64
 
 	// gone marks a budget no longer in Engine.accounts (dropAccount): the
 	// work lists may still hold it, and a flag is cheaper to ask than the

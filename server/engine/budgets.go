@@ -22,6 +22,9 @@ const (
 type BudgetView struct {
 	Budget store.Budget
 	State  *BudgetState
+	// Weight is a sub-budget's share of its family's turns (weights.go);
+	// 0 for every other budget.
+	Weight int64
 }
 
 // BudgetState holds a budget's live figures (docs/API.md §Live budget state).
@@ -152,7 +155,7 @@ func (e *Engine) reconfigure(a *account, cfg store.Budget) error {
 	if err := a.checkBound(cfg); err != nil {
 		return err
 	}
-	if err := e.checkTemplate(a, cfg.PerKey); err != nil {
+	if err := e.checkTemplate(a, cfg); err != nil {
 		return err
 	}
 	kindChange := kindOf(cfg) != a.pool.Kind()
@@ -188,10 +191,12 @@ func (e *Engine) checkManaged(key string) error {
 	return nil
 }
 
-// checkTemplate refuses a family template that a bound job of a live
-// sub-budget could never pay, and the removal of the template of a family
-// with live sub-budgets (their jobs would lose their budgets).
-func (e *Engine) checkTemplate(a *account, t *store.BudgetTemplate) error {
+// checkTemplate refuses a family template (with its Keys' allocations)
+// that a bound job of a live sub-budget could never pay, and the removal
+// of the template of a family with live sub-budgets (their jobs would lose
+// their budgets).
+func (e *Engine) checkTemplate(a *account, fam store.Budget) error {
+	t := fam.PerKey
 	if a.fam == nil {
 		return nil
 	}
@@ -207,7 +212,7 @@ func (e *Engine) checkTemplate(a *account, t *store.BudgetTemplate) error {
 	}
 	cfg := store.Budget{Key: a.cfg.Key + "/*", Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst}
 	for _, s := range sortedSubs(a) {
-		cfg.Key = s.cfg.Key
+		cfg.Key, cfg.Allocation = s.cfg.Key, keyAllocation(fam, t, s.cfg.Key)
 		if err := s.checkBound(cfg); err != nil {
 			return err
 		}
@@ -275,6 +280,7 @@ func (e *Engine) applyTemplate(a *account) {
 			e.kindChanged(s)
 		}
 		s.cfg = cfg
+		s.setWeight(weightOf(a.cfg, s.cfg.Key))
 		e.changed(s)
 		if s.bound == 0 && !e.releaseSub(s) {
 			e.deadlineDirty(s) // an idle one goes once its new pool is full
@@ -364,7 +370,8 @@ func (e *Engine) Budget(key string, state bool) (BudgetView, error) {
 		}
 		if fam != nil {
 			// An idle sub-budget: as it would be made, with a full pool.
-			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), nil, e.vnow), head: none}
+			fresh := account{cfg: subConfig(fam, key, e.nowMs()), pool: newPool(subConfig(fam, key, 0), nil, e.vnow), head: none,
+				parent: fam, weight: weightOf(fam.cfg, key)}
 			return e.budgetView(&fresh, state), nil
 		}
 		return BudgetView{}, errorf(NotFound, "budget '%s' not found", key)
@@ -393,6 +400,9 @@ func (e *Engine) budgetViews(state bool) []BudgetView {
 
 func (e *Engine) budgetView(a *account, state bool) BudgetView {
 	v := BudgetView{Budget: a.cfg}
+	if a.parent != nil {
+		v.Weight = a.weight
+	}
 	if !state {
 		return v
 	}

@@ -20,7 +20,8 @@ import (
 // virtual time, the greatest tag it has dispatched (the present, when none
 // of its jobs waits); each sub-budget keeps the tag its next job starts
 // from. A job's tag is the later of the two, and moves its sub-budget's on
-// by one quantum per unit of cost: the family's time per token, so that
+// by one quantum per unit of cost, divided by the sub-key's weight
+// (weights.go): the family's time per token, so that
 // tags run at the pace the family dispatches. A sub-key that arrives late
 // starts at the family's virtual time, ahead of the backlog of the others,
 // and each sub-key then gets one turn per quantum: within a few of the
@@ -103,12 +104,13 @@ func (e *Engine) resolve(key string) (a, fam *account) {
 }
 
 // subConfig is the configuration of the sub-budget key of family fam: the
-// family's template, and the sub-budget's own pause.
+// family's template with the key's allocation (weights.go), and the
+// sub-budget's own pause.
 func subConfig(fam *account, key string, ms int64) store.Budget {
 	t := fam.cfg.PerKey
 	p := fam.cfg.SubPauses[key]
 	return store.Budget{
-		Key: key, Allocation: t.Allocation, Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst,
+		Key: key, Allocation: keyAllocation(fam.cfg, t, key), Strategy: t.Strategy, DurationMs: t.DurationMs, Burst: t.Burst,
 		CreatedAt: ms, UpdatedAt: ms, Paused: p.Paused, PausedUntil: p.PausedUntil,
 	}
 }
@@ -116,6 +118,7 @@ func subConfig(fam *account, key string, ms int64) store.Budget {
 func (e *Engine) newSub(fam *account, key string) *account {
 	a := e.addAccount(subConfig(fam, key, e.nowMs()))
 	a.parent = fam
+	a.weight = weightOf(fam.cfg, key)
 	fam.fam.subs[key] = a
 	e.subBudgets++
 	return a
@@ -201,8 +204,9 @@ func (e *Engine) fairTag(sub, fam *account, cost int64) int64 {
 		// from a virtual time long past (tags far ahead of every line).
 		fam.fam.vtime = max(fam.fam.vtime, e.nowMs())
 	}
-	tag := max(fam.fam.vtime, sub.finish)
-	sub.finish = tag + quantum(fam, cost)
+	sub.startFrom(fam.fam.vtime)
+	tag := sub.finish
+	sub.advance(quantum(fam, cost)) // by quantum ÷ weight (weights.go)
 	return tag
 }
 
@@ -231,7 +235,7 @@ func restoredTag(binds []bind, tag int64, restored map[*account]bool) {
 		}
 		if i > 0 {
 			sub := binds[i-1].a
-			sub.finish = max(sub.finish, tag+quantum(fam, binds[i-1].cost))
+			sub.restoreFinish(tag, quantum(fam, binds[i-1].cost))
 		}
 	}
 }

@@ -24,7 +24,7 @@ import (
 //     at least the present when none of its jobs waits) and the sub-key's
 //     next start, which the job moves on by its quantum (the family's time
 //     for its cost in tokens, at least 1 ms; for while_in_flight, its cost
-//     in ms).
+//     in ms) divided by the sub-key's weight (model_weights_test.go).
 //   - Families: a binding of "<family>/<sub>", with no budget of that key,
 //     charges the sub-budget (made from the family's template at first
 //     use) and the family, at the same cost. A sub-budget with nothing
@@ -125,12 +125,14 @@ type refBudget struct {
 	at                   int64
 	head                 *refJob
 	pauseEnd             int64 // ns: 0 not paused, math.MaxInt64 until resumed
-	// Families: perKey is a family's template; a sub-budget has its
-	// family and the tag its next job starts from.
+	// Families: perKey is a family's template, keys a template's
+	// overrides; a sub-budget has its family and the tag its next job
+	// starts from (model_weights_test.go).
 	perKey *refBudget
+	keys   refKeys
 	family *refBudget
-	vtime  int64 // a family's virtual time (ms)
-	next   int64 // a sub-budget's next start (ms)
+	vtime  int64    // a family's virtual time (ms)
+	next   *big.Rat // a sub-budget's next start (ms, exact; nil: 0)
 }
 
 type refTaker struct {
@@ -842,6 +844,7 @@ func (m *refModel) setTemplate(key string, t *refBudget) {
 	if fam.perKey == nil && t != nil {
 		fam.vtime = m.now / int64(1_000_000) // a new family's time starts now
 	}
+	old := fam.perKey
 	fam.perKey = t
 	for k, sub := range m.budgets {
 		if sub.family != fam {
@@ -851,7 +854,8 @@ func (m *refModel) setTemplate(key string, t *refBudget) {
 			delete(m.budgets, k)
 			continue
 		}
-		sub.reconfigure(t.timeBased, t.alloc, t.dur, t.burst, m.now)
+		sub.reconfigure(t.timeBased, t.keyAlloc(key, k), t.dur, t.burst, m.now)
+		reweigh(sub, old, t, key)
 	}
 }
 
@@ -988,7 +992,7 @@ func (m *refModel) expand(binds []refBind) []refBind {
 		if fam == nil {
 			fam = m.familyOf(bd.key)
 			t := fam.perKey
-			sub := &refBudget{key: bd.key, timeBased: t.timeBased, alloc: t.alloc, dur: t.dur, burst: t.burst, at: m.now, family: fam}
+			sub := &refBudget{key: bd.key, timeBased: t.timeBased, alloc: t.keyAlloc(fam.key, bd.key), dur: t.dur, burst: t.burst, at: m.now, family: fam}
 			if sub.timeBased {
 				sub.level = big.NewRat(sub.capacity(), 1)
 			}
@@ -1033,8 +1037,7 @@ func (m *refModel) tagFor(id string, binds []refBind) int64 {
 		if m.waitingOn(fam) == 0 {
 			fam.vtime = max(fam.vtime, m.now/int64(1_000_000))
 		}
-		tag = max(fam.vtime, sub.next)
-		sub.next = tag + fam.quantum(bd.cost)
+		tag = m.fairStart(fam, sub, bd.cost)
 	}
 	return tag
 }

@@ -169,13 +169,14 @@ func (r *propRun) putBudget() {
 	if key == propFamily {
 		tmpl = r.randomConfig(r.rng.IntN(2) == 0)
 		cfg.PerKey = &store.BudgetTemplate{Allocation: tmpl.Allocation, Strategy: tmpl.Strategy, DurationMs: tmpl.DurationMs, Burst: tmpl.Burst}
+		cfg.Keys = r.randomKeys() // property_weights_test.go
 	}
-	r.step("put budget %s %+v per_key %+v", key, cfg, cfg.PerKey)
+	r.step("put budget %s %+v per_key %+v keys %v", key, cfg, cfg.PerKey, cfg.Keys)
 	_, _, err := r.e.PutBudget(key, cfg, CreateOrReplace)
 	refused := r.m.maxBoundCost(key) > maxCost(cfg)
 	if key == propFamily {
 		for _, sub := range propSubs {
-			refused = refused || r.m.maxBoundCost(sub) > maxCost(tmpl)
+			refused = refused || r.m.maxBoundCost(sub) > maxCost(keyedConfig(tmpl, cfg.Keys, sub))
 		}
 	}
 	if refused {
@@ -189,7 +190,7 @@ func (r *propRun) putBudget() {
 	}
 	var t *refBudget
 	if key == propFamily {
-		t = &refBudget{timeBased: tmpl.Strategy == store.TimeBased, alloc: tmpl.Allocation, dur: tmpl.DurationMs, burst: tmpl.Burst}
+		t = &refBudget{timeBased: tmpl.Strategy == store.TimeBased, alloc: tmpl.Allocation, dur: tmpl.DurationMs, burst: tmpl.Burst, keys: cfg.Keys}
 	}
 	r.m.putBudget(key, cfg.Strategy == store.TimeBased, cfg.Allocation, cfg.DurationMs, cfg.Burst, t)
 }
@@ -280,8 +281,7 @@ func (r *propRun) randomBinds() []BindingSpec {
 		if b.perKey != nil && r.rng.IntN(2) == 0 {
 			// One of its sub-budgets instead: it charges the family too.
 			sub := propSubs[r.rng.IntN(len(propSubs))]
-			most := min(b.alloc, b.capacity(), b.perKey.alloc, b.perKey.capacity())
-			out = append(out, BindingSpec{Key: sub, Cost: r.cost(most)})
+			out = append(out, BindingSpec{Key: sub, Cost: r.cost(subMost(b, sub))})
 			continue
 		}
 		out = append(out, BindingSpec{Key: k, Cost: r.cost(min(b.alloc, b.capacity()))})
@@ -642,7 +642,7 @@ func (r *propRun) run(n int) {
 	}{
 		{3, r.putBudget}, {14, r.enqueue}, {3, r.connect}, {2, r.disconnect}, {9, r.ack},
 		{2, r.failJob}, {2, r.remove}, {2, r.move}, {2, r.rebind}, {6, r.advance}, {1, r.pauseBudget},
-		{2, r.fold}, {2, r.finishFold},
+		{2, r.fold}, {2, r.finishFold}, {1, r.patchKeys},
 	}
 	total := 0
 	for _, o := range ops {

@@ -327,7 +327,7 @@ func (db *DB) Budgets(ctx context.Context) ([]store.Budget, error) {
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.Query(ctx, `SELECT key, allocation, strategy, duration_ms, burst, created_at, updated_at,
 			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until,
-			sub_pauses, reset, timezone, spent_ends_at, spent_used, adaptive
+			sub_pauses, reset, timezone, spent_ends_at, spent_used, key_overrides, adaptive
 		FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
@@ -348,18 +348,21 @@ func scanBudget(r pgx.CollectableRow) (store.Budget, error) {
 		subPauses            *string
 		reset, timezone      *string
 		endsAt, used         *int64
-		adaptive             *string
+		keys, adaptive       *string
 	)
 	err := r.Scan(&key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
 		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses,
-		&reset, &timezone, &endsAt, &used, &adaptive)
+		&reset, &timezone, &endsAt, &used, &keys, &adaptive)
 	if err != nil {
 		return store.Budget{}, err
 	}
-	if b.Adaptive, err = store.DecodeAdaptive(adaptive); err != nil {
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
-	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
+	if b.Keys, err = store.DecodeKeys(keys); err != nil {
+		return store.Budget{}, err
+	}
+	if b.Adaptive, err = store.DecodeAdaptive(adaptive); err != nil {
 		return store.Budget{}, err
 	}
 	b.Key = string(key)

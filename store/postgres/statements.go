@@ -366,7 +366,8 @@ func queueMisc(b *pgx.Batch, op store.Op) {
 // replacement without a template or a pause clears them. The template's
 // columns are NULL for a plain budget, paused_until for a pause without
 // end, sub_pauses when no sub-budget is paused, reset and timezone when not
-// a calendar budget (or in UTC). spent_* are not configuration: a
+// a calendar budget (or in UTC), key_overrides when the family has none.
+// spent_* are not configuration: a
 // replacement keeps them (see store.PutBudget), a new row has them NULL.
 func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 	var alloc, duration, burst *int64
@@ -376,18 +377,19 @@ func queuePutBudget(b *pgx.Batch, g *store.Budget) {
 	}
 	b.Queue(`INSERT INTO budgets (key, allocation, strategy, duration_ms, burst, created_at, updated_at,
 			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses,
-			reset, timezone, adaptive)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			reset, timezone, key_overrides, adaptive)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
 			duration_ms = excluded.duration_ms, burst = excluded.burst,
 			created_at = excluded.created_at, updated_at = excluded.updated_at,
 			per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
 			per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
 			paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses,
-			reset = excluded.reset, timezone = excluded.timezone, adaptive = excluded.adaptive`,
+			reset = excluded.reset, timezone = excluded.timezone, key_overrides = excluded.key_overrides,
+			adaptive = excluded.adaptive`,
 		[]byte(g.Key), g.Allocation, g.Strategy, g.DurationMs, g.Burst, g.CreatedAt, g.UpdatedAt,
 		alloc, strategy, duration, burst, g.Paused, nullZero(g.PausedUntil), store.EncodeSubPauses(g.SubPauses),
-		nullEmpty(g.Reset), nullEmpty(g.Timezone), store.EncodeAdaptive(g.Adaptive))
+		nullEmpty(g.Reset), nullEmpty(g.Timezone), store.EncodeKeys(g.Keys), store.EncodeAdaptive(g.Adaptive))
 }
 
 // overrideCols returns the column values of a job's overrides, nil for

@@ -355,7 +355,8 @@ type querier interface {
 func queryBudgets(ctx context.Context, q querier) ([]store.Budget, error) {
 	rows, err := q.QueryContext(ctx, `SELECT key, allocation, strategy, duration_ms, burst,
 		created_at, updated_at, per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst,
-		paused, paused_until, sub_pauses, reset, timezone, spent_ends_at, spent_used, adaptive FROM budgets ORDER BY key`)
+		paused, paused_until, sub_pauses, reset, timezone, spent_ends_at, spent_used, key_overrides, adaptive
+		FROM budgets ORDER BY key`)
 	if err != nil {
 		return nil, err
 	}
@@ -383,18 +384,21 @@ func scanBudget(s scanner) (store.Budget, error) {
 		subPauses            *string
 		reset, timezone      *string
 		endsAt, used         *int64
-		adaptive             *string
+		keys, adaptive       *string
 	)
 	err := s.Scan(&b.Key, &b.Allocation, &b.Strategy, &b.DurationMs, &b.Burst, &b.CreatedAt, &b.UpdatedAt,
 		&tAlloc, &tStrategy, &tDur, &tBurst, &b.Paused, &pausedUntil, &subPauses,
-		&reset, &timezone, &endsAt, &used, &adaptive)
+		&reset, &timezone, &endsAt, &used, &keys, &adaptive)
 	if err != nil {
 		return store.Budget{}, err
 	}
-	if b.Adaptive, err = store.DecodeAdaptive(adaptive); err != nil {
+	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
 		return store.Budget{}, err
 	}
-	if b.SubPauses, err = store.DecodeSubPauses(subPauses); err != nil {
+	if b.Keys, err = store.DecodeKeys(keys); err != nil {
+		return store.Budget{}, err
+	}
+	if b.Adaptive, err = store.DecodeAdaptive(adaptive); err != nil {
 		return store.Budget{}, err
 	}
 	if tAlloc != nil && tStrategy != nil {

@@ -108,15 +108,16 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.putBudget, `INSERT INTO budgets
 			(key, allocation, strategy, duration_ms, burst, created_at, updated_at,
 			per_key_allocation, per_key_strategy, per_key_duration_ms, per_key_burst, paused, paused_until, sub_pauses,
-			reset, timezone, adaptive)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			reset, timezone, key_overrides, adaptive)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (key) DO UPDATE SET allocation = excluded.allocation, strategy = excluded.strategy,
 				duration_ms = excluded.duration_ms, burst = excluded.burst,
 				created_at = excluded.created_at, updated_at = excluded.updated_at,
 				per_key_allocation = excluded.per_key_allocation, per_key_strategy = excluded.per_key_strategy,
 				per_key_duration_ms = excluded.per_key_duration_ms, per_key_burst = excluded.per_key_burst,
 				paused = excluded.paused, paused_until = excluded.paused_until, sub_pauses = excluded.sub_pauses,
-				reset = excluded.reset, timezone = excluded.timezone, adaptive = excluded.adaptive`},
+				reset = excluded.reset, timezone = excluded.timezone, key_overrides = excluded.key_overrides,
+				adaptive = excluded.adaptive`},
 		{&w.spendBudget, `UPDATE budgets SET spent_ends_at = ?2, spent_used = ?3 WHERE key = ?1`},
 		{&w.delBudget, `DELETE FROM budgets WHERE key = ?`},
 		{&w.deleteEverything, `DELETE FROM job_payloads; DELETE FROM job_errors; DELETE FROM jobs; DELETE FROM budgets`},
@@ -435,7 +436,8 @@ func insertArgs(j *store.Job) []any {
 // budgetArgs returns b's values in the order of the putBudget statement:
 // the template's columns are NULL for a plain budget, paused_until for a
 // pause without end, sub_pauses when no sub-budget is paused, reset and
-// timezone when not a calendar budget (or in UTC). b.Spent is not
+// timezone when not a calendar budget (or in UTC), key_overrides when the
+// family has none. b.Spent is not
 // configuration and is not written (see store.PutBudget).
 func budgetArgs(b *store.Budget) []any {
 	var alloc, strategy, duration, burst any
@@ -448,7 +450,7 @@ func budgetArgs(b *store.Budget) []any {
 	}
 	return []any{b.Key, b.Allocation, b.Strategy, b.DurationMs, b.Burst, b.CreatedAt, b.UpdatedAt,
 		alloc, strategy, duration, burst, paused, nullZero(b.PausedUntil), store.EncodeSubPauses(b.SubPauses),
-		nullEmpty(b.Reset), nullEmpty(b.Timezone), store.EncodeAdaptive(b.Adaptive)}
+		nullEmpty(b.Reset), nullEmpty(b.Timezone), store.EncodeKeys(b.Keys), store.EncodeAdaptive(b.Adaptive)}
 }
 
 // patchArgs returns the arguments of the patch statement.

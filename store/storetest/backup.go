@@ -20,7 +20,8 @@ func Populate(t testing.TB, s store.Store) (highWater string) {
 	apply := func(ops ...store.Op) { require.NoError(t, s.Append(ops...).Wait(ctx)) }
 	apply(store.PutBudget(store.Budget{Key: "k", Allocation: 2, Strategy: store.WhileInFlight, CreatedAt: 1, UpdatedAt: 1}),
 		store.PutBudget(store.Budget{Key: "tenant", Allocation: 9, Strategy: store.WhileInFlight, CreatedAt: 2, UpdatedAt: 3,
-			PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight}}),
+			PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.WhileInFlight},
+			Keys:   map[string]store.KeyOverride{"acme": {Weight: 3, Allocation: 2}}}),
 		store.PutBudget(store.Budget{Key: "daily", Allocation: 10, Strategy: store.Calendar, CreatedAt: 4, UpdatedAt: 4,
 			Reset: "0 0 * * *", Timezone: "Europe/Paris"}),
 		store.SpendBudget("daily", store.Spent{EndsAt: 86_400_000, Used: 4}),

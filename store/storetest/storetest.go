@@ -43,6 +43,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Copy", testCopy},
 		{"CalendarBudgets", testCalendarBudgets},
 		{"AdaptiveBudgets", testAdaptiveBudgets},
+		{"KeyOverrides", testKeyOverrides},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
