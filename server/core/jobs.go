@@ -165,8 +165,8 @@ func overlay(row, live store.Job) store.Job {
 	if live.FailedAt != 0 {
 		row.FailedAt = live.FailedAt
 	}
-	if live.Status == store.InFlight {
-		row.DequeuedAt = live.DequeuedAt
+	if live.Status == store.InFlight || live.DequeuedAt != 0 {
+		row.DequeuedAt = live.DequeuedAt // in flight, or requeued: the store may lag
 	}
 	row.CompletedAt, row.PurgeAt = 0, 0
 	return row

@@ -195,8 +195,11 @@ type Engine struct {
 	// retry limit: the upstream refused it (adaptive.go). Not stored: after
 	// a restart they count.
 	uncounted map[int32]uint32
-	batches   batchTables
-	types     names
+	// requeuedAt is the dequeued_at (ms) of a live job that went back to
+	// waiting when its taker went away, until it is dispatched again.
+	requeuedAt map[int32]int64
+	batches    batchTables
+	types      names
 
 	// unique is the holder index of unique keys (unique.go).
 	unique uniqueIndex
@@ -287,6 +290,7 @@ func New(cfg Config, clk clock.Clock, journal Journal, ids *jobid.Generator) *En
 		overrides:  map[int32]*overrides{},
 		failedAt:   map[int32]int64{},
 		uncounted:  map[int32]uint32{},
+		requeuedAt: map[int32]int64{},
 		unique:     newUniqueIndex(),
 		bindLists:  []bindList{{}},
 		bindIndex:  map[string]uint32{},

@@ -191,6 +191,7 @@ func (e *Engine) deliver(it item, t *Taker) {
 	ms := e.nowMs()
 	r.aux = t.slot
 	t.inFlight[j.idx] = flight{id: j.id, dequeuedAt: ms}
+	delete(e.requeuedAt, j.idx)
 	e.obs.flights.add(timedEntry{at: ms, id: j.id, idx: j.idx})
 	e.inFlight++
 	id := j.id.String()
@@ -250,6 +251,7 @@ func (e *Engine) forget(j ref) {
 	}
 	delete(e.failedAt, j.idx)
 	delete(e.uncounted, j.idx)
+	delete(e.requeuedAt, j.idx)
 	e.forgetUnique(j)
 	e.dropBatch(j.idx)
 	e.ids.delete(j.id)
@@ -302,6 +304,7 @@ func (e *Engine) view(id string, idx int32) store.Job {
 		j.DequeuedAt = e.takerSlots[r.aux].inFlight[idx].dequeuedAt
 	default:
 		j.Status = store.Ready
+		j.DequeuedAt = e.requeuedAt[idx]
 	}
 	if o := e.override(idx); o != nil {
 		j.RetryLimit, j.Backoff, j.Retention = o.retryLimit, o.backoff, o.retention

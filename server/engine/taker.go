@@ -169,6 +169,10 @@ func (t *Taker) Close() {
 	}
 	sort.Slice(held, func(a, b int) bool { return held[a].id.Less(held[b].id) })
 	for _, j := range held {
+		// The store's dequeued_at may lag (dispatch marks are written
+		// lazily, and this requeue is not waited for): the engine says it
+		// until the job is dispatched again.
+		e.requeuedAt[j.idx] = t.inFlight[j.idx].dequeuedAt
 		e.release(j)
 		e.setState(j.idx, stNew)
 		// docs/API.md §Unique jobs: unlike Zizq, a requeue after a disconnect
