@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"Batches", testBatches},
 		{"Copy", testCopy},
 		{"CalendarBudgets", testCalendarBudgets},
+		{"StartBy", testStartBy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
