@@ -44,7 +44,10 @@ type account struct {
 	bound      int64
 	inFlight   int64
 	dispatched int64
-	dl         *refill
+	// expired counts the jobs that died of their start_by while it
+	// refused them (deadline.go).
+	expired int64
+	dl      *refill
 	// waitN and waitCost count the waiting jobs bound to the budget,
 	// served or not, and what they cost it (the forecast's backlog).
 	waitN, waitCost int64

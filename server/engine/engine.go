@@ -120,6 +120,10 @@ type Config struct {
 	// quick) for every job handed to a taker, with the dispatch time and,
 	// for a job bound to budgets, when it began to wait (ms; 0 otherwise).
 	OnDispatch func(j store.Job, at time.Time, waitingSince int64)
+	// OnExpire, when set, is called (under the engine lock) for every job
+	// that dies of its start_by (deadline.go), with the deadline and how
+	// late, by the clock, the engine handled it.
+	OnExpire func(id string, at time.Time, late time.Duration)
 }
 
 // DefaultConfig returns Zizq's defaults.
@@ -198,12 +202,14 @@ type Engine struct {
 	queues    map[string]*queue
 	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
-	// Deadlines: four heaps, one timer at the earliest of them.
+	// Deadlines: five heaps, one timer at the earliest of them.
 	promos   promoHeap
 	purges   purgeHeap
 	refills  refillHeap
 	alarms   alarmHeap
-	timer    clock.Timer
+	// deadlines holds the jobs' start_by and their lazy heap (deadline.go).
+	deadlines deadlineTable
+	timer     clock.Timer
 	timerAt  int64
 	timerGen uint64
 
@@ -309,7 +315,7 @@ func (e *Engine) finishOp() {
 	e.obs.poke()
 }
 
-// nextDeadline returns the earliest deadline of the four heaps.
+// nextDeadline returns the earliest deadline of the five heaps.
 func (e *Engine) nextDeadline() (int64, bool) {
 	at, ok := int64(0), false
 	take := func(t int64) {
@@ -329,6 +335,9 @@ func (e *Engine) nextDeadline() (int64, bool) {
 	if len(e.alarms.items) > 0 {
 		take(e.alarms.items[0].at)
 	}
+	if t, due := e.deadlines.next(); due {
+		take(t)
+	}
 	return at, ok
 }
 
@@ -346,8 +355,11 @@ func (e *Engine) fireDue(until int64) {
 	}
 }
 
-// handleDue applies every deadline that has come by vnow.
+// handleDue applies every deadline that has come by vnow. Jobs whose
+// start_by has come die first: a job is dispatched before its start_by or
+// not at all.
 func (e *Engine) handleDue() {
+	e.expireDue()
 	for len(e.promos.items) > 0 && e.promos.items[0].at <= e.vnow {
 		p := e.promos.items[0]
 		e.promos.remove(0)
