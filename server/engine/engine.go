@@ -203,15 +203,15 @@ type Engine struct {
 	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
 	// Deadlines: five heaps, one timer at the earliest of them.
-	promos   promoHeap
-	purges   purgeHeap
-	refills  refillHeap
-	alarms   alarmHeap
+	promos  promoHeap
+	purges  purgeHeap
+	refills refillHeap
+	alarms  alarmHeap
 	// deadlines holds the jobs' start_by and their lazy heap (deadline.go).
 	deadlines deadlineTable
 	timer     clock.Timer
-	timerAt  int64
-	timerGen uint64
+	timerAt   int64
+	timerGen  uint64
 
 	accounts map[string]*account
 	// spends holds the calendar spends not yet journalled (calendar.go).
