@@ -44,10 +44,8 @@ type account struct {
 	bound      int64
 	inFlight   int64
 	dispatched int64
-	// expired counts the jobs that died of their start_by while it
-	// refused them (deadline.go).
-	expired int64
-	dl      *refill
+	expired    int64 // jobs dead of their start_by while it refused them (deadline.go)
+	dl         *refill
 	// waitN and waitCost count the waiting jobs bound to the budget,
 	// served or not, and what they cost it (the forecast's backlog).
 	waitN, waitCost int64

@@ -193,6 +193,10 @@ type Engine struct {
 	// unique is the holder index of unique keys (unique.go).
 	unique uniqueIndex
 
+	// deadlines holds the jobs' start_by and the fifth heap of deadlines,
+	// theirs (deadline.go).
+	deadlines deadlineTable
+
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList
 	bindIndex  map[string]uint32
@@ -203,15 +207,13 @@ type Engine struct {
 	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
 	// Deadlines: five heaps, one timer at the earliest of them.
-	promos  promoHeap
-	purges  purgeHeap
-	refills refillHeap
-	alarms  alarmHeap
-	// deadlines holds the jobs' start_by and their lazy heap (deadline.go).
-	deadlines deadlineTable
-	timer     clock.Timer
-	timerAt   int64
-	timerGen  uint64
+	promos   promoHeap
+	purges   purgeHeap
+	refills  refillHeap
+	alarms   alarmHeap
+	timer    clock.Timer
+	timerAt  int64
+	timerGen uint64
 
 	accounts map[string]*account
 	// spends holds the calendar spends not yet journalled (calendar.go).
