@@ -155,15 +155,16 @@ func (e *Engine) expireDue() {
 		if !e.liveExpiry(x) || e.rec(x.idx).state == stInFlight {
 			continue // gone, or it started in time
 		}
-		e.expire(ref{id: x.id, idx: x.idx}, x.at)
+		e.expire(ref{id: x.id, idx: x.idx})
 	}
 }
 
-// expire makes a job that was not dispatched by its start_by (at, ns) dead:
-// an error record of the attempt that never started says what it waited
-// for, each budget that refused it counts it, and it dies as a failure
-// that may not retry does (its dead retention, its unique key).
-func (e *Engine) expire(j ref, at int64) {
+// expire makes a job that was not dispatched by its start_by dead, now (as
+// of its start_by when its deadline is handled, later at a restore): an
+// error record of the attempt that never started says what it waited for,
+// each budget that refused it counts it, and it dies as a failure that may
+// not retry does (its dead retention, its unique key).
+func (e *Engine) expire(j ref) {
 	r := e.rec(j.idx)
 	id := j.id.String()
 	reason, refusing := e.waitReason(j)
@@ -182,7 +183,8 @@ func (e *Engine) expire(j ref, at int64) {
 	ops, _ := e.die(j, id, ms)
 	e.journal.Append(append(ops, store.AddError(rec))...)
 	if e.cfg.OnExpire != nil {
-		e.cfg.OnExpire(id, time.Unix(0, at), e.clock.Now().Sub(time.Unix(0, at)))
+		at := time.Unix(0, e.vnow)
+		e.cfg.OnExpire(id, at, e.clock.Now().Sub(at))
 	}
 }
 

@@ -121,8 +121,9 @@ type Config struct {
 	// for a job bound to budgets, when it began to wait (ms; 0 otherwise).
 	OnDispatch func(j store.Job, at time.Time, waitingSince int64)
 	// OnExpire, when set, is called (under the engine lock) for every job
-	// that dies of its start_by (deadline.go), with the deadline and how
-	// late, by the clock, the engine handled it.
+	// that dies of its start_by (deadline.go), with the time of its death
+	// (its start_by, but at a restore) and how late, by the clock, the
+	// engine handled it.
 	OnExpire func(id string, at time.Time, late time.Duration)
 }
 
