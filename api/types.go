@@ -53,6 +53,9 @@ type Job struct {
 	Folded      *bool      `json:"folded,omitempty"`
 	Batch       *Batch     `json:"batch,omitempty"`
 	Budgets     []Binding  `json:"budgets,omitempty"`
+	// StartBy is the job's deadline for waiting (our extension, issue 26;
+	// docs/API.md §Deadlines): not dispatched by then, it dies.
+	StartBy uint64 `json:"start_by,omitempty"`
 }
 
 // Batch is a batched job's batch: its key, and the jq programs of the
@@ -240,6 +243,10 @@ type BudgetState struct {
 	// NextResetAt (unix ms) when the period ends.
 	Used        *int64 `json:"used,omitempty"`
 	NextResetAt *int64 `json:"next_reset_at,omitempty"`
+	// Expired counts the jobs that died of their start_by while the
+	// budget refused them, since the server started (issue 26; left out
+	// before the first).
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // Settled counts a budget's settles: how many, and the tokens credited back
