@@ -39,9 +39,12 @@
 // # Time
 //
 // Deadlines (scheduled jobs, refill moments of time_based budgets, purges,
-// and the alarms of alarm.go) share one timer. A deadline is handled as of its own time,
-// before any later operation, so a timer that fires late delays a dispatch
-// but never lowers a budget's rate: the pool is debited at the deadline.
+// the alarms of alarm.go, and the jobs' start_by of deadline.go) share one
+// timer. A deadline is handled as of its own time, before any later
+// operation, so a timer that fires late delays a dispatch but never lowers
+// a budget's rate: the pool is debited at the deadline. A job whose
+// start_by has come dies before anything else of that instant is decided:
+// no job is dispatched at or after its start_by.
 //
 // # Debt and calendar resets
 //
