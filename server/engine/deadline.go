@@ -33,12 +33,19 @@ type expiry struct {
 	idx int32
 }
 
-// deadlineTable holds the start_by of the live jobs that have one (ms, by
+// deadlineTable holds the start_by of the live jobs that have one (by
 // record; the record's recStartBy flag says so) and the heap of their
 // deadlines.
 type deadlineTable struct {
-	startBy map[int32]int64
+	startBy map[int32]startBy
 	heap    expiryHeap
+}
+
+// startBy is a live job's start_by (ms) and its ID, which tells a heap
+// entry of its record from one of an earlier job's without a lookup.
+type startBy struct {
+	ms int64
+	id jobid.ID
 }
 
 type expiryHeap struct{ items []expiry }
@@ -81,9 +88,9 @@ func (t *deadlineTable) next() (int64, bool) {
 func (e *Engine) setStartBy(j ref, ms int64) {
 	t := &e.deadlines
 	if t.startBy == nil {
-		t.startBy = map[int32]int64{}
+		t.startBy = map[int32]startBy{}
 	}
-	t.startBy[j.idx] = ms
+	t.startBy[j.idx] = startBy{ms: ms, id: j.id}
 	e.rec(j.idx).flags |= recStartBy
 	if len(t.heap.items) >= 2*len(t.startBy)+compactSlack {
 		e.compactExpiries()
@@ -96,7 +103,7 @@ func (e *Engine) startByOf(idx int32) int64 {
 	if e.rec(idx).flags&recStartBy == 0 {
 		return 0
 	}
-	return e.deadlines.startBy[idx]
+	return e.deadlines.startBy[idx].ms
 }
 
 // dropStartBy removes a job's deadline; its heap entry goes stale.
@@ -122,10 +129,14 @@ func (e *Engine) keptStartBy(ops []store.Op, j ref) []store.Op {
 	return append(ops, store.ClearStartBy(j.id.String()))
 }
 
-// liveExpiry reports whether a heap entry is still its job's deadline.
+// liveExpiry reports whether a heap entry is still its job's deadline: the
+// job is live in the same record, with the same start_by.
 func (e *Engine) liveExpiry(x expiry) bool {
-	idx, ok := e.ids.get(x.id)
-	return ok && idx == x.idx && e.startByOf(idx)*int64(time.Millisecond) == x.at
+	if e.rec(x.idx).flags&recStartBy == 0 {
+		return false
+	}
+	s := e.deadlines.startBy[x.idx]
+	return s.id == x.id && s.ms*int64(time.Millisecond) == x.at
 }
 
 // compactExpiries drops the stale entries, so that the heap holds no more
