@@ -12,8 +12,9 @@ import (
 // the store reads it: budgets first, then live jobs (an in-flight one counts
 // as ready), then unique keys, then batches, then purge deadlines. It
 // journals nothing but, at Finish, the unique keys that jobs left in flight
-// take again (see unique.go). Jobs given in (priority, id) order load
-// fastest.
+// take again (see unique.go), the start_by that such jobs no longer keep
+// and the deaths of waiting jobs whose start_by has passed (deadline.go).
+// Jobs given in (priority, id) order load fastest.
 //
 // The engine is locked from Restore until Serve or Finish. After Serve it
 // serves while the rest loads: each later call locks it in turn, and
