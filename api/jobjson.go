@@ -61,6 +61,7 @@ func appendJobJSON(dst []byte, j *Job) ([]byte, bool) {
 		}
 		dst = append(dst, ']')
 	}
+	dst = appendNonZero(dst, `,"start_by":`, j.StartBy)
 	return append(dst, '}'), true
 }
 

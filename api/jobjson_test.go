@@ -21,7 +21,7 @@ func FuzzAppendJobJSON(f *testing.F) {
 		}
 		j := Job{ID: id, Type: typ, Queue: queue, Priority: prio, Status: status, Payload: p,
 			ReadyAt: readyAt, Attempts: attempts, DequeuedAt: dequeued, FailedAt: failed,
-			UniqueKey: unique, PurgeAt: failed / 2, CompletedAt: dequeued / 3}
+			UniqueKey: unique, PurgeAt: failed / 2, CompletedAt: dequeued / 3, StartBy: readyAt / 5}
 		if unique != "" {
 			j.UniqueWhile = "queued"
 		}

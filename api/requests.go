@@ -18,6 +18,10 @@ type EnqueueRequest struct {
 	UniqueWhile *string          `json:"unique_while,omitempty"`
 	Batch       *BatchRequest    `json:"batch,omitempty"`
 	Budgets     []BindingRequest `json:"budgets,omitempty"`
+	// StartBy (unix ms) or StartWithinMs (from the enqueue) is the job's
+	// deadline for waiting (our extension, docs/API.md §Deadlines).
+	StartBy       *uint64 `json:"start_by,omitempty"`
+	StartWithinMs *int64  `json:"start_within_ms,omitempty"`
 }
 
 // BackoffRequest is a backoff override as sent; all three fields are required.

@@ -53,6 +53,9 @@ type Job struct {
 	Folded      *bool      `json:"folded,omitempty"`
 	Batch       *Batch     `json:"batch,omitempty"`
 	Budgets     []Binding  `json:"budgets,omitempty"`
+	// StartBy is the job's deadline for waiting (our extension, issue 26;
+	// docs/API.md §Deadlines): not dispatched by then, it dies.
+	StartBy uint64 `json:"start_by,omitempty"`
 }
 
 // Batch is a batched job's batch: its key, and the jq programs of the
@@ -255,6 +258,10 @@ type BudgetState struct {
 	EffectiveAllocation *float64 `json:"effective_allocation,omitempty"`
 	ThrottledUntil      *int64   `json:"throttled_until,omitempty"`
 	Throttles           *int64   `json:"throttles,omitempty"`
+	// Expired counts the jobs that died of their start_by while the
+	// budget refused them, since the server started (issue 26; left out
+	// before the first).
+	Expired int64 `json:"expired,omitempty"`
 }
 
 // Settled counts a budget's settles: how many, and the tokens credited back

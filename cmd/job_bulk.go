@@ -78,10 +78,11 @@ func (o *BulkFlags) guard(c *cobra.Command, f *Factory, verb string, countStatus
 
 // JobBulkOptions are the flags of `job bulk`.
 type JobBulkOptions struct {
-	File  string
-	Queue string
-	Type  string
-	Chunk int
+	File     string
+	Queue    string
+	Type     string
+	Chunk    int
+	Deadline deadlineFlags
 }
 
 // maxBulkLine is the longest line `job bulk` reads: the server's default
@@ -91,7 +92,7 @@ const maxBulkLine = 16 << 20
 func newJobBulkCmd(f *Factory) *cobra.Command {
 	o := &JobBulkOptions{}
 	c := &cobra.Command{
-		Use:   "bulk [--file F|-] [--queue Q] [--type T] [--chunk N]",
+		Use:   "bulk [--file F|-] [--queue Q] [--type T] [--start-by TIME | --start-within DURATION] [--chunk N]",
 		Short: "Enqueue many jobs, one JSON object a line",
 		Long: `Enqueue the jobs read from standard input (or --file), one JSON object a
 line, and print their IDs in input order (-o json: the server's {"jobs":[…]}).
@@ -99,8 +100,10 @@ line, and print their IDs in input order (-o json: the server's {"jobs":[…]}).
 Each line is a job as POST /jobs takes it: "type", "queue", "payload" ({}
 when absent), "priority", "ready_at", "budgets" ([{"key","cost"}]),
 "unique_key" and "unique_while", "batch" ({"key","when","fold"}),
-"retry_limit", "backoff", "retention". --queue and --type fill in lines
-without them. An unknown field is a mistake. Empty lines are skipped.
+"retry_limit", "backoff", "retention", "start_by" or "start_within_ms".
+--queue and --type fill in lines without them, and --start-by or
+--start-within (as job enqueue takes them) lines without a deadline. An
+unknown field is a mistake. Empty lines are skipped.
 
 Every line is read and checked before anything is sent; then the jobs go in
 POST /jobs/bulk requests of --chunk jobs, each all or nothing. A duplicate
@@ -110,6 +113,9 @@ that stands for it.`,
   zizq job bulk --queue emails --type send --file jobs.ndjson`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if err := o.Deadline.check(c); err != nil {
+				return err
+			}
 			reqs, err := o.read(c)
 			if err != nil {
 				return err
@@ -126,6 +132,7 @@ that stands for it.`,
 	fs.StringVarP(&o.Queue, "queue", "q", "", "queue of the lines that name none")
 	fs.StringVarP(&o.Type, "type", "t", "", "type of the lines that name none")
 	intRangeFlag(fs, &o.Chunk, "chunk", 1, 100000, 1000, "jobs per request")
+	o.Deadline.register(fs, ", for the lines without one")
 	_ = c.RegisterFlagCompletionFunc("queue", f.completeQueues)
 	return c
 }
@@ -153,6 +160,9 @@ func (o *JobBulkOptions) read(c *cobra.Command) ([]api.EnqueueRequest, error) {
 		r, err := o.request(line)
 		if err != nil {
 			return nil, usageError{fmt.Errorf("line %d: %w", n, err)}
+		}
+		if err := o.Deadline.apply(c, &r, true); err != nil {
+			return nil, err
 		}
 		reqs = append(reqs, r)
 	}

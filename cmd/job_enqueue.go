@@ -34,6 +34,7 @@ type JobEnqueueOptions struct {
 	BatchKey    string
 	BatchWhen   string
 	BatchFold   string
+	Deadline    deadlineFlags
 }
 
 // uniqueScopes are the values of --unique-while.
@@ -42,7 +43,7 @@ var uniqueScopes = []string{api.UniqueWhileQueued, api.UniqueWhileActive, api.Un
 func newJobEnqueueCmd(f *Factory) *cobra.Command {
 	o := &JobEnqueueOptions{}
 	c := &cobra.Command{
-		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--budget KEY[:COST]]... [--unique-key K [--unique-while SCOPE] | --batch-key K --batch-when EXPR --batch-fold EXPR]",
+		Use:   "enqueue --queue Q --type T [--payload JSON | --payload-file F|-] [--priority N] [--at TIME | --in DURATION] [--start-by TIME | --start-within DURATION] [--budget KEY[:COST]]... [--unique-key K [--unique-while SCOPE] | --batch-key K --batch-when EXPR --batch-fold EXPR]",
 		Short: "Enqueue a job",
 		Long: `Enqueue a job and print its ID (-o json: the job as the server answers).
 
@@ -52,6 +53,11 @@ Unix milliseconds; --in a duration from now. Without either the job is ready
 at once. --budget binds the job to a budget with a cost (default 1); repeat
 it for several budgets. Keys may contain ':', so KEY:COST is split on the
 last ':' only when digits follow it.
+
+--start-by (a time, as --at takes it) or --start-within (a duration the
+server counts from the enqueue) is a deadline for waiting: a job that has
+not been dispatched by then, parked on a budget, waiting for a worker or
+scheduled, dies, with an error record that says what it waited for.
 
 --unique-key makes the job unique: while another job with the same key is
 in the scope --unique-while names (queued, the default: scheduled or
@@ -106,6 +112,7 @@ its ID is printed, with a note on standard error (-o json: that job,
 	intRangeFlag(fs, &o.Priority, "priority", 0, math.MaxUint16, api.DefaultPriority, "priority: lower runs first")
 	fs.StringVar(&o.At, "at", "", "when the job becomes ready: RFC 3339 or Unix milliseconds")
 	durationFlag(fs, &o.In, "in", 0, "make the job ready after this long, e.g. 30s, 5m, 1d")
+	o.Deadline.register(fs, "")
 	fs.StringArrayVar(&o.Budgets, "budget", nil, "bind to a budget, KEY or KEY:COST (repeatable)")
 	fs.StringVar(&o.UniqueKey, "unique-key", "", "do not enqueue while a job with this key is in the --unique-while scope")
 	fs.StringVar(&o.UniqueWhile, "unique-while", "", "scope of --unique-key: queued (default), active or exists")
@@ -124,7 +131,7 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 	if err := requireFlags(c, "queue", "type"); err != nil {
 		return api.EnqueueRequest{}, err
 	}
-	for _, pair := range [][2]string{{"payload", "payload-file"}, {"at", "in"}} {
+	for _, pair := range [][2]string{{"payload", "payload-file"}, {"at", "in"}, {"start-by", "start-within"}} {
 		if err := exclusiveFlags(c, pair[0], pair[1]); err != nil {
 			return api.EnqueueRequest{}, err
 		}
@@ -151,6 +158,9 @@ func (o *JobEnqueueOptions) request(c *cobra.Command, now time.Time) (api.Enqueu
 			return req, err
 		}
 		req.ReadyAt = &at
+	}
+	if err := o.Deadline.apply(c, &req, false); err != nil {
+		return req, err
 	}
 	req.Budgets, err = parseBindings(o.Budgets)
 	if err != nil {

@@ -19,6 +19,7 @@ func wireBudgetView(v core.BudgetView) api.Budget {
 		out.State = &api.BudgetState{
 			Available: st.Available, Capacity: st.Capacity, InFlight: st.InFlight, Held: st.Held,
 			Parked: st.Parked, OldestParkedMs: st.OldestParkedMs, NextTokenAt: st.NextTokenAt, Dispatched: st.Dispatched,
+			Expired: st.Expired,
 		}
 		if v.Budget.PerKey != nil {
 			n := st.SubBudgets

@@ -23,6 +23,7 @@ func wireJob(j store.Job, withPayload bool) api.Job {
 		FailedAt:    uint64(j.FailedAt),
 		PurgeAt:     uint64(j.PurgeAt),
 		CompletedAt: uint64(j.CompletedAt),
+		StartBy:     uint64(j.StartBy),
 	}
 	if withPayload {
 		out.Payload = api.Payload(j.Payload)

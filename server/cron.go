@@ -253,6 +253,9 @@ func cronEntrySpec(req *api.CronEntryRequest, prefix string) (core.CronEntrySpec
 	if req.Job.ReadyAt != nil {
 		return core.CronEntrySpec{}, badRequest("ready_at is not supported for cron entries")
 	}
+	if req.Job.StartBy != nil {
+		return core.CronEntrySpec{}, badRequest("start_by is not supported for cron entries: use start_within_ms")
+	}
 	job, err := newJob(req.Job, prefix)
 	if err != nil {
 		return core.CronEntrySpec{}, err
@@ -293,6 +296,9 @@ func wireTemplate(j core.NewJob) api.EnqueueRequest {
 	out := api.EnqueueRequest{
 		Type: &j.Type, Queue: &j.Queue, Payload: api.Payload(j.Payload), Priority: &j.Priority,
 		RetryLimit: j.RetryLimit,
+	}
+	if j.StartWithinMs != 0 {
+		out.StartWithinMs = &j.StartWithinMs
 	}
 	if len(out.Payload) == 0 {
 		out.Payload = api.Payload("null")

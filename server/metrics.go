@@ -43,6 +43,7 @@ type metrics struct {
 	commitSeconds  prometheus.Histogram
 	commitFailures prometheus.Counter
 	eventsDropped  prometheus.Counter
+	expiries       expiryMetrics
 
 	// parkedKeys are the budget keys with a parked-time series, so the
 	// series of deleted budgets can be dropped at scrape time.
@@ -106,6 +107,8 @@ func newMetrics(s *Server) *metrics {
 		Name: "zizq_event_subscribers",
 		Help: "Admin event streams (/events) connected.",
 	}, func() float64 { return float64(s.core.EventStats().Subscribers) })
+	m.expiries = newExpiryMetrics()
+	m.reg.MustRegister(m.expiries.collectors()...)
 	m.reg.MustRegister(failures, m.enqueued, m.dispatched, m.acked, m.dispatchWait, m.parked,
 		m.commitGroups, m.commitOps, m.commitSeconds, m.commitFailures, m.eventsDropped, subscribers,
 		&levels{s: s, m: m},

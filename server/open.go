@@ -75,6 +75,7 @@ func Start(ctx context.Context, opts Options) *Server {
 		s.started = opts.Started
 	}
 	opts.Engine.OnDispatch = chainDispatch(opts.Engine.OnDispatch, s.metrics.onDispatch)
+	opts.Engine.OnExpire = chainExpire(opts.Engine.OnExpire, s.metrics.expiries.onExpire)
 	s.core = core.Start(ctx, core.Options{
 		Open: func(ctx context.Context) (core.Store, error) {
 			if opts.OpenStore == nil {

@@ -84,6 +84,9 @@ func newJob(req *api.EnqueueRequest, prefix string) (core.NewJob, error) {
 		at := int64(*req.ReadyAt)
 		j.ReadyAt = &at
 	}
+	if err := startBy(req, &j); err != nil {
+		return core.NewJob{}, err
+	}
 	b, err := backoff(req.Backoff, prefix)
 	if err != nil {
 		return core.NewJob{}, err

@@ -89,6 +89,9 @@ type UniqueHolderOp struct {
 	Holds bool
 }
 
+// ClearStartByOp removes a job's deadline for waiting; see ClearStartBy.
+type ClearStartByOp struct{ ID string }
+
 // DeleteJobOp deletes a job and its error records; see DeleteJob.
 type DeleteJobOp struct{ ID string }
 
@@ -121,6 +124,7 @@ func (SetBudgetsOp) storeOp()       {}
 func (SetPayloadOp) storeOp()       {}
 func (CloseBatchOp) storeOp()       {}
 func (UniqueHolderOp) storeOp()     {}
+func (ClearStartByOp) storeOp()     {}
 func (DeleteJobOp) storeOp()        {}
 func (AddErrorOp) storeOp()         {}
 func (PutBudgetOp) storeOp()        {}
@@ -143,9 +147,10 @@ func InsertJob(j Job) Op { return InsertJobOp{Job: j} }
 
 // PutJob replaces every field of an existing job except its payload, its
 // unique key and its fair tag, which stay as inserted (j.Payload,
-// j.UniqueKey, j.UniqueWhile and j.FairTag are ignored). It does nothing if the job does
-// not exist. It is the engine's whole-row write of round 1, kept while the
-// engine moves to the partial ops.
+// j.UniqueKey, j.UniqueWhile and j.FairTag are ignored); its start_by is
+// written as any other field. It does nothing if the job does not exist.
+// It is the engine's whole-row write of round 1, kept while the engine
+// moves to the partial ops.
 func PutJob(j Job) Op { return PutJobOp{Job: j} }
 
 // SetStatus changes a job's status and, when dequeuedAt is not 0, its
@@ -209,6 +214,12 @@ func HoldUniqueKey(id string) Op { return UniqueHolderOp{ID: id, Holds: true} }
 // whose scope ended). It does nothing if the job does not exist or does not
 // hold a key. A deleted job holds nothing: DeleteJob needs no release.
 func ReleaseUniqueKey(id string) Op { return UniqueHolderOp{ID: id} }
+
+// ClearStartBy removes a job's start_by (Job.StartBy reads 0): a job that
+// returns to the queue after its deadline has passed, having started in
+// time, is not held to it again. It does nothing if the job does not
+// exist or has none.
+func ClearStartBy(id string) Op { return ClearStartByOp{ID: id} }
 
 // DeleteJob deletes a job, its payload and its error records. It does
 // nothing if the job does not exist.

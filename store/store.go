@@ -178,6 +178,7 @@ type LiveJob struct {
 	Retention  *Retention
 	Budgets    []Binding
 	FairTag    int64 // 0: none (see Job.FairTag)
+	StartBy    int64 // 0: none (see Job.StartBy)
 }
 
 // LiveBatch is the batch of a live batched job, loaded apart from its

@@ -84,15 +84,18 @@ type Job struct {
 	// sub-budget, given at enqueue; 0 for every other job (its tag is its
 	// ID's time). It never changes once inserted.
 	FairTag int64
+	// StartBy is the job's deadline for waiting (unix ms, 0 = none): not
+	// dispatched by then, it dies. ClearStartBy removes it.
+	StartBy int64
 }
 
 // Plain reports whether j's overrides, timestamps (but ready_at), unique
-// key and batch are all unset, as a new job's columns default to: most new
-// jobs are, and a store writes them with fewer values.
+// key, batch and start_by are all unset, as a new job's columns default
+// to: most new jobs are, and a store writes them with fewer values.
 func (j *Job) Plain() bool {
 	return j.RetryLimit == nil && j.Backoff == nil && j.Retention == nil &&
 		j.DequeuedAt == 0 && j.FailedAt == 0 && j.CompletedAt == 0 && j.PurgeAt == 0 &&
-		j.UniqueKey == "" && j.Batch == nil && !j.BatchOpen
+		j.UniqueKey == "" && j.Batch == nil && !j.BatchOpen && j.StartBy == 0
 }
 
 // BatchConfig is the batch of a batched job: enqueues with the same Key

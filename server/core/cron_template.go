@@ -10,9 +10,9 @@ import (
 )
 
 // A cron entry's job template is the validated enqueue request it fires
-// (an engine.NewJob without ready_at), kept in the store as the JSON
-// below. Every field of engine.NewJob but ReadyAt and BatchOpen (which
-// the core decides at each enqueue) has its place here: a
+// (an engine.NewJob without ready_at or start_by), kept in the store as
+// the JSON below. Every field of engine.NewJob but ReadyAt, StartBy and
+// BatchOpen (which the core decides at each enqueue) has its place here: a
 // field added there must be added here and to the transports' echo, or
 // the entries would drop it (TestCronTemplate_CoversNewJob tells).
 
@@ -31,6 +31,8 @@ type cronTemplate struct {
 	UniqueWhile string `json:"unique_while,omitempty"`
 	// Batch: each fire is a batched enqueue, which may fold.
 	Batch *templateBatch `json:"batch,omitempty"`
+	// StartWithinMs: each fire's job must be dispatched within it.
+	StartWithinMs int64 `json:"start_within_ms,omitempty"`
 }
 
 type templateBatch struct {
@@ -68,7 +70,7 @@ type templateBudget struct {
 func encodeTemplate(j engine.NewJob) ([]byte, error) {
 	t := cronTemplate{
 		Type: j.Type, Queue: j.Queue, Priority: j.Priority, Payload: j.Payload,
-		RetryLimit: j.RetryLimit,
+		RetryLimit: j.RetryLimit, StartWithinMs: j.StartWithinMs,
 	}
 	if j.UniqueKey != "" {
 		t.UniqueKey, t.UniqueWhile = j.UniqueKey, j.UniqueWhile.String()
@@ -109,7 +111,7 @@ func decodeTemplate(data []byte) (engine.NewJob, error) {
 	}
 	j := engine.NewJob{
 		Type: t.Type, Queue: t.Queue, Priority: t.Priority, Payload: []byte(t.Payload),
-		RetryLimit: t.RetryLimit,
+		RetryLimit: t.RetryLimit, StartWithinMs: t.StartWithinMs,
 	}
 	if t.UniqueKey != "" {
 		w, ok := store.ParseUniqueWhile(t.UniqueWhile)

@@ -18,9 +18,11 @@ func TestCronTemplate_CoversNewJob(t *testing.T) {
 	kept := map[string]bool{
 		"Type": true, "Queue": true, "Priority": true, "Payload": true, "RetryLimit": true,
 		"Backoff": true, "Retention": true, "Budgets": true, "UniqueKey": true, "UniqueWhile": true,
-		"Batch":     true,
-		"ReadyAt":   true, // refused in templates
-		"BatchOpen": true, // not a request's: the core decides it at each enqueue
+		"Batch":         true,
+		"ReadyAt":       true, // refused in templates
+		"StartBy":       true, // refused in templates: start_within_ms is kept
+		"StartWithinMs": true,
+		"BatchOpen":     true, // not a request's: the core decides it at each enqueue
 	}
 	typ := reflect.TypeFor[engine.NewJob]()
 	for i := range typ.NumField() {
@@ -41,7 +43,7 @@ func TestCronTemplate_RoundTrip(t *testing.T) {
 			Type: "t", Queue: "q", Priority: 1, Payload: []byte(`{"a":"<&>","n":18446744073709551615}`),
 			RetryLimit: &limit, Backoff: &store.Backoff{Exponent: 1.5, BaseMs: 2, JitterMs: 3},
 			UniqueKey: "k/<&>", UniqueWhile: store.UniqueExists,
-			Retention: &store.Retention{CompletedMs: &done, DeadMs: &dead},
+			Retention: &store.Retention{CompletedMs: &done, DeadMs: &dead}, StartWithinMs: 60_000,
 			Budgets: []engine.BindingSpec{
 				{Key: "a", Cost: 2},
 				{Key: "b", Cost: 1, CreateWith: &store.Budget{Allocation: 5, Strategy: store.TimeBased, DurationMs: 60000, Burst: 2}},

@@ -279,6 +279,9 @@ type Subscription struct {
 	subs     [engine.NumLists]engine.WindowRequest
 	prev     [engine.NumLists][]string
 	inFlight map[string]bool // prev[ListInFlight] as a set
+	// queued is prev[ListReady] and prev[ListScheduled] as a set, made
+	// when a death asks (nil: not made since they changed).
+	queued   map[string]bool
 	detail   bool
 	cursor   engine.Cursor
 	finished []engine.Finished
@@ -433,12 +436,30 @@ func (sub *Subscription) remember(l engine.List, jobs []store.Job) {
 		ids[i] = j.ID
 	}
 	sub.prev[l] = ids
+	if l != engine.ListInFlight {
+		sub.queued = nil
+	}
 	if l == engine.ListInFlight {
 		sub.inFlight = make(map[string]bool, len(ids))
 		for _, id := range ids {
 			sub.inFlight[id] = true
 		}
 	}
+}
+
+// shownQueued reports whether the subscriber was last shown id as ready or
+// scheduled: a job that dies of its start_by dies from there, and says so
+// as a job that dies in flight does.
+func (sub *Subscription) shownQueued(id string) bool {
+	if sub.queued == nil {
+		sub.queued = make(map[string]bool, len(sub.prev[engine.ListReady])+len(sub.prev[engine.ListScheduled]))
+		for _, l := range []engine.List{engine.ListReady, engine.ListScheduled} {
+			for _, shown := range sub.prev[l] {
+				sub.queued[shown] = true
+			}
+		}
+	}
+	return sub.queued[id]
 }
 
 // update reads what changed and sends the differences.
@@ -458,7 +479,7 @@ func (sub *Subscription) update(ctx context.Context) {
 	var evs []Event
 	for _, f := range ch.Finished {
 		id := f.ID.String()
-		if !sub.inFlight[id] {
+		if !sub.inFlight[id] && !(f.Dead && sub.shownQueued(id)) {
 			continue // never shown: nothing to say
 		}
 		status := ChangeCompleted
@@ -567,7 +588,7 @@ func sameBudget(a, b BudgetView) bool {
 	}
 	x, y := *a.State, *b.State
 	return x.Available == y.Available && x.Capacity == y.Capacity && x.InFlight == y.InFlight &&
-		x.Held == y.Held && x.Parked == y.Parked && x.Dispatched == y.Dispatched &&
+		x.Held == y.Held && x.Parked == y.Parked && x.Dispatched == y.Dispatched && x.Expired == y.Expired &&
 		samePtr(x.OldestParkedMs, y.OldestParkedMs) && samePtr(x.NextTokenAt, y.NextTokenAt)
 }
 

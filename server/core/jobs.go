@@ -162,6 +162,7 @@ func (s *Service) storedJob(ctx context.Context, id string) (store.Job, error) {
 func overlay(row, live store.Job) store.Job {
 	row.Queue, row.Priority, row.Status, row.ReadyAt, row.Attempts = live.Queue, live.Priority, live.Status, live.ReadyAt, live.Attempts
 	row.RetryLimit, row.Backoff, row.Retention, row.Budgets = live.RetryLimit, live.Backoff, live.Retention, live.Budgets
+	row.StartBy = live.StartBy
 	if live.FailedAt != 0 {
 		row.FailedAt = live.FailedAt
 	}

@@ -46,6 +46,10 @@ type NewJob struct {
 	// Batch is the job's batch (whether the job opens its key's pending
 	// job is the core's decision, made at each enqueue).
 	Batch *store.BatchConfig
+	// StartBy (unix ms) or StartWithinMs (from the enqueue) is the job's
+	// deadline for waiting: 0 for none; at most one is set.
+	StartBy       int64
+	StartWithinMs int64
 }
 
 // Enqueued is the outcome of one request of an enqueue: the new job; or,
@@ -139,6 +143,9 @@ type BudgetState struct {
 	EffectiveAllocation float64
 	ThrottledUntil      int64
 	Throttles           int64
+	// Expired counts the jobs that died of their start_by while the
+	// budget refused them, since the server started.
+	Expired int64
 }
 
 // WhatIf is a configuration to forecast with instead of the budget's own;
@@ -321,6 +328,7 @@ func engineJob(sp NewJob, bindings []engine.BindingSpec) engine.NewJob {
 		Type: sp.Type, Queue: sp.Queue, Priority: sp.Priority, Payload: sp.Payload, ReadyAt: sp.ReadyAt,
 		RetryLimit: sp.RetryLimit, Backoff: sp.Backoff, Retention: sp.Retention, Budgets: bindings,
 		UniqueKey: sp.UniqueKey, UniqueWhile: sp.UniqueWhile, Batch: sp.Batch,
+		StartBy: sp.StartBy, StartWithinMs: sp.StartWithinMs,
 	}
 }
 
@@ -351,6 +359,7 @@ func coreJob(j engine.NewJob) NewJob {
 		Type: j.Type, Queue: j.Queue, Priority: j.Priority, Payload: j.Payload, ReadyAt: j.ReadyAt,
 		RetryLimit: j.RetryLimit, Backoff: j.Backoff, Retention: j.Retention, Budgets: coreBindings(j.Budgets),
 		UniqueKey: j.UniqueKey, UniqueWhile: j.UniqueWhile, Batch: j.Batch,
+		StartBy: j.StartBy, StartWithinMs: j.StartWithinMs,
 	}
 }
 

@@ -44,6 +44,7 @@ type account struct {
 	bound      int64
 	inFlight   int64
 	dispatched int64
+	expired    int64 // jobs dead of their start_by while it refused them (deadline.go)
 	dl         *refill
 	// waitN and waitCost count the waiting jobs bound to the budget,
 	// served or not, and what they cost it (the forecast's backlog).

@@ -63,6 +63,9 @@ type BudgetState struct {
 	EffectiveAllocation float64
 	ThrottledUntil      int64
 	Throttles           int64
+	// Expired counts the jobs that died of their start_by while the
+	// budget refused them, since the server started (deadline.go).
+	Expired int64
 }
 
 // PutBudget creates or replaces a budget. cfg holds the validated
@@ -412,6 +415,7 @@ func (e *Engine) budgetView(a *account, state bool) BudgetView {
 		InFlight:   a.inFlight,
 		Held:       a.pool.Held(),
 		Dispatched: a.dispatched,
+		Expired:    a.expired,
 	}
 	if a.fam != nil {
 		st.SubBudgets = int64(len(a.fam.subs))

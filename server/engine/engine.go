@@ -39,9 +39,12 @@
 // # Time
 //
 // Deadlines (scheduled jobs, refill moments of time_based budgets, purges,
-// and the alarms of alarm.go) share one timer. A deadline is handled as of its own time,
-// before any later operation, so a timer that fires late delays a dispatch
-// but never lowers a budget's rate: the pool is debited at the deadline.
+// the alarms of alarm.go, and the jobs' start_by of deadline.go) share one
+// timer. A deadline is handled as of its own time, before any later
+// operation, so a timer that fires late delays a dispatch but never lowers
+// a budget's rate: the pool is debited at the deadline. A job whose
+// start_by has come dies before anything else of that instant is decided:
+// no job is dispatched at or after its start_by.
 //
 // # Debt and calendar resets
 //
@@ -128,6 +131,11 @@ type Config struct {
 	// quick) for every job handed to a taker, with the dispatch time and,
 	// for a job bound to budgets, when it began to wait (ms; 0 otherwise).
 	OnDispatch func(j store.Job, at time.Time, waitingSince int64)
+	// OnExpire, when set, is called (under the engine lock) for every job
+	// that dies of its start_by (deadline.go), with the time of its death
+	// (its start_by, but at a restore) and how late, by the clock, the
+	// engine handled it.
+	OnExpire func(id string, at time.Time, late time.Duration)
 }
 
 // DefaultConfig returns Zizq's defaults.
@@ -204,6 +212,10 @@ type Engine struct {
 	// unique is the holder index of unique keys (unique.go).
 	unique uniqueIndex
 
+	// deadlines holds the jobs' start_by and the fifth heap of deadlines,
+	// theirs (deadline.go).
+	deadlines deadlineTable
+
 	// Interned binding lists (index 0: none) and their signatures.
 	bindLists  []bindList
 	bindIndex  map[string]uint32
@@ -213,7 +225,7 @@ type Engine struct {
 	queues    map[string]*queue
 	queueList []*queue  // by queue index
 	hot       queueHeap // queues with an affordable job, by their earliest
-	// Deadlines: four heaps, one timer at the earliest of them.
+	// Deadlines: five heaps, one timer at the earliest of them.
 	promos   promoHeap
 	purges   purgeHeap
 	refills  refillHeap
@@ -326,7 +338,7 @@ func (e *Engine) finishOp() {
 	e.obs.poke()
 }
 
-// nextDeadline returns the earliest deadline of the four heaps.
+// nextDeadline returns the earliest deadline of the five heaps.
 func (e *Engine) nextDeadline() (int64, bool) {
 	at, ok := int64(0), false
 	take := func(t int64) {
@@ -346,6 +358,9 @@ func (e *Engine) nextDeadline() (int64, bool) {
 	if len(e.alarms.items) > 0 {
 		take(e.alarms.items[0].at)
 	}
+	if t, due := e.deadlines.next(); due {
+		take(t)
+	}
 	return at, ok
 }
 
@@ -363,8 +378,11 @@ func (e *Engine) fireDue(until int64) {
 	}
 }
 
-// handleDue applies every deadline that has come by vnow.
+// handleDue applies every deadline that has come by vnow. Jobs whose
+// start_by has come die first: a job is dispatched before its start_by or
+// not at all.
 func (e *Engine) handleDue() {
+	e.expireDue()
 	for len(e.promos.items) > 0 && e.promos.items[0].at <= e.vnow {
 		p := e.promos.items[0]
 		e.promos.remove(0)

@@ -94,6 +94,9 @@ func (e *Engine) newJob(j *store.Job, fresh bool) (ref, error) {
 		e.slab.setLead(idx, lead)
 	}
 	e.ids.set(jid, idx)
+	if j.StartBy != 0 {
+		e.setStartBy(ref{id: jid, idx: idx}, j.StartBy)
+	}
 	if j.FailedAt != 0 {
 		e.failedAt[idx] = j.FailedAt
 	}
@@ -252,6 +255,7 @@ func (e *Engine) forget(j ref) {
 	delete(e.failedAt, j.idx)
 	delete(e.uncounted, j.idx)
 	delete(e.requeuedAt, j.idx)
+	e.dropStartBy(j.idx)
 	e.forgetUnique(j)
 	e.dropBatch(j.idx)
 	e.ids.delete(j.id)
@@ -294,7 +298,7 @@ func (e *Engine) view(id string, idx int32) store.Job {
 	r := e.rec(idx)
 	j := store.Job{
 		ID: id, Type: e.types.list[e.typeOf(r)], Queue: e.queueList[r.q].name, Priority: r.prio,
-		ReadyAt: r.readyAt(), Attempts: r.attempts, FailedAt: e.failedAt[idx],
+		ReadyAt: r.readyAt(), Attempts: r.attempts, FailedAt: e.failedAt[idx], StartBy: e.startByOf(idx),
 	}
 	switch r.state {
 	case stScheduled:

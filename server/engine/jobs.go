@@ -37,6 +37,10 @@ type NewJob struct {
 	// job (the key must have none, or the plan must seal it).
 	Batch     *store.BatchConfig
 	BatchOpen bool
+	// StartBy (unix ms) or StartWithinMs (from now) is the job's deadline
+	// for waiting (deadline.go): 0 for none; at most one is set.
+	StartBy       int64
+	StartWithinMs int64
 }
 
 // Enqueued is the outcome of one request of an enqueue: the new job; or,
@@ -80,6 +84,10 @@ func (e *Engine) EnqueueBatch(specs []NewJob, plan BatchPlan, with ...store.Op) 
 	if err := e.checkBatchPlan(specs, plan); err != nil {
 		return nil, nil, nil, err
 	}
+	startBy, err := checkStartBy(specs, ms)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	dups := e.duplicates(specs)
 	created, err := e.checkBindings(withoutDuplicates(specs, dups), ms)
 	if err != nil {
@@ -104,6 +112,9 @@ func (e *Engine) EnqueueBatch(specs []NewJob, plan BatchPlan, with ...store.Op) 
 		}
 		if s.UniqueKey != "" {
 			sj.UniqueKey, sj.UniqueWhile = s.UniqueKey, s.UniqueWhile
+		}
+		if startBy != nil {
+			sj.StartBy = startBy[i]
 		}
 		if s.ReadyAt != nil {
 			sj.ReadyAt = *s.ReadyAt
@@ -388,6 +399,8 @@ func (e *Engine) Fail(id string, f Failure) (store.Job, Waiter, error) {
 			out.Status = store.Scheduled
 		}
 		ops = e.requeued([]store.Op{store.Retry(id, r.attempts, ms, r.readyAt(), out.Status)}, j, false)
+		ops = e.keptStartBy(ops, j)
+		out.StartBy = e.startByOf(j.idx)
 	}
 	w := e.journal.Append(append(append(settled, ops...), store.AddError(rec))...)
 	return out, w, nil

@@ -69,6 +69,8 @@ import (
 //     that a time_based budget does not pay becomes payable by it, or a
 //     scheduled job's ready_at comes; those are handled in time order, each
 //     as of its own time.
+//   - Deadlines (model_deadline_test.go): a job not in flight at its
+//     start_by dies then, before anything else of that instant.
 type refModel struct {
 	now      int64 // ns
 	limit    int
@@ -80,6 +82,7 @@ type refModel struct {
 	gained   []*refTaker
 	inFlight int
 	log      []refDispatch
+	expired  []refDispatch // deaths by start_by (conn 0)
 }
 
 type refState int
@@ -103,6 +106,7 @@ type refJob struct {
 	state      refState
 	readyAt    int64 // ns
 	taker      *refTaker
+	startBy    int64 // ns, 0: none
 }
 
 type refBind struct {
@@ -597,6 +601,7 @@ func (m *refModel) nextDeadline() (int64, bool) {
 			take(j.readyAt)
 		}
 	}
+	m.nextExpiry(take)
 	for _, b := range m.budgets {
 		if b.pauseEnd > m.now {
 			if b.pauseEnd < math.MaxInt64 {
@@ -628,6 +633,7 @@ func (m *refModel) advanceTo(t int64) {
 			break
 		}
 		m.now = max(m.now, d)
+		m.expireDue()
 		for _, j := range m.jobs {
 			if j.state == refScheduled && j.readyAt <= m.now {
 				j.state = refWaiting
@@ -769,6 +775,7 @@ func (m *refModel) ack(id string) bool {
 func (m *refModel) fail(id string, retryAt int64) {
 	j := m.jobs[id]
 	m.release(j)
+	m.keepStartBy(j)
 	j.readyAt = retryAt
 	j.state = refScheduled
 	if retryAt <= m.now {
@@ -798,6 +805,7 @@ func (m *refModel) close(t *refTaker) {
 	}
 	for _, j := range held {
 		m.release(j)
+		m.keepStartBy(j)
 		j.state = refWaiting
 	}
 	m.settle()

@@ -47,6 +47,10 @@ type propRun struct {
 	folding []BatchPlan
 	steps   []string
 	seed    uint64
+	// expired logs the engine's deaths by start_by; late, its dispatches
+	// at or after a job's start_by (model_deadline_test.go).
+	expired []refDispatch
+	late    []string
 }
 
 var propQueues = []string{"a", "b", "c"}
@@ -61,6 +65,10 @@ func newPropRun(t testing.TB, seed uint64) *propRun {
 	cfg.OnDispatch = func(j store.Job, at time.Time, _ int64) {
 		jr, _ := r.e.lookup(j.ID)
 		r.got = append(r.got, engineDispatch{id: j.ID, t: r.e.takerSlots[r.e.rec(jr.idx).aux], at: at.UnixNano()})
+		r.noteLate(j, at)
+	}
+	cfg.OnExpire = func(id string, at time.Time, _ time.Duration) {
+		r.expired = append(r.expired, refDispatch{id: id, at: at.UnixNano()})
 	}
 	r.e = New(cfg, r.clk, &recJournal{}, jobid.New(r.clk.Now))
 	r.m = newRefModel(epoch.UnixNano(), limit)
@@ -316,6 +324,7 @@ func (r *propRun) enqueue() {
 		readyAt = &at
 	}
 	spec := NewJob{Type: "t", Queue: q, Priority: prio, Payload: []byte("{}"), ReadyAt: readyAt, Budgets: binds}
+	r.randomStartBy(&spec)
 	key := fmt.Sprint("k", len(r.batchOf))
 	if readyAt == nil {
 		spec.Batch = &store.BatchConfig{Key: key, When: "true", Fold: "$new"}
@@ -328,13 +337,16 @@ func (r *propRun) enqueue() {
 	_ = w.Wait(context.Background())
 	id := jobs[0].ID
 	r.batchOf[id] = key
-	r.step("enqueue %s q=%s prio=%d binds=%v readyAt=%v", id, q, prio, binds, readyAt)
+	r.step("enqueue %s q=%s prio=%d binds=%v readyAt=%v startBy=%d", id, q, prio, binds, readyAt, jobs[0].StartBy)
 	r.e.Admit([]string{id})
 	ready := r.clk.Now().UnixNano()
 	if readyAt != nil {
 		ready = *readyAt * int64(time.Millisecond)
 	}
 	r.m.enqueue(id, prio, q, refBinds(binds), ready)
+	if by := jobs[0].StartBy; by != 0 {
+		r.m.setStartBy(id, by*int64(time.Millisecond))
+	}
 }
 
 func (r *propRun) connect() {
@@ -516,6 +528,7 @@ func (r *propRun) compare() {
 			r.fail("dispatch %d differs: engine %v, model %v", i, got[min(i, len(got)):], r.m.log[min(i, len(r.m.log)):])
 		}
 	}
+	r.compareExpiries()
 	e := r.e
 	e.mu.Lock()
 	defer e.mu.Unlock()

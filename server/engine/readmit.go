@@ -37,15 +37,22 @@ func (e *Engine) Readmit(sj store.Job) (store.Job, Waiter, error) {
 	sj.Status = store.Ready
 	sj.ReadyAt = ms
 	sj.PurgeAt = 0
+	var cleared []store.Op
+	if sj.StartBy != 0 && sj.StartBy <= ms {
+		// A deadline it died of, or one that passed since: it runs again
+		// without it.
+		sj.StartBy = 0
+		cleared = append(cleared, store.ClearStartBy(sj.ID))
+	}
 	j, err := e.newJob(&sj, false)
 	if err != nil { // cannot happen: bindings were checked
 		return store.Job{}, nil, err
 	}
 	e.idgen.Observe(sj.ID)
-	w := e.journal.Append(e.readmitUnique([]store.Op{store.PatchJob(store.JobPatch{
+	w := e.journal.Append(e.readmitUnique(append([]store.Op{store.PatchJob(store.JobPatch{
 		ID: sj.ID, Queue: sj.Queue, Priority: sj.Priority, Status: store.Ready, ReadyAt: ms,
 		RetryLimit: sj.RetryLimit, Backoff: sj.Backoff, Retention: sj.Retention,
-	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0)}, j)...)
+	}), store.Finish(sj.ID, store.Ready, sj.Attempts, sj.FailedAt, 0, 0)}, cleared...), j)...)
 	out := sj // as readmitted, like Enqueue: it may be dispatched at once
 	e.schedule(j)
 	return out, w, nil

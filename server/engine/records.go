@@ -63,6 +63,9 @@ const (
 	// recHeld: a fold into the job is committing; it waits out of
 	// dispatch until then.
 	recHeld
+	// recStartBy: the job has a deadline for waiting, in
+	// Engine.deadlines (deadline.go).
+	recStartBy
 )
 
 // overrides are a job's own settings, rare enough to keep beside the

@@ -12,8 +12,9 @@ import (
 // the store reads it: budgets first, then live jobs (an in-flight one counts
 // as ready), then unique keys, then batches, then purge deadlines. It
 // journals nothing but, at Finish, the unique keys that jobs left in flight
-// take again (see unique.go). Jobs given in (priority, id) order load
-// fastest.
+// take again (see unique.go), the start_by that such jobs no longer keep
+// and the deaths of waiting jobs whose start_by has passed (deadline.go).
+// Jobs given in (priority, id) order load fastest.
 //
 // The engine is locked from Restore until Serve or Finish. After Serve it
 // serves while the rest loads: each later call locks it in turn, and
@@ -110,6 +111,7 @@ func (r *Restorer) Jobs(batch []store.LiveJob) error {
 	defer e.mu.Unlock()
 	e.enterOp()
 	err := r.add(batch)
+	e.fireDue(e.vnow) // a start_by that passed while the server was down: before any dispatch
 	if r.sinceAdvance >= r.step || r.jobs == len(batch) {
 		r.advance(bound{kind: boundAt, k: r.last, incl: true})
 	}
@@ -124,7 +126,15 @@ func (r *Restorer) add(batch []store.LiveJob) error {
 		sj := store.Job{
 			ID: lj.ID, Queue: lj.Queue, Type: lj.Type, Priority: lj.Priority, Status: lj.Status,
 			ReadyAt: lj.ReadyAt, Attempts: lj.Attempts, RetryLimit: lj.RetryLimit, Backoff: lj.Backoff,
-			Retention: lj.Retention, Budgets: lj.Budgets, FairTag: lj.FairTag,
+			Retention: lj.Retention, Budgets: lj.Budgets, FairTag: lj.FairTag, StartBy: lj.StartBy,
+		}
+		if lj.Status == store.InFlight && lj.StartBy != 0 && lj.StartBy <= e.nowMs() {
+			// It started in time and comes back as after a disconnect: a
+			// deadline that has passed no longer holds it. A waiting job's
+			// dies at the first deadlines handled (Finish, or the end of
+			// this batch when serving).
+			sj.StartBy = 0
+			e.journal.Append(store.ClearStartBy(lj.ID))
 		}
 		j, err := e.newJob(&sj, false)
 		if err != nil {

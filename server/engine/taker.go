@@ -177,7 +177,8 @@ func (t *Taker) Close() {
 		e.setState(j.idx, stNew)
 		// docs/API.md §Unique jobs: unlike Zizq, a requeue after a disconnect
 		// takes the key again, as a retry does.
-		e.journal.Append(e.requeued([]store.Op{store.SetStatus(j.id.String(), store.Ready, 0)}, j, false)...)
+		ops := e.requeued([]store.Op{store.SetStatus(j.id.String(), store.Ready, 0)}, j, false)
+		e.journal.Append(e.keptStartBy(ops, j)...)
 		e.join(j)
 	}
 	t.out = nil

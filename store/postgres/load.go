@@ -12,7 +12,7 @@ import (
 
 // liveColumns are a store.LiveJob's columns, in the order scanLive reads.
 const liveColumns = `id, queue, type, priority, status, ready_at, attempts, retry_limit, backoff_exponent,
-	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets, fair_tag`
+	backoff_base_ms, backoff_jitter_ms, retention_completed_ms, retention_dead_ms, budgets, fair_tag, start_by`
 
 // Load reads what the engine needs at start from one REPEATABLE READ
 // snapshot: budgets, the start (the greatest job ID, and whether the live
@@ -113,14 +113,14 @@ func scanLive(rows pgx.Rows, binds bindtext.Cache, names map[string]string) (sto
 		retry, boBase, boJitter, retC, retD *int64
 		boExp                               *float64
 		budgets                             *string
-		fairTag                             *int64
+		fairTag, startBy                    *int64
 	)
 	err := rows.Scan(&j.ID, &queue, &typ, &priority, &status, &j.ReadyAt, &attempts,
-		&retry, &boExp, &boBase, &boJitter, &retC, &retD, &budgets, &fairTag)
+		&retry, &boExp, &boBase, &boJitter, &retC, &retD, &budgets, &fairTag, &startBy)
 	if err != nil {
 		return j, err
 	}
-	j.FairTag = deref(fairTag)
+	j.FairTag, j.StartBy = deref(fairTag), deref(startBy)
 	j.Queue, j.Type = intern(names, queue), intern(names, typ)
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)

@@ -19,10 +19,10 @@ import (
 // job. DeleteEverything and RecoverInFlight touch every row: each has a
 // phase of its own, after everything before it.
 //
-// A batch fold's SetPayload or CloseBatch right after the job's InsertJob
-// (or a SetPayload after a SetPayload) is folded into that op, on a copy:
-// a storm of folds on one key writes its row once per transaction, not
-// once per fold. The groups' own ops are never changed, so a retry of each
+// A batch fold's SetPayload or CloseBatch, or a ClearStartBy, right after
+// the job's InsertJob (or a SetPayload after a SetPayload) is folded into
+// that op, on a copy: a storm of folds on one key writes its row once per
+// transaction, not once per fold. The groups' own ops are never changed, so a retry of each
 // group alone sees them as appended.
 
 // slot is a kind of op, in the order a phase runs them.
@@ -38,6 +38,7 @@ const (
 	slotBudgets
 	slotPayload
 	slotCloseBatch
+	slotStartBy
 	slotHolder // one op per phase (it is a writer of chainHolders)
 	slotError
 	slotDelete
@@ -143,6 +144,10 @@ func (p *planner) add(o store.Op) {
 		if !p.fold(o.ID, o) {
 			p.job(o, slotCloseBatch, o.ID)
 		}
+	case store.ClearStartByOp:
+		if !p.fold(o.ID, o) {
+			p.job(o, slotStartBy, o.ID)
+		}
 	case store.UniqueHolderOp:
 		p.place(o, slotHolder, []string{chainJob + o.ID, chainHolders}, nil)
 		delete(p.last, o.ID) // nothing folds across it into an earlier op
@@ -162,9 +167,9 @@ func (p *planner) job(o store.Op, s slot, id string) {
 	p.last[id] = at
 }
 
-// fold folds upd, a SetPayload or CloseBatch of job id, into the latest op
-// on that job when that op writes what upd changes: an InsertJob, or a
-// SetPayload for a SetPayload. It reports whether it did.
+// fold folds upd, a SetPayload, CloseBatch or ClearStartBy of job id, into
+// the latest op on that job when that op writes what upd changes: an
+// InsertJob, or a SetPayload for a SetPayload. It reports whether it did.
 func (p *planner) fold(id string, upd store.Op) bool {
 	ref, ok := p.last[id]
 	if !ok {
@@ -178,6 +183,8 @@ func (p *planner) fold(id string, upd store.Op) bool {
 			prev.Job.Payload = u.Payload
 		case store.CloseBatchOp:
 			prev.Job.BatchOpen = false
+		case store.ClearStartByOp:
+			prev.Job.StartBy = 0
 		}
 		ops[ref.i] = prev
 		return true

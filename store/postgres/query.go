@@ -26,7 +26,7 @@ const jobColumns = `id, queue, type, priority, status, payload, ready_at, attemp
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
-	batch_key, batch_when, batch_fold, batch_open, fair_tag`
+	batch_key, batch_when, batch_fold, batch_open, fair_tag, start_by`
 
 // querier is the pool or a transaction.
 type querier interface {
@@ -392,16 +392,16 @@ func scanJob(s pgx.Row) (store.Job, error) {
 		budgets                             *string
 		while                               *int16
 		batchKey, when, fold                []byte
-		fairTag                             *int64
+		fairTag, startBy                    *int64
 	)
 	err := s.Scan(&j.ID, &queue, &typ, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
 		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &key, &while,
-		&batchKey, &when, &fold, &j.BatchOpen, &fairTag)
+		&batchKey, &when, &fold, &j.BatchOpen, &fairTag, &startBy)
 	if err != nil {
 		return store.Job{}, err
 	}
-	j.FairTag = deref(fairTag)
+	j.FairTag, j.StartBy = deref(fairTag), deref(startBy)
 	if batchKey != nil {
 		j.Batch = &store.BatchConfig{Key: string(batchKey), When: string(when), Fold: string(fold)}
 	}

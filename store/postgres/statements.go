@@ -19,14 +19,15 @@ const insertSQL = `INSERT INTO jobs (id, queue, type, priority, status, payload,
 		retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 		retention_completed_ms, retention_dead_ms, dequeued_at, failed_at, completed_at, purge_at,
 		budgets, batch_key, batch_when, batch_fold, batch_open, unique_key, unique_while, unique_holder,
-		fair_tag)
+		fair_tag, start_by)
 	SELECT * FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::int4[], $5::int2[], $6::bytea[],
 		$7::int8[], $8::int8[], $9::int8[], $10::float8[], $11::int8[], $12::int8[], $13::int8[],
 		$14::int8[], $15::int8[], $16::int8[], $17::int8[], $18::int8[], $19::text[], $20::bytea[],
-		$21::bytea[], $22::bytea[], $23::bool[], $24::bytea[], $25::int2[], $26::bool[], $27::int8[])`
+		$21::bytea[], $22::bytea[], $23::bool[], $24::bytea[], $25::int2[], $26::bool[], $27::int8[],
+		$28::int8[])`
 
 // rowCols are a job's columns but its payload and unique key, as PutJob
-// writes them: its batch included.
+// writes them: its batch and start_by included.
 type rowCols struct {
 	ids                    []string
 	queues, types          [][]byte
@@ -42,6 +43,7 @@ type rowCols struct {
 	budgets                []*string
 	batchKey, when, fold   [][]byte // nil: not batched
 	batchOpen              []bool
+	startBy                []*int64
 }
 
 func (c *rowCols) add(j *store.Job) {
@@ -70,6 +72,7 @@ func (c *rowCols) add(j *store.Job) {
 	}
 	c.batchKey, c.when, c.fold = append(c.batchKey, key), append(c.when, when), append(c.fold, fold)
 	c.batchOpen = append(c.batchOpen, j.BatchOpen)
+	c.startBy = append(c.startBy, nullZero(j.StartBy))
 }
 
 // insertPlainSQL inserts plain jobs (store.Job.Plain): ten arrays, not
@@ -164,7 +167,7 @@ func queueFullInserts(b *pgx.Batch, ops []store.Op) {
 	}
 	b.Queue(insertSQL, c.ids, c.queues, c.types, c.priorities, c.statuses, payloads, c.readyAt, c.attempts,
 		c.retryLimit, c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge,
-		c.budgets, c.batchKey, c.when, c.fold, c.batchOpen, keys, whiles, holders, tags)
+		c.budgets, c.batchKey, c.when, c.fold, c.batchOpen, keys, whiles, holders, tags, c.startBy)
 }
 
 func queuePuts(b *pgx.Batch, ops []store.Op) {
@@ -178,16 +181,19 @@ func queuePuts(b *pgx.Batch, ops []store.Op) {
 			backoff_exponent = u.exp, backoff_base_ms = u.base, backoff_jitter_ms = u.jitter,
 			retention_completed_ms = u.ret_c, retention_dead_ms = u.ret_d, dequeued_at = u.dequeued,
 			failed_at = u.failed, completed_at = u.done, purge_at = u.purge, budgets = u.budgets,
-			batch_key = u.batch_key, batch_when = u.batch_when, batch_fold = u.batch_fold, batch_open = u.batch_open
+			batch_key = u.batch_key, batch_when = u.batch_when, batch_fold = u.batch_fold, batch_open = u.batch_open,
+			start_by = u.start_by
 		FROM unnest($1::text[], $2::bytea[], $3::bytea[], $4::int4[], $5::int2[], $6::int8[], $7::int8[],
 			$8::int8[], $9::float8[], $10::int8[], $11::int8[], $12::int8[], $13::int8[], $14::int8[],
-			$15::int8[], $16::int8[], $17::int8[], $18::text[], $19::bytea[], $20::bytea[], $21::bytea[], $22::bool[])
+			$15::int8[], $16::int8[], $17::int8[], $18::text[], $19::bytea[], $20::bytea[], $21::bytea[], $22::bool[],
+			$23::int8[])
 			AS u(id, queue, type, priority, status, ready_at, attempts, retry_limit, exp, base, jitter,
-				ret_c, ret_d, dequeued, failed, done, purge, budgets, batch_key, batch_when, batch_fold, batch_open)
+				ret_c, ret_d, dequeued, failed, done, purge, budgets, batch_key, batch_when, batch_fold, batch_open,
+				start_by)
 		WHERE jobs.id = u.id AND jobs.id = ANY($1)`,
 		c.ids, c.queues, c.types, c.priorities, c.statuses, c.readyAt, c.attempts, c.retryLimit,
 		c.boExp, c.boBase, c.boJitter, c.retC, c.retD, c.dequeued, c.failed, c.done, c.purge, c.budgets,
-		c.batchKey, c.when, c.fold, c.batchOpen)
+		c.batchKey, c.when, c.fold, c.batchOpen, c.startBy)
 }
 
 func queueStatuses(b *pgx.Batch, ops []store.Op) {
@@ -302,6 +308,16 @@ func queueCloseBatches(b *pgx.Batch, ops []store.Op) {
 		ids[i] = o.(store.CloseBatchOp).ID
 	}
 	b.Queue(`UPDATE jobs SET batch_open = false WHERE id = ANY($1) AND batch_open`, ids)
+}
+
+// queueClearStartBys clears the start_by of a phase's ClearStartBy ops; a
+// row without one is not written.
+func queueClearStartBys(b *pgx.Batch, ops []store.Op) {
+	ids := make([]string, len(ops))
+	for i, o := range ops {
+		ids[i] = o.(store.ClearStartByOp).ID
+	}
+	b.Queue(`UPDATE jobs SET start_by = NULL WHERE id = ANY($1) AND start_by IS NOT NULL`, ids)
 }
 
 // queueHolder makes a job its key's holder (taking the key from the

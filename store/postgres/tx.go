@@ -116,6 +116,8 @@ func queuePhase(b *pgx.Batch, ph *phase) string {
 			queuePayloads(b, ops)
 		case slotCloseBatch:
 			queueCloseBatches(b, ops)
+		case slotStartBy:
+			queueClearStartBys(b, ops)
 		case slotHolder:
 			for _, o := range ops {
 				queueHolder(b, o.(store.UniqueHolderOp))

@@ -141,6 +141,8 @@ func opJobID(o store.Op) string {
 		return o.ID
 	case store.UniqueHolderOp:
 		return o.ID
+	case store.ClearStartByOp:
+		return o.ID
 	}
 	return ""
 }
@@ -166,7 +168,8 @@ func commitInfo(batch []*group, d time.Duration) store.CommitInfo {
 func checkOp(o store.Op) error {
 	switch o.(type) {
 	case store.InsertJobOp, store.PutJobOp, store.SetStatusOp, store.RetryOp, store.FinishOp,
-		store.PatchJobOp, store.SetBudgetsOp, store.SetPayloadOp, store.CloseBatchOp, store.UniqueHolderOp, store.DeleteJobOp,
+		store.PatchJobOp, store.SetBudgetsOp, store.SetPayloadOp, store.CloseBatchOp, store.ClearStartByOp,
+		store.UniqueHolderOp, store.DeleteJobOp,
 		store.AddErrorOp, store.PutBudgetOp, store.SpendBudgetOp, store.DeleteBudgetOp, store.DeleteEverythingOp,
 		store.PutCronGroupOp, store.DeleteCronGroupOp, store.DeleteCronGroupsOp,
 		store.PutCronEntryOp, store.DeleteCronEntryOp, store.CronFiredOp:

@@ -20,6 +20,7 @@ const (
 	opSetBudgets
 	opSetPayload
 	opCloseBatch
+	opClearStartBy
 	opUniqueHolder
 	opDeleteJob
 	opAddError
@@ -70,6 +71,8 @@ func toOp(o store.Op) (op, error) {
 		return op{kind: opSetPayload, id: o.ID, src: o}, nil
 	case store.CloseBatchOp:
 		return op{kind: opCloseBatch, id: o.ID, src: o}, nil
+	case store.ClearStartByOp:
+		return op{kind: opClearStartBy, id: o.ID, src: o}, nil
 	case store.UniqueHolderOp:
 		return op{kind: opUniqueHolder, id: o.ID, src: o}, nil
 	case store.DeleteJobOp:
@@ -109,7 +112,7 @@ func recoverInFlight(n *int64) op { return op{kind: opRecoverInFlight, count: n}
 //     which the delete does not give back.
 //
 //   - A partial update (SetStatus, Retry, Finish, PatchJob, SetBudgets,
-//     CloseBatch) after an InsertJob or PutJob of the same ID, with nothing
+//     CloseBatch, ClearStartBy) after an InsertJob or PutJob of the same ID, with nothing
 //     between them that removes the row, is folded into a copy of that op:
 //     writing the row once with the final fields is the same as writing it
 //     and then updating it. SetPayload is folded the same way into an
@@ -165,7 +168,7 @@ func coalesce(groups []*group) []op {
 					open[o.id] = append(idx, k)
 				}
 				rows[o.id] = k
-			case opSetStatus, opRetry, opFinish, opPatchJob, opSetBudgets, opCloseBatch:
+			case opSetStatus, opRetry, opFinish, opPatchJob, opSetBudgets, opCloseBatch, opClearStartBy:
 				if r, ok := rows[o.id]; ok {
 					out[r].src = fold(out[r].src, o.src)
 					continue
@@ -253,6 +256,8 @@ func update(j *store.Job, upd store.Op) {
 		j.Budgets = u.Budgets
 	case store.CloseBatchOp:
 		j.BatchOpen = false
+	case store.ClearStartByOp:
+		j.StartBy = 0
 	case store.SetPayloadOp:
 		j.Payload = u.Payload
 	default:

@@ -19,8 +19,9 @@ import (
 // and at ten million rows those calls cost more than the row itself; the
 // cheap SQL that packs the job into one text saves most of them. The text
 // is the 25-character id, then the byte lengths of queue and type, a
-// packed integer and ready_at, each ended by a comma, then queue, type and
-// the rest: the store takes any names, so they are counted, not split.
+// packed integer, ready_at, fair_tag and start_by (the last two empty when
+// NULL), each ended by a comma, then queue, type and the rest: the store
+// takes any names, so they are counted, not split.
 //
 //   - The packed integer is priority, status and attempts (16, 3 and 32
 //     bits; in SQLite | and << bind alike, hence the parentheses).
@@ -32,7 +33,7 @@ import (
 //     when NULL.
 const liveColumns = `id || octet_length(queue) || ',' || octet_length(type) || ',' ||
 	(priority | (status << 16) | (attempts << 19)) || ',' || ready_at || ',' || ifnull(fair_tag, '') || ',' ||
-	queue || type ||
+	ifnull(start_by, '') || ',' || queue || type ||
 	CASE WHEN retry_limit IS NULL AND backoff_exponent IS NULL AND backoff_base_ms IS NULL
 		AND backoff_jitter_ms IS NULL AND retention_completed_ms IS NULL AND retention_dead_ms IS NULL
 	THEN ifnull(budgets, '') ELSE ifnull(retry_limit, '') || ',' || ifnull(backoff_exponent, '') || ',' ||
@@ -415,16 +416,16 @@ func parseLive(text string, binds bindtext.Cache) (store.LiveJob, error) {
 		return j, fmt.Errorf("live row %q: too short", text)
 	}
 	j.ID = text[:jobIDLen]
-	var n [5]int64
+	var n [6]int64
 	rest := text[jobIDLen:]
 	for i := range n {
 		var field string
 		var ok bool
 		if field, rest, ok = strings.Cut(rest, ","); !ok {
-			return j, fmt.Errorf("job %s: live row: want 5 numbers", j.ID)
+			return j, fmt.Errorf("job %s: live row: want %d numbers", j.ID, len(n))
 		}
-		if field == "" && i == 4 {
-			continue // no fair tag: most jobs
+		if field == "" && i >= 4 {
+			continue // no fair tag, no start_by: most jobs
 		}
 		var err error
 		if n[i], err = strconv.ParseInt(field, 10, 64); err != nil {
@@ -432,7 +433,7 @@ func parseLive(text string, binds bindtext.Cache) (store.LiveJob, error) {
 		}
 	}
 	qlen, tlen, packed := n[0], n[1], n[2]
-	j.FairTag = n[4]
+	j.FairTag, j.StartBy = n[4], n[5]
 	if qlen < 0 || tlen < 0 || qlen+tlen > int64(len(rest)) {
 		return j, fmt.Errorf("job %s: live row: names of %d and %d bytes in %d", j.ID, qlen, tlen, len(rest))
 	}

@@ -427,20 +427,20 @@ func scanJob(s scanner) (store.Job, error) {
 		purge                               *int64
 		boExp                               *float64
 		budgets, uniqueKey                  *string
-		uniqueWhile, fairTag                *int64
+		uniqueWhile, fairTag, startBy       *int64
 		batchKey, batchWhen, batchFold      *string
 	)
 	err := s.Scan(&j.ID, &j.Queue, &j.Type, &priority, &status, &j.Payload, &j.ReadyAt, &attempts,
 		&retry, &boExp, &boBase, &boJitter, &retC, &retD,
 		&j.DequeuedAt, &j.FailedAt, &j.CompletedAt, &purge, &budgets, &uniqueKey, &uniqueWhile,
-		&batchKey, &batchWhen, &batchFold, &j.BatchOpen, &fairTag)
+		&batchKey, &batchWhen, &batchFold, &j.BatchOpen, &fairTag, &startBy)
 	if err != nil {
 		return store.Job{}, err
 	}
 	if batchKey != nil {
 		j.Batch = &store.BatchConfig{Key: *batchKey, When: deref(batchWhen), Fold: deref(batchFold)}
 	}
-	j.FairTag = deref(fairTag)
+	j.FairTag, j.StartBy = deref(fairTag), deref(startBy)
 	j.Priority, j.Status, j.Attempts = uint16(priority), store.Status(status), uint32(attempts)
 	j.RetryLimit, j.Backoff, j.Retention = overrides(retry, boExp, boBase, boJitter, retC, retD)
 	if purge != nil {

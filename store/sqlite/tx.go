@@ -14,7 +14,7 @@ const rowColumns = `id, queue, type, priority, status, ready_at, attempts,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, failed_at, completed_at, purge_at, budgets,
-	batch_key, batch_when, batch_fold, batch_open`
+	batch_key, batch_when, batch_fold, batch_open, start_by`
 
 // insertColumns are the columns of a new job: rowColumns, its unique key
 // and its fair-share tag, in the order insertArgs uses.
@@ -26,7 +26,7 @@ const jobColumns = `jobs.id, queue, type, priority, status, p.payload, ready_at,
 	retry_limit, backoff_exponent, backoff_base_ms, backoff_jitter_ms,
 	retention_completed_ms, retention_dead_ms,
 	dequeued_at, jobs.failed_at, completed_at, purge_at, budgets, unique_key, unique_while,
-	batch_key, batch_when, batch_fold, batch_open, fair_tag`
+	batch_key, batch_when, batch_fold, batch_open, fair_tag, start_by`
 
 // jobsWithPayload joins each job to its payload, for jobColumns.
 const jobsWithPayload = `jobs LEFT JOIN job_payloads AS p ON p.id = jobs.id`
@@ -50,6 +50,7 @@ type writer struct {
 	retry, finish, patch, rebind    *sql.Stmt
 	deleteJob, deletePayload, probe *sql.Stmt
 	setPayload, closeBatch          *sql.Stmt
+	clearStartBy                    *sql.Stmt
 	addError, putBudget, delBudget  *sql.Stmt
 	spendBudget                     *sql.Stmt
 	deleteEverything, recoverFlight *sql.Stmt
@@ -70,7 +71,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.commit, `COMMIT`},
 		{&w.insertJob, `INSERT INTO jobs (` + insertColumns + `)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18,
-				?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)`},
+				?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)`},
 		// Most new jobs have no overrides and no timestamps yet: fewer
 		// values to bind (each bind is a call into SQLite). The fair tag
 		// is here: a family's backlog is made of such jobs.
@@ -82,7 +83,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 			backoff_exponent = ?9, backoff_base_ms = ?10, backoff_jitter_ms = ?11,
 			retention_completed_ms = ?12, retention_dead_ms = ?13,
 			dequeued_at = ?14, failed_at = ?15, completed_at = ?16, purge_at = ?17, budgets = ?18,
-			batch_key = ?19, batch_when = ?20, batch_fold = ?21, batch_open = ?22
+			batch_key = ?19, batch_when = ?20, batch_fold = ?21, batch_open = ?22, start_by = ?23
 			WHERE id = ?1`},
 		{&w.setStatus, `UPDATE jobs SET status = ?2, dequeued_at = iif(?3 = 0, dequeued_at, ?3) WHERE id = ?1`},
 		{&w.retry, `UPDATE jobs SET attempts = ?2, failed_at = ?3, ready_at = ?4, status = ?5 WHERE id = ?1`},
@@ -100,6 +101,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 		{&w.setPayload, `INSERT OR REPLACE INTO job_payloads (id, payload, failed_at)
 			SELECT ?1, ?2, failed_at FROM jobs WHERE id = ?1`},
 		{&w.closeBatch, `UPDATE jobs SET batch_open = 0 WHERE id = ?`},
+		{&w.clearStartBy, `UPDATE jobs SET start_by = NULL WHERE id = ?`},
 		{&w.addError, `INSERT OR REPLACE INTO job_errors
 			(job_id, attempt, message, error_type, backtrace, dequeued_at, failed_at)
 			SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7 WHERE EXISTS (SELECT 1 FROM jobs WHERE id = ?1)`},
@@ -151,7 +153,7 @@ func (w *writer) prepare(ctx context.Context, mode store.CommitMode) error {
 func (w *writer) close() error {
 	for _, s := range []*sql.Stmt{w.begin, w.commit,
 		w.insertJob, w.insertPlain, w.insertPayload, w.putJob, w.setStatus, w.retry, w.finish, w.patch, w.rebind,
-		w.deleteJob, w.deletePayload, w.probe, w.setPayload, w.closeBatch,
+		w.deleteJob, w.deletePayload, w.probe, w.setPayload, w.closeBatch, w.clearStartBy,
 		w.addError, w.putBudget, w.spendBudget, w.delBudget, w.deleteEverything, w.recoverFlight,
 		w.cron.putGroup, w.cron.delGroup, w.cron.delGroupEntries, w.cron.delAll,
 		w.cron.putEntry, w.cron.delEntry, w.cron.fired,
@@ -291,6 +293,9 @@ func (w *writer) apply(o *op) error {
 	case store.CloseBatchOp:
 		_, err = w.closeBatch.Exec(s.ID)
 		return wrapOp("close batch of job", o.id, err)
+	case store.ClearStartByOp:
+		_, err = w.clearStartBy.Exec(s.ID)
+		return wrapOp("clear start_by of job", o.id, err)
 	case store.UniqueHolderOp:
 		return wrapOp("set the unique key holder of job", o.id, w.setHolder(s))
 	case store.DeleteJobOp:
@@ -419,7 +424,7 @@ func rowArgs(j *store.Job) []any {
 		j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
 		int64(j.Attempts), retry, boExp, boBase, boJitter, retCompleted, retDead,
 		j.DequeuedAt, j.FailedAt, j.CompletedAt, nullZero(j.PurgeAt), bindingsArg(j.Budgets),
-		key, when, fold, open,
+		key, when, fold, open, nullZero(j.StartBy),
 	}
 }
 
@@ -481,8 +486,8 @@ func overrideArgs(limit *uint32, bo *store.Backoff, ret *store.Retention) (retry
 	return retry, boExp, boBase, boJitter, retCompleted, retDead
 }
 
-// nullZero maps 0 ("unset") to NULL, for purge_at, fair_tag and
-// paused_until.
+// nullZero maps 0 ("unset") to NULL, for purge_at, fair_tag, start_by
+// and paused_until.
 func nullZero(v int64) any {
 	if v == 0 {
 		return nil

@@ -38,6 +38,7 @@ func Populate(t testing.TB, s store.Store) (highWater string) {
 		store.AddError(store.ErrorRecord{JobID: id(1001), Attempt: 1, Message: "boom", ErrorType: "E", DequeuedAt: 7, FailedAt: 8}),
 		store.AddError(store.ErrorRecord{JobID: id(1001), Attempt: 2, Message: "again", Backtrace: "at x", DequeuedAt: 9, FailedAt: 10}),
 		store.AddError(store.ErrorRecord{JobID: id(3), Attempt: 1, Message: "once", DequeuedAt: 11, FailedAt: 12}))
+	apply(store.InsertJob(with(1004, func(j *store.Job) { j.StartBy = 1_800_000_000_000 })))
 	apply(store.InsertJob(job(2000)))
 	apply(store.DeleteJob(id(2000)))
 	return id(2000)

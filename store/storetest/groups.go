@@ -221,9 +221,10 @@ func testGroups(t *testing.T, newB func(testing.TB) *bundle) {
 }
 
 // randomGroups returns n groups of 1 to 4 ops on a few recent job IDs and
-// two budget keys (spends included). Inserts are of new IDs, but with dup one in eight
-// repeats one (and so fails its group, and any batch holding it: then the
-// backend's retry of each group alone is tested, else its batches).
+// two budget keys (spends included), start_by and its clears among them.
+// Inserts are of new IDs, but with dup one in eight repeats one (and so
+// fails its group, and any batch holding it: then the backend's retry of
+// each group alone is tested, else its batches).
 func randomGroups(r *rand.Rand, n int, dup bool) [][]store.Op {
 	next := 0 // job IDs below next have been inserted
 	recent := func() int { return max(0, next-1-r.IntN(4)) }
@@ -241,6 +242,9 @@ func randomGroups(r *rand.Rand, n int, dup bool) [][]store.Op {
 				j.Status, j.Attempts = status(), uint32(i)
 				if r.IntN(2) == 0 {
 					j.Budgets = []store.Binding{{Key: "a", Cost: int64(i)}}
+				}
+				if r.IntN(3) == 0 {
+					j.StartBy = 1 + at()
 				}
 			}))
 		case 3:
@@ -260,6 +264,9 @@ func randomGroups(r *rand.Rand, n int, dup bool) [][]store.Op {
 			return store.DeleteJob(id(k))
 		case 11, 12:
 			return store.AddError(store.ErrorRecord{JobID: id(k), Attempt: uint32(r.IntN(3)), Message: fmt.Sprint(i)})
+		}
+		if r.IntN(4) == 0 {
+			return store.ClearStartBy(id(k))
 		}
 		if r.IntN(10) == 0 {
 			return store.DeleteEverything()

@@ -65,7 +65,7 @@ func maxID(t testing.TB, b *bundle) string {
 func live(j store.Job) store.LiveJob {
 	return store.LiveJob{ID: j.ID, Queue: j.Queue, Type: j.Type, Priority: j.Priority, Status: j.Status,
 		ReadyAt: j.ReadyAt, Attempts: j.Attempts, RetryLimit: j.RetryLimit, Backoff: j.Backoff,
-		Retention: j.Retention, Budgets: j.Budgets, FairTag: j.FairTag}
+		Retention: j.Retention, Budgets: j.Budgets, FairTag: j.FairTag, StartBy: j.StartBy}
 }
 
 func testLoad(t *testing.T, newB func(testing.TB) *bundle) {

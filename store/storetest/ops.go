@@ -23,7 +23,7 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 			Retention:  &store.Retention{CompletedMs: ptr(uint64(0)), DeadMs: ptr(uint64(math.MaxUint64))},
 			DequeuedAt: 2, FailedAt: 3, CompletedAt: 4, PurgeAt: 5,
 			Budgets: []store.Binding{{Key: "b", Cost: 3}, {Key: "a\"x", Cost: math.MaxInt64}, {Key: "é<&>", Cost: 1}},
-			FairTag: math.MaxInt64,
+			FairTag: math.MaxInt64, StartBy: math.MaxInt64,
 		}
 		for name, tc := range map[string]struct {
 			in, want store.Job

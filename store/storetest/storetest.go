@@ -44,6 +44,7 @@ func Run(t *testing.T, open func(t testing.TB) store.Store) {
 		{"CalendarBudgets", testCalendarBudgets},
 		{"AdaptiveBudgets", testAdaptiveBudgets},
 		{"KeyOverrides", testKeyOverrides},
+		{"StartBy", testStartBy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
