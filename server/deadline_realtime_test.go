@@ -23,19 +23,26 @@ import (
 // machine may stall any process for a moment.
 func TestDeadlineRealtime_ParkedJobsDieOnTime(t *testing.T) {
 	t.Parallel()
+	for attempt, slack := 1, int64(3); !parkedDeaths(t, slack); attempt, slack = attempt+1, slack*3 {
+		require.Less(t, attempt, 3, "the enqueue outran its lead three times")
+	}
+}
+
+// parkedDeaths runs the test on a server of its own; it reports false,
+// having checked nothing, when the enqueue of the jobs took longer than
+// the lead before their first start_by: slack times what a bulk of that
+// size was measured to take there.
+func parkedDeaths(t *testing.T, slack int64) bool {
 	const (
 		deadlines = 1000
 		spreadMs  = 2000
 		perSecond = 100 // the budget's rate
 	)
 	tb := setup(t)
-	// The start_by must all come after the enqueue: the lead before the
-	// first is three times what a bulk of this size is measured to take
-	// here (a loaded machine under -race is slow), and the backlog outlasts
-	// the last start_by by a second.
 	begun := time.Now()
-	tb.budJobs(t, deadlines/4, "warm-up", "")
-	leadMs := 500 + 3*4*time.Since(begun).Milliseconds()
+	tb.budJobs(t, deadlines, "warm-up", "")
+	leadMs := 500 + slack*time.Since(begun).Milliseconds()
+	// The backlog outlasts the last start_by by a second.
 	backlog := int(perSecond * (leadMs + spreadMs + 1000) / 1000)
 	tb.budPut(t, "rate", fmt.Sprintf(`{"allocation":%d,"strategy":{"type":"time_based","duration_ms":1000,"burst":1}}`, perSecond))
 	tb.budJobs(t, backlog, "q", `[{"key":"rate"}]`) // priority 32768: before every job below
@@ -57,7 +64,10 @@ func TestDeadlineRealtime_ParkedJobsDieOnTime(t *testing.T) {
 	require.Equal(t, 201, r.status, "body: %s", r.body)
 	var bulk api.BulkJobs
 	r.json(t, &bulk)
-	require.Greater(t, first, msNow(), "the enqueue took longer than the lead of %d ms: the test proves nothing", leadMs)
+	if msNow() >= first {
+		t.Logf("the enqueue took longer than the lead of %d ms: again, with more", leadMs)
+		return false
+	}
 	last := bulk.Jobs[len(bulk.Jobs)-1].StartBy
 
 	for _, j := range bulk.Jobs {
@@ -99,4 +109,5 @@ func TestDeadlineRealtime_ParkedJobsDieOnTime(t *testing.T) {
 	t.Logf("deadlines handled by the clock within 5 ms: %d, within 50 ms: %d, of %d", soon, within, count)
 	require.Equal(t, int64(deadlines), count)
 	require.Equal(t, count, gross, "a deadline handled more than a second late")
+	return true
 }
