@@ -85,10 +85,10 @@ func TestSettleHTTP_Bulk(t *testing.T) {
 	budError(t, tb.req(t, "POST", "/jobs/success", `{"ids":["`+a+`","`+b+`"],"budgets":{"`+a+`":[{"key":"rate","cost":1}],"`+b+`":[{"key":"x","cost":1}]}}`),
 		422, "job "+b+" is not bound to budget 'x': budgets[0].key must name one of its budgets")
 	for _, j := range jobs {
-		// Each job as the engine knows it: the store's status may lag,
-		// its dispatch mark written lazily.
 		require.Equal(t, "in_flight", jobByID(t, tb, j.ID).Status, "nothing acked")
 	}
+	// The store's count too: its barrier writes the dispatch marks.
+	require.Equal(t, int64(3), tb.budCount(t, "status=in_flight"))
 	require.Nil(t, tb.budState(t, "rate").Settled, "nothing settled")
 
 	// a at 0, b at 60, c without a settle: 100 − 90 + 30 − 30.

@@ -69,7 +69,10 @@ func (db *DB) txOps(groups []*group, now time.Time) (ops []op, written []string,
 		all = append(all, &group{Ops: lead})
 	}
 	ops = coalesce(append(all, groups...))
-	if db.opts.MarkDelay < 0 {
+	if db.opts.MarkDelay < 0 || everything(groups) {
+		// A flush (a Barrier) promises every mark appended before it, and
+		// a store-wide op reads every row: a mark of this transaction is
+		// written with it, not held past it.
 		return ops, written, nil
 	}
 	// lazy: job ID -> index of its last lazy mark, while no op on the job

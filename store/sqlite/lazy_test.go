@@ -33,6 +33,23 @@ func TestDispatchMark(t *testing.T) {
 		require.EqualValues(t, 42, at)
 	})
 
+	t.Run("WrittenByABarrierOfTheSameTransaction", func(t *testing.T) {
+		t.Parallel()
+		// A mark appended just before a Barrier may share the barrier's
+		// transaction: the flush must write it, not hold it.
+		b := setup(t, delay(time.Hour))
+		mark, err := toOp(store.DispatchMark(id(1), 42))
+		require.NoError(t, err)
+		groups := []*group{{Ops: []op{mark}}, {Ops: []op{{kind: opFlushMarks}}}}
+		ops, _, held := b.db.txOps(groups, time.Now())
+		require.Empty(t, held, "nothing held past a flush")
+		written := false
+		for _, o := range ops {
+			written = written || (o.kind == opSetStatus && o.id == id(1))
+		}
+		require.True(t, written, "the mark is in the flush's transaction")
+	})
+
 	t.Run("WrittenAfterTheDelay", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, delay(20*time.Millisecond))
