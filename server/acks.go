@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"maps"
 	"net/http"
 	"slices"
@@ -109,15 +108,8 @@ func (s *Server) failure(w http.ResponseWriter, r *http.Request) {
 // (Zizq's clients send none) or {"budgets": [...]}, the job's real costs
 // (our extension). nil means nothing to settle.
 func (s *Server) decodeSuccess(w http.ResponseWriter, r *http.Request) ([]core.Settle, error) {
-	if r.ContentLength == 0 {
-		return nil, nil
-	}
-	f, data, err := s.readBody(w, r)
-	if err != nil || len(bytes.TrimSpace(data)) == 0 {
-		return nil, err
-	}
 	var req api.SuccessRequest
-	if err := api.Unmarshal(f, data, &req); err != nil {
+	if err := s.decodeOptional(w, r, &req); err != nil {
 		return nil, err
 	}
 	return settlesOf(req.Budgets, "budgets")

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"net/http"
 
 	"github.com/zizq/zizq/api"
@@ -85,8 +84,8 @@ func failThrottle(t *api.Throttle) (*core.FailThrottle, error) {
 // with an optional body {"retry_after_ms": N}. It answers the budget with
 // its live figures.
 func (s *Server) throttle(w http.ResponseWriter, r *http.Request) {
-	t, err := s.decodeThrottle(w, r)
-	if err != nil {
+	var t api.Throttle
+	if err := s.decodeOptional(w, r, &t); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -106,19 +105,4 @@ func (s *Server) throttle(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.respond(w, r, http.StatusOK, wireBudgetView(v))
-}
-
-// decodeThrottle reads the optional body of POST /budgets/{key}/throttle:
-// none, a blank one (a client that sends an empty chunked body), or
-// {"retry_after_ms": N}.
-func (s *Server) decodeThrottle(w http.ResponseWriter, r *http.Request) (api.Throttle, error) {
-	var t api.Throttle
-	if r.ContentLength == 0 {
-		return t, nil
-	}
-	f, data, err := s.readBody(w, r)
-	if err != nil || len(bytes.TrimSpace(data)) == 0 {
-		return t, err
-	}
-	return t, api.Unmarshal(f, data, &t)
 }

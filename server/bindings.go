@@ -75,10 +75,8 @@ func (s *Server) bindMany(op bindingOp) http.HandlerFunc {
 // binding for the key in the path.
 func (s *Server) bindingBody(w http.ResponseWriter, r *http.Request) (core.BindingSpec, error) {
 	var req api.BindingRequest
-	if r.ContentLength != 0 {
-		if err := s.decode(w, r, &req); err != nil {
-			return core.BindingSpec{}, err
-		}
+	if err := s.decodeOptional(w, r, &req); err != nil {
+		return core.BindingSpec{}, err
 	}
 	key := r.PathValue("key")
 	req.Key = &key

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -118,6 +119,19 @@ var coreStatus = map[core.Kind]int{
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 	f, data, err := s.readBody(w, r)
 	if err != nil {
+		return err
+	}
+	return api.Unmarshal(f, data, v)
+}
+
+// decodeOptional decodes an optional body into v: none, or a blank one
+// (what a client sends as an empty chunked body), leaves v as it is.
+func (s *Server) decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	f, data, err := s.readBody(w, r)
+	if err != nil || len(bytes.TrimSpace(data)) == 0 {
 		return err
 	}
 	return api.Unmarshal(f, data, v)

@@ -1,13 +1,7 @@
 package server_test
 
 import (
-	"bytes"
-	"context"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/zizq/zizq/store"
 )
@@ -24,44 +18,11 @@ func BenchmarkBudgets_CalendarDrain(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			tb := benchServer(b, store.Buffered)
-			c := benchClient()
-			putBudget(b, c, tb.url, "b", tc.budget)
-			const bulk = 1000
-			for i := 0; i < b.N; i += bulk {
-				var buf bytes.Buffer
-				buf.WriteString(`{"jobs":[`)
-				for k := i; k < min(i+bulk, b.N); k++ {
-					if k > i {
-						buf.WriteByte(',')
-					}
-					fmt.Fprintf(&buf, `{"type":"t","queue":"q","payload":{"i":%d},"budgets":[{"key":"b"}]}`, k)
-				}
-				buf.WriteString(`]}`)
-				if st, err := postJSON(c, tb.url+"/jobs/bulk", buf.Bytes()); err != nil || st != 201 {
-					b.Fatalf("enqueue: %d %v", st, err)
-				}
-			}
-			var received atomic.Int64
-			target := int64(b.N)
-			done := make(chan struct{})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for range 4 {
-				w := &worker{url: tb.url, c: c, prefetch: 256, onJob: func(string) {
-					if received.Add(1) == target {
-						close(done)
-					}
-				}}
-				wg.Add(1)
-				go func() { defer wg.Done(); _ = w.run(ctx) }()
-			}
-			elapsed := awaitJobs(b, done, &received, target, start)
-			cancel()
-			wg.Wait()
-			b.ReportMetric(float64(target)/elapsed.Seconds(), "jobs/s")
+			putBudget(b, benchClient(), tb.url, "b", tc.budget)
+			fillBacklog(b, tb, b.N, func(int) string {
+				return `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"b"}]}`
+			})
+			drainBacklog(b, tb, "q")
 		})
 	}
 }

@@ -94,7 +94,7 @@ func (s *Service) Forecast(ctx context.Context, key string, w *WhatIf) (Forecast
 		return Forecast{}, err
 	}
 	f, err := s.engine.Forecast(key, (*engine.WhatIf)(w))
-	return Forecast(f), translate(err)
+	return f, translate(err)
 }
 
 // Stats returns the live counts and every budget with its figures.

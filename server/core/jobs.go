@@ -434,7 +434,7 @@ func (s *Service) Why(ctx context.Context, id string) (Why, error) {
 		return Why{}, err
 	}
 	if w, ok := s.engine.Why(id); ok {
-		return Why{Job: w.Job, WaitingFor: w.WaitingFor, Reason: w.Reason, Budgets: coreWhyBudgets(w.Budgets), ExpectedAt: w.ExpectedAt}, nil
+		return Why{Job: w.Job, WaitingFor: w.WaitingFor, Reason: w.Reason, Budgets: w.Budgets, ExpectedAt: w.ExpectedAt}, nil
 	}
 	j, err := s.Job(ctx, id)
 	if err != nil {

@@ -107,46 +107,9 @@ type BudgetView struct {
 	Weight int64
 }
 
-// BudgetState holds a budget's live figures.
-type BudgetState struct {
-	Available      float64
-	Capacity       int64
-	InFlight       int64
-	Held           int64
-	Parked         int64
-	OldestParkedMs *int64
-	NextTokenAt    *int64
-	Dispatched     int64
-	// SubBudgets counts a family's live sub-budgets (0 for other budgets).
-	SubBudgets int64
-	// Spends is set for time_based and calendar budgets, whose jobs'
-	// costs settle: Debt is what one owes (tokens, 0 when none) and
-	// RepaidAt (ms) when it will have been repaid; Settles, Credited and
-	// Debited count its settles and their tokens since the server
-	// started, and CostRatio is their mean actual ÷ estimate over about
-	// the last 100 (nil before the first).
-	Spends                     bool
-	Debt                       float64
-	RepaidAt                   int64
-	Settles, Credited, Debited int64
-	CostRatio                  *float64
-	// Calendar is set for calendar budgets: Used is what it spent in the
-	// current period, which ends at NextResetAt (ms).
-	Calendar    bool
-	Used        int64
-	NextResetAt int64
-	// Adaptive is set for a budget that backs off (or was throttled):
-	// EffectiveAllocation is what it pays at now (per its duration, for
-	// time_based), ThrottledUntil (ms, 0 when not) the end of a
-	// refusal's retry_after, Throttles the refusals it counted.
-	Adaptive            bool
-	EffectiveAllocation float64
-	ThrottledUntil      int64
-	Throttles           int64
-	// Expired counts the jobs that died of their start_by while the
-	// budget refused them, since the server started.
-	Expired int64
-}
+// BudgetState holds a budget's live figures (the engine's: its fields are
+// documented there).
+type BudgetState = engine.BudgetState
 
 // WhatIf is a configuration to forecast with instead of the budget's own;
 // nil fields keep the budget's.
@@ -157,22 +120,8 @@ type WhatIf struct {
 }
 
 // Forecast is when a budget's current backlog will have been dispatched at
-// today's pace. Parked counts the backlog; DrainsAt (ms) is nil when that
-// is unknown, Unknown saying why; Estimated marks an estimate from the
-// observed time in flight.
-type Forecast struct {
-	Key       string
-	Parked    int64
-	DrainsAt  *int64
-	Estimated bool
-	Unknown   string
-	// Resets counts, for a calendar budget, the resets before the backlog
-	// is paid (DrainsAt is then the reset that pays its last job).
-	Resets int64
-	// BackingOff: the budget backs off after a refusal, and the forecast
-	// is at its effective rate, which climbs back meanwhile.
-	BackingOff bool
-}
+// today's pace (the engine's: its fields are documented there).
+type Forecast = engine.Forecast
 
 // Counts are live job counts; Ready excludes parked jobs.
 type Counts struct {
@@ -193,31 +142,8 @@ type Stats struct {
 	Budgets []BudgetView
 }
 
-// WhyBudget is one budget in whose line a parked job waits.
-type WhyBudget struct {
-	Key       string
-	Cost      int64
-	Available float64
-	Ahead     int64
-	// AffordableAt is when the budget will have paid the jobs ahead and
-	// this one, at its rate (ms; nil for while_in_flight budgets).
-	AffordableAt *int64
-	// ReservedBy names the head whose reservation alone holds the job back.
-	ReservedBy string
-	// Paused: the budget is paused, until PausedUntil (ms) when that is set.
-	Paused      bool
-	PausedUntil *int64
-	// Debt is what the budget owes (tokens, 0 when none), repaid at
-	// RepaidAt (ms): it pays nothing until then (settle.go).
-	Debt     float64
-	RepaidAt *int64
-	// RefusedAt (ms) is the last refusal a backing-off budget counted,
-	// Effective its effective allocation, ThrottledUntil (ms) the end of
-	// its retry_after (adaptive.go).
-	RefusedAt      *int64
-	Effective      *float64
-	ThrottledUntil *int64
-}
+// WhyBudget is one budget in whose line a parked job waits (the engine's).
+type WhyBudget = engine.WhyBudget
 
 // List names one of the lists a dashboard shows.
 type List uint8
@@ -382,7 +308,7 @@ func enginePutMode(m PutMode) engine.PutMode {
 }
 
 func coreBudgetView(v engine.BudgetView) BudgetView {
-	return BudgetView{Budget: v.Budget, State: (*BudgetState)(v.State), Weight: v.Weight}
+	return BudgetView{Budget: v.Budget, State: v.State, Weight: v.Weight}
 }
 
 func coreBudgetViews(in []engine.BudgetView) []BudgetView {
@@ -403,17 +329,6 @@ func coreStats(st engine.Stats) Stats {
 		for i, q := range st.Queues {
 			out.Queues[i] = QueueCounts{Name: q.Name, Counts: Counts(q.Counts)}
 		}
-	}
-	return out
-}
-
-func coreWhyBudgets(in []engine.WhyBudget) []WhyBudget {
-	if in == nil {
-		return nil
-	}
-	out := make([]WhyBudget, len(in))
-	for i, b := range in {
-		out[i] = WhyBudget(b)
 	}
 	return out
 }

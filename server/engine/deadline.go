@@ -48,27 +48,9 @@ type startBy struct {
 	id jobid.ID
 }
 
-type expiryHeap struct{ items []expiry }
+func (x expiry) moment() int64 { return x.at }
 
-func (h *expiryHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
-func (h *expiryHeap) swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *expiryHeap) len() int           { return len(h.items) }
-
-func (h *expiryHeap) push(x expiry) {
-	h.items = append(h.items, x)
-	up(h, len(h.items)-1)
-}
-
-func (h *expiryHeap) pop() expiry {
-	x := h.items[0]
-	last := len(h.items) - 1
-	h.swap(0, last)
-	h.items = h.items[:last]
-	if last > 0 {
-		down(h, 0)
-	}
-	return x
-}
+type expiryHeap = timedHeap[expiry]
 
 // compactSlack is how many entries beyond twice the live deadlines the heap
 // may hold before it is compacted: compaction costs the heap's length, and

@@ -110,25 +110,37 @@ type purge struct {
 	id jobid.ID
 }
 
-type purgeHeap struct{ items []purge }
+func (p purge) moment() int64 { return p.at }
 
-func (h *purgeHeap) less(a, b int) bool { return h.items[a].at < h.items[b].at }
-func (h *purgeHeap) swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *purgeHeap) len() int           { return len(h.items) }
-func (h *purgeHeap) push(p purge) {
-	h.items = append(h.items, p)
+// timed is an entry of a timedHeap: its moment orders it.
+type timed interface{ moment() int64 }
+
+// timedHeap is a min-heap of entries by moment, for deadlines whose entries
+// do not know their place (purges, expiries: a removal is a scan, or they
+// are skipped when they come).
+type timedHeap[T timed] struct{ items []T }
+
+func (h *timedHeap[T]) less(a, b int) bool { return h.items[a].moment() < h.items[b].moment() }
+func (h *timedHeap[T]) swap(a, b int)      { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *timedHeap[T]) len() int           { return len(h.items) }
+
+func (h *timedHeap[T]) push(x T) {
+	h.items = append(h.items, x)
 	up(h, len(h.items)-1)
 }
-func (h *purgeHeap) pop() purge {
-	p := h.items[0]
+
+func (h *timedHeap[T]) pop() T {
+	x := h.items[0]
 	last := len(h.items) - 1
 	h.swap(0, last)
 	h.items = h.items[:last]
 	if last > 0 {
 		down(h, 0)
 	}
-	return p
+	return x
 }
+
+type purgeHeap struct{ timedHeap[purge] }
 
 // cancel removes the purge of id; false if there is none. Retries of dead
 // jobs are rare operator actions, so a scan is fine.

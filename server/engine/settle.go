@@ -136,7 +136,7 @@ func (e *Engine) AckSettled(ids []string, settles map[string][]Settle) ([]string
 	defer e.mu.Unlock()
 	e.enterOp()
 	defer e.finishOp()
-	plans := make(map[string][]settling, len(settles))
+	var plans map[string][]settling // nil without settles: an ack allocates nothing for them
 	for _, id := range ids {
 		ss := settles[id]
 		if len(ss) == 0 {
@@ -149,6 +149,9 @@ func (e *Engine) AckSettled(ids []string, settles map[string][]Settle) ([]string
 		plan, err := e.planSettles(j, id, ss)
 		if err != nil {
 			return nil, nil, err
+		}
+		if plans == nil {
+			plans = make(map[string][]settling, len(settles))
 		}
 		plans[id] = plan
 	}
