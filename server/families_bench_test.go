@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,13 +19,22 @@ import (
 // each job. Reported, never asserted; BenchmarkEngine_FamilyBacklog is the
 // engine's own part of it.
 func BenchmarkFamilies_Backlog(b *testing.B) {
-	for _, keys := range []int{0, 10_000} {
-		b.Run(fmt.Sprintf("subkeys=%d", keys), func(b *testing.B) {
+	for _, v := range []struct {
+		keys     int
+		weighted bool
+	}{{0, false}, {10_000, false}, {10_000, true}} {
+		keys := v.keys
+		name := fmt.Sprintf("subkeys=%d", keys)
+		if v.weighted {
+			name += "/weights=1-4"
+		}
+		b.Run(name, func(b *testing.B) {
 			tb := benchServer(b, store.Buffered)
 			c := benchClient()
 			body := `{"allocation":64,"strategy":{"type":"while_in_flight"}}`
 			if keys > 0 {
-				body = `{"allocation":64,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":1,"strategy":{"type":"while_in_flight"}}}`
+				body = `{"allocation":64,"strategy":{"type":"while_in_flight"},"per_key":{"allocation":1,"strategy":{"type":"while_in_flight"}}` +
+					weightOverrides(keys, v.weighted) + `}`
 			}
 			putBudget(b, c, tb.url, "c", body)
 			fillBacklog(b, tb, max(1_000_000, b.N), func(i int) string {
@@ -36,6 +46,24 @@ func BenchmarkFamilies_Backlog(b *testing.B) {
 			drainBacklog(b, tb, "q")
 		})
 	}
+}
+
+// weightOverrides is a family body's "keys" member giving sub-key k<i>
+// the weight 1 + i%4 (issue 26's weighted measure), or nothing.
+func weightOverrides(keys int, weighted bool) string {
+	if !weighted {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString(`,"keys":{`)
+	for i := range keys {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		fmt.Fprintf(&sb, `"k%d":{"weight":%d}`, i, 1+i%4)
+	}
+	sb.WriteByte('}')
+	return sb.String()
 }
 
 // fillBacklog enqueues n jobs in bulks of 1,000 from 4 producers.
