@@ -2,22 +2,24 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/zizq/zizq/api"
 	"github.com/zizq/zizq/store"
 )
 
 // BenchmarkFamilies_Backlog is issue 16's measure over real HTTP: a backlog
 // of 1,000,000 jobs (more when b.N is larger) on a budget that lets 64 run
 // at once, plain or a family whose jobs spread over 10,000 sub-keys (one
-// each in flight), then b.N of them drained by 4 take streams that ack
-// each job. Reported, never asserted; BenchmarkEngine_FamilyBacklog is the
-// engine's own part of it.
+// each in flight), unweighted or with weights 1 to 4 (issue 26), then b.N
+// of them drained by 4 take streams that ack each job. Reported, never
+// asserted; BenchmarkEngine_FamilyBacklog and BenchmarkEngine_FamilyWeights
+// are the engine's own part of it.
 func BenchmarkFamilies_Backlog(b *testing.B) {
 	for _, v := range []struct {
 		keys     int
@@ -49,21 +51,21 @@ func BenchmarkFamilies_Backlog(b *testing.B) {
 }
 
 // weightOverrides is a family body's "keys" member giving sub-key k<i>
-// the weight 1 + i%4 (issue 26's weighted measure), or nothing.
+// the weight 1 + i%4, the engine's BenchmarkEngine_FamilyWeights weights
+// (without its allocation overrides), or nothing.
 func weightOverrides(keys int, weighted bool) string {
 	if !weighted {
 		return ""
 	}
-	var sb strings.Builder
-	sb.WriteString(`,"keys":{`)
+	o := make(api.KeyOverrides, keys)
 	for i := range keys {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		fmt.Fprintf(&sb, `"k%d":{"weight":%d}`, i, 1+i%4)
+		o[fmt.Sprintf("k%d", i)] = api.KeyOverride{Weight: int64(1 + i%4)}
 	}
-	sb.WriteByte('}')
-	return sb.String()
+	js, err := json.Marshal(o)
+	if err != nil {
+		panic(err) // a map of plain structs always encodes
+	}
+	return `,"keys":` + string(js)
 }
 
 // fillBacklog enqueues n jobs in bulks of 1,000 from 4 producers.
