@@ -16,17 +16,21 @@ import (
 // BenchmarkFamilies_Backlog is issue 16's measure over real HTTP: a backlog
 // of 1,000,000 jobs (more when b.N is larger) on a budget that lets 64 run
 // at once, plain or a family whose jobs spread over 10,000 sub-keys (one
-// each in flight), unweighted or with weights 1 to 4 (issue 26), then b.N
+// each in flight; round robin or at random), unweighted or with weights 1
+// to 4 (issue 26), then b.N
 // of them drained by 4 take streams that ack each job. Reported, never
 // asserted; BenchmarkEngine_FamilyBacklog and BenchmarkEngine_FamilyWeights
 // are the engine's own part of it.
 func BenchmarkFamilies_Backlog(b *testing.B) {
 	for _, v := range []struct {
-		keys     int
-		weighted bool
-	}{{0, false}, {10_000, false}, {10_000, true}} {
+		keys             int
+		weighted, random bool
+	}{{0, false, false}, {10_000, false, false}, {10_000, true, false}, {10_000, false, true}, {10_000, true, true}} {
 		keys := v.keys
 		name := fmt.Sprintf("subkeys=%d", keys)
+		if v.random {
+			name += "/random"
+		}
 		if v.weighted {
 			name += "/weights=1-4"
 		}
@@ -43,11 +47,25 @@ func BenchmarkFamilies_Backlog(b *testing.B) {
 				if keys == 0 {
 					return `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c"}]}`
 				}
-				return fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c/k%d"}]}`, i%keys)
+				return fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c/k%d"}]}`, subKeyOf(i, keys, v.random))
 			})
 			drainBacklog(b, tb, "q")
 		})
 	}
+}
+
+// subKeyOf is the sub-key of the i-th job of the backlog: round robin
+// (then the unweighted dispatch order is the enqueue order), or drawn at
+// random from i alone, as tenants that enqueue independently arrive (the
+// producers run at once, so the draw must not depend on who asks first).
+func subKeyOf(i, keys int, random bool) int {
+	if !random {
+		return i % keys
+	}
+	x := uint64(i) + 0x9e3779b97f4a7c15 // splitmix64's finaliser: a fixed, well-spread hash of i
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return int((x ^ x>>31) % uint64(keys))
 }
 
 // weightOverrides is a family body's "keys" member giving sub-key k<i>

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
@@ -43,13 +44,22 @@ func weightedEngine(b *testing.B, perKey int64, overrides map[string]store.KeyOv
 }
 
 // enqueueSpread enqueues n jobs in bulks of 1000 over keys sub-keys of
-// family "c", burst jobs of one sub-key in a row (1: round robin).
+// family "c", burst jobs of one sub-key in a row (1: round robin; 0: each
+// job's sub-key drawn at random, from a fixed seed, as tenants that enqueue
+// independently arrive).
 func enqueueSpread(b *testing.B, e *Engine, clk *clock.Fake, n, keys, burst int) {
+	rng := rand.New(rand.NewPCG(26, 1))
+	keyOf := func(i int) int {
+		if burst == 0 {
+			return rng.IntN(keys)
+		}
+		return (i / burst) % keys
+	}
 	batch := make([]NewJob, 1000)
 	for done := 0; done < n; done += len(batch) {
 		for i := range batch {
 			batch[i] = NewJob{Type: "t", Queue: "q", Priority: 32768, Payload: []byte(`{}`),
-				Budgets: []BindingSpec{{Key: fmt.Sprintf("c/k%d", ((done+i)/burst)%keys), Cost: 1}}}
+				Budgets: []BindingSpec{{Key: fmt.Sprintf("c/k%d", keyOf(done+i)), Cost: 1}}}
 		}
 		jobs, _, err := e.Enqueue(batch)
 		if err != nil {
@@ -76,7 +86,8 @@ var (
 // overrides' cost alone: the same order) or 1 to 4 (another order); jobs
 // enqueued round robin over the keys (BenchmarkEngine_FamilyBacklog's,
 // where the unweighted order is the ID order: the best case for memory),
-// or each key 100 in a row; each sub-key 8 in flight (only the family
+// or each key 100 in a row, or each job's key at random (tenants that
+// enqueue independently: neither order is the ID order); each sub-key 8 in flight (only the family
 // limits) or 1 (a weight-4 key's next turns wait for its own limit).
 func BenchmarkEngine_FamilyWeights(b *testing.B) {
 	const keys = 10_000
@@ -90,8 +101,12 @@ func BenchmarkEngine_FamilyWeights(b *testing.B) {
 		{"perkey=8/rr/weights=1-4", weight1to, 1, 8},
 		{"perkey=8/burst=100/weights=none", nil, 100, 8},
 		{"perkey=8/burst=100/weights=1-4", weight1to, 100, 8},
+		{"perkey=8/random/weights=none", nil, 0, 8},
+		{"perkey=8/random/weights=1-4", weight1to, 0, 8},
 		{"perkey=1/rr/weights=none", nil, 1, 1},
 		{"perkey=1/rr/weights=1-4", weight1to, 1, 1},
+		{"perkey=1/random/weights=none", nil, 0, 1},
+		{"perkey=1/random/weights=1-4", weight1to, 0, 1},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			n := max(1_000_000, b.N+8)
