@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,8 +18,8 @@ import (
 // of 1,000,000 jobs (more when b.N is larger) on a budget that lets 64 run
 // at once, plain or a family whose jobs spread over 10,000 sub-keys (one
 // each in flight; round robin or at random), unweighted or with weights 1
-// to 4 (issue 26), then b.N
-// of them drained by 4 take streams that ack each job. Reported, never
+// to 4 (issue 26), then b.N of them drained by 4 take streams that ack
+// each job. Reported, never
 // asserted; BenchmarkEngine_FamilyBacklog and BenchmarkEngine_FamilyWeights
 // are the engine's own part of it.
 func BenchmarkFamilies_Backlog(b *testing.B) {
@@ -43,29 +44,37 @@ func BenchmarkFamilies_Backlog(b *testing.B) {
 					weightOverrides(keys, v.weighted) + `}`
 			}
 			putBudget(b, c, tb.url, "c", body)
-			fillBacklog(b, tb, max(1_000_000, b.N), func(i int) string {
+			n := max(1_000_000, b.N)
+			subKey := subKeys(n, keys, v.random)
+			fillBacklog(b, tb, n, func(i int) string {
 				if keys == 0 {
 					return `{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c"}]}`
 				}
-				return fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c/k%d"}]}`, subKeyOf(i, keys, v.random))
+				return fmt.Sprintf(`{"type":"t","queue":"q","payload":{},"budgets":[{"key":"c/k%d"}]}`, subKey[i])
 			})
 			drainBacklog(b, tb, "q")
 		})
 	}
 }
 
-// subKeyOf is the sub-key of the i-th job of the backlog: round robin
-// (then the unweighted dispatch order is the enqueue order), or drawn at
-// random from i alone, as tenants that enqueue independently arrive (the
-// producers run at once, so the draw must not depend on who asks first).
-func subKeyOf(i, keys int, random bool) int {
-	if !random {
-		return i % keys
+// subKeys gives each of the backlog's n jobs its sub-key, of keys: round
+// robin (then the unweighted dispatch order is the enqueue order), or drawn
+// at random from a fixed seed, as tenants that enqueue independently
+// arrive. Drawn before the fill, whose producers run at once, so that the
+// draw does not depend on which of them asks first; none without keys.
+func subKeys(n, keys int, random bool) []int {
+	if keys == 0 {
+		return nil
 	}
-	x := uint64(i) + 0x9e3779b97f4a7c15 // splitmix64's finaliser: a fixed, well-spread hash of i
-	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
-	x = (x ^ x>>27) * 0x94d049bb133111eb
-	return int((x ^ x>>31) % uint64(keys))
+	rng := rand.New(rand.NewPCG(26, 1))
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i % keys
+		if random {
+			out[i] = rng.IntN(keys)
+		}
+	}
+	return out
 }
 
 // weightOverrides is a family body's "keys" member giving sub-key k<i>

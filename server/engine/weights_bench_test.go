@@ -87,8 +87,9 @@ var (
 // enqueued round robin over the keys (BenchmarkEngine_FamilyBacklog's,
 // where the unweighted order is the ID order: the best case for memory),
 // or each key 100 in a row, or each job's key at random (tenants that
-// enqueue independently: neither order is the ID order); each sub-key 8 in flight (only the family
-// limits) or 1 (a weight-4 key's next turns wait for its own limit).
+// enqueue independently: neither order is the ID order); each sub-key 8
+// in flight (only the family limits) or 1 (a weight-4 key's next turns
+// wait for its own limit).
 func BenchmarkEngine_FamilyWeights(b *testing.B) {
 	const keys = 10_000
 	for _, c := range []struct {

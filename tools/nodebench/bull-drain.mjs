@@ -11,34 +11,21 @@
 //
 // Env: REDIS_HOST (default 127.0.0.1), REDIS_PORT (default 6379),
 // JOB_COUNT (default 100000), CONCURRENCY (default 100), TIMEOUT_S
-// (default 600; safety net, exits 2 if not finished by then; 0 disables).
+// (common.mjs).
 //
 // Prints exactly one JSON line on stdout; diagnostics go to stderr.
 // BullMQ and ioredis: `npm install` beside this file (package.json).
 
 import { Queue, Worker } from "bullmq";
+import { armTimeout, enqueueTimed, positiveInt, printResult } from "./common.mjs";
 
 const HOST = process.env.REDIS_HOST || "127.0.0.1";
-const PORT = parseInt(process.env.REDIS_PORT || "6379", 10);
-const JOB_COUNT = parseInt(process.env.JOB_COUNT || "100000", 10);
-const CONCURRENCY = parseInt(process.env.CONCURRENCY || "100", 10);
-const TIMEOUT_S = parseFloat(process.env.TIMEOUT_S || "600");
+const PORT = positiveInt("REDIS_PORT", 6379);
+const JOB_COUNT = positiveInt("JOB_COUNT", 100000);
+const CONCURRENCY = positiveInt("CONCURRENCY", 100);
 const QUEUE = "node-bench";
-const BULK = 1000;
 
-for (const [k, v] of Object.entries({ PORT, JOB_COUNT, CONCURRENCY })) {
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`${k} must be a positive integer, got ${v}`);
-    process.exit(64);
-  }
-}
-
-if (TIMEOUT_S > 0) {
-  setTimeout(() => {
-    console.error(`bull-drain: timed out after ${TIMEOUT_S}s`);
-    process.exit(2);
-  }, TIMEOUT_S * 1000).unref();
-}
+armTimeout("bull-drain");
 
 console.error(
   `bull-drain: redis=${HOST}:${PORT} jobs=${JOB_COUNT} concurrency=${CONCURRENCY}`,
@@ -54,15 +41,11 @@ try {
 
   // --- Enqueue phase ---
   const opts = { removeOnComplete: true, removeOnFail: true };
-  const enqueueStart = performance.now();
-  for (let sent = 0; sent < JOB_COUNT; ) {
-    const batch = [];
-    for (; batch.length < BULK && sent < JOB_COUNT; sent++) {
-      batch.push({ name: "bench", data: { n: sent + 1 }, opts });
-    }
-    await queue.addBulk(batch);
-  }
-  const enqueueElapsed = (performance.now() - enqueueStart) / 1000;
+  const enqueueElapsed = await enqueueTimed(
+    JOB_COUNT,
+    (n) => ({ name: "bench", data: { n }, opts }),
+    (batch) => queue.addBulk(batch),
+  );
 
   // --- Drain phase ---
   let completed = 0;
@@ -85,14 +68,7 @@ try {
   const drainEnd = await done;
   const drainElapsed = (drainEnd - drainStart) / 1000;
 
-  console.log(JSON.stringify({
-    system: "bullmq",
-    jobs: JOB_COUNT,
-    enqueue_s: +enqueueElapsed.toFixed(3),
-    enqueue_jobs_per_s: Math.round(JOB_COUNT / enqueueElapsed),
-    drain_s: +drainElapsed.toFixed(3),
-    drain_jobs_per_s: Math.round(JOB_COUNT / drainElapsed),
-  }));
+  printResult("bullmq", JOB_COUNT, enqueueElapsed, drainElapsed);
 
   await worker.close();
   worker = undefined;

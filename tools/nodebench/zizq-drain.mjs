@@ -17,47 +17,34 @@
 // jobs requeued, not completed (seen in the smoke test: 180-200 of 2,000).
 // So this script observes the client's own bulk-ack calls (a thin wrapper
 // around client.reportSuccessBulk that counts the ids once the server has
-// answered) and calls stop() when JOB_COUNT jobs have been handled AND their
-// acks have been answered. The end time therefore marks the point at which
+// answered) and calls stop() once the acks of all JOB_COUNT jobs have been
+// answered. The end time therefore marks the point at which
 // the server has completed every job, like the JOB_COUNT-th 'completed'
 // event in bull-drain.mjs.
 //
 // Env: ZIZQ_URL (default http://127.0.0.1:7890), ZIZQ_FORMAT (json|msgpack,
 // default json), JOB_COUNT (default 100000), CONCURRENCY (default 100),
-// PREFETCH (default 2 x CONCURRENCY), TIMEOUT_S (default 600; safety net,
-// exits 2 if the run has not finished by then; 0 disables).
+// PREFETCH (default 2 x CONCURRENCY), TIMEOUT_S (common.mjs).
 //
 // Prints exactly one JSON line on stdout; all diagnostics go to stderr.
 // Needs Node >= 22.19 (the client's own requirement).
+
+import { armTimeout, enqueueTimed, positiveInt, printResult } from "./common.mjs";
 
 const { Client, Worker } = await import(process.env.ZIZQ_CLIENT || "@zizq-labs/zizq");
 
 const URL = process.env.ZIZQ_URL || "http://127.0.0.1:7890";
 const FORMAT = process.env.ZIZQ_FORMAT || "json";
-const JOB_COUNT = parseInt(process.env.JOB_COUNT || "100000", 10);
-const CONCURRENCY = parseInt(process.env.CONCURRENCY || "100", 10);
-const PREFETCH = parseInt(process.env.PREFETCH || String(CONCURRENCY * 2), 10);
-const TIMEOUT_S = parseFloat(process.env.TIMEOUT_S || "600");
+const JOB_COUNT = positiveInt("JOB_COUNT", 100000);
+const CONCURRENCY = positiveInt("CONCURRENCY", 100);
+const PREFETCH = positiveInt("PREFETCH", CONCURRENCY * 2);
 const QUEUE = "node/bench";
-const BULK = 1000;
 
 if (FORMAT !== "json" && FORMAT !== "msgpack") {
   console.error(`ZIZQ_FORMAT must be json or msgpack, got ${FORMAT}`);
   process.exit(64);
 }
-for (const [k, v] of Object.entries({ JOB_COUNT, CONCURRENCY, PREFETCH })) {
-  if (!Number.isInteger(v) || v < 1) {
-    console.error(`${k} must be a positive integer, got ${v}`);
-    process.exit(64);
-  }
-}
-
-if (TIMEOUT_S > 0) {
-  setTimeout(() => {
-    console.error(`zizq-drain: timed out after ${TIMEOUT_S}s`);
-    process.exit(2);
-  }, TIMEOUT_S * 1000).unref();
-}
+armTimeout("zizq-drain");
 
 // Keep stdout for the single JSON result line.
 const logger = {
@@ -80,34 +67,26 @@ try {
   }
 
   // --- Enqueue phase ---
-  const enqueueStart = performance.now();
-  for (let sent = 0; sent < JOB_COUNT; ) {
-    const batch = [];
-    for (; batch.length < BULK && sent < JOB_COUNT; sent++) {
-      batch.push({ type: "bench", queue: QUEUE, payload: { n: sent + 1 } });
-    }
-    await client.enqueueBulk(batch);
-  }
-  const enqueueElapsed = (performance.now() - enqueueStart) / 1000;
+  const enqueueElapsed = await enqueueTimed(
+    JOB_COUNT,
+    (n) => ({ type: "bench", queue: QUEUE, payload: { n } }),
+    (batch) => client.enqueueBulk(batch),
+  );
 
   // --- Drain phase ---
   let handled = 0;
   let acked = 0;
-  let stopped = false;
   let worker;
-  const maybeStop = () => {
-    if (!stopped && handled >= JOB_COUNT && acked >= JOB_COUNT) {
-      stopped = true;
-      worker.stop();
-    }
-  };
 
-  // Observe the Worker's bulk acks: count ids once the server has answered.
+  // Observe the Worker's bulk acks: count ids once the server has answered,
+  // and stop once every job's ack has been (a job is acked only after it
+  // was handled, so this is the end of both).
   const reportSuccessBulk = client.reportSuccessBulk.bind(client);
   client.reportSuccessBulk = async (ids) => {
     await reportSuccessBulk(ids);
+    const before = acked;
     acked += ids.length;
-    maybeStop();
+    if (before < JOB_COUNT && acked >= JOB_COUNT) worker.stop();
   };
 
   const drainStart = performance.now();
@@ -119,7 +98,6 @@ try {
     logger,
     handler: async () => {
       handled += 1;
-      maybeStop();
     },
   });
   // Resolves after stop(): in-flight handlers drained, buffered acks flushed.
@@ -132,14 +110,7 @@ try {
     );
   }
 
-  console.log(JSON.stringify({
-    system: "zizq",
-    jobs: JOB_COUNT,
-    enqueue_s: +enqueueElapsed.toFixed(3),
-    enqueue_jobs_per_s: Math.round(JOB_COUNT / enqueueElapsed),
-    drain_s: +drainElapsed.toFixed(3),
-    drain_jobs_per_s: Math.round(JOB_COUNT / drainElapsed),
-  }));
+  printResult("zizq", JOB_COUNT, enqueueElapsed, drainElapsed);
 
   // Post-run sanity check (not timed): nothing should still be pending.
   try {
