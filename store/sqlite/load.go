@@ -41,20 +41,38 @@ const liveColumns = `id || octet_length(queue) || ',' || octet_length(type) || '
 		ifnull(retention_completed_ms, '') || ',' || ifnull(retention_dead_ms, '') || ';' ||
 		ifnull(budgets, '') END`
 
-// Two ways to read the live jobs in (priority, id) order (TestDB_LoadPlans):
-//
-//   - liveByIndex walks jobs_live and looks each job up by id: one B-tree
-//     search a job, about 0.6 µs here;
-//   - liveByPriority walks the primary key once for each distinct priority
-//     of the live jobs, in id order, stepping over the rows of other
-//     priorities and of finished jobs, about 0.1 µs a row.
-//
-// loadPlan picks the cheaper by those costs; most backlogs have one or a
-// few priorities, and the walks then read a million jobs in about half the
-// time.
+// commonPriority is the priority of a job enqueued without one
+// (api.DefaultPriority), which most backlogs hold alone. jobs_live leaves
+// it out (migration 0014), so that enqueueing and acknowledging such a job
+// writes no entry there; Load walks the primary key for it instead.
 const (
-	liveByIndex    = `SELECT ` + liveColumns + ` FROM jobs WHERE status <= 2 ORDER BY priority, id`
+	commonPriority = 32768
+	// commonPriorityText is commonPriority in the SQL below.
+	commonPriorityText = "32768"
+)
+
+// The live jobs are read in (priority, id) order (TestDB_LoadPlans) in
+// one of two ways for each priority:
+//
+//   - a walk of the primary key in id order, stepping over the rows of
+//     other priorities and of finished jobs, about 0.1 µs a row;
+//   - jobs_live, which holds the live jobs of every priority but
+//     commonPriority, each looked up by id: one B-tree search a job, about
+//     0.6 µs here.
+//
+// commonPriority is always walked, since no index holds its ready jobs.
+// loadPlan walks the other priorities too while they are few and dense
+// enough for that to cost less than the lookups; most backlogs have one or
+// a few priorities, and the walks then read a million jobs in about half
+// the time.
+const (
 	liveByPriority = `SELECT ` + liveColumns + ` FROM jobs WHERE +priority = ? AND +status <= 2 ORDER BY id`
+	liveBelow      = `SELECT ` + liveColumns + ` FROM jobs
+		WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority < ` + commonPriorityText + `
+		ORDER BY priority, id`
+	liveAbove = `SELECT ` + liveColumns + ` FROM jobs
+		WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority > ` + commonPriorityText + `
+		ORDER BY priority, id`
 	// lookupCost is the cost of a job looked up by id, in rows stepped
 	// over by a walk of the primary key.
 	lookupCost = 5
@@ -62,22 +80,27 @@ const (
 
 // liveCounts are what loadPlan weighs: how many jobs there are (SQLite
 // counts the entries of its smallest index) and how many are finished
-// (counted in jobs_status). Counting jobs_live itself would look every
-// entry up in the table.
+// (counted in jobs_status).
 const liveCounts = `SELECT (SELECT count(*) FROM jobs),
 	(SELECT count(*) FROM jobs WHERE status >= 3 AND status <> 1)`
 
-// livePriorities are the live jobs' distinct priorities, ascending, up to
-// a limit: one search of jobs_live each.
-const livePriorities = `WITH RECURSIVE p(v) AS (
-		SELECT min(priority) FROM jobs WHERE status <= 2
+// otherPriorities are the distinct priorities of the live jobs in jobs_live
+// (all but commonPriority), ascending, up to a limit: one search each.
+const otherPriorities = `WITH RECURSIVE p(v) AS (
+		SELECT min(priority) FROM jobs WHERE status <= 2 AND priority <> ` + commonPriorityText + `
 		UNION ALL
-		SELECT (SELECT min(priority) FROM jobs WHERE status <= 2 AND priority > p.v) FROM p WHERE p.v IS NOT NULL
+		SELECT (SELECT min(priority) FROM jobs WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority > p.v)
+			FROM p WHERE p.v IS NOT NULL
 	) SELECT v FROM p WHERE v IS NOT NULL LIMIT ?`
 
-// loadPlan returns the priorities to walk the primary key for, in order,
-// or nil to read through jobs_live.
-func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
+// liveRead is one query of loadPlan's, and its arguments.
+type liveRead struct {
+	query string
+	args  []any
+}
+
+// loadPlan returns the queries that read the live jobs, to run in order.
+func loadPlan(ctx context.Context, tx *sql.Tx) ([]liveRead, error) {
 	var all, done int64
 	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&all, &done); err != nil {
 		return nil, err
@@ -86,13 +109,34 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 	if live <= 0 {
 		return nil, nil
 	}
-	// Walks cost P·all, the index lookupCost·live: walk only while P stays
-	// below the break-even.
+	// Walks cost P·all, the index lookupCost·live: walk every priority
+	// only while P stays below the break-even.
 	most := lookupCost * live / all
-	if most < 1 {
-		return nil, nil
+	others, err := queryPriorities(ctx, tx, most+1)
+	if err != nil {
+		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, livePriorities, most+1)
+	walkCommon := liveRead{liveByPriority, []any{commonPriority}}
+	if int64(len(others))+1 > most {
+		return []liveRead{{liveBelow, nil}, walkCommon, {liveAbove, nil}}, nil
+	}
+	reads := make([]liveRead, 0, len(others)+1)
+	common := false
+	for _, p := range others {
+		if p > commonPriority && !common {
+			reads, common = append(reads, walkCommon), true
+		}
+		reads = append(reads, liveRead{liveByPriority, []any{p}})
+	}
+	if !common {
+		reads = append(reads, walkCommon)
+	}
+	return reads, nil
+}
+
+// queryPriorities runs otherPriorities.
+func queryPriorities(ctx context.Context, tx *sql.Tx, limit int64) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, otherPriorities, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -105,13 +149,7 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]int64, error) {
 		}
 		ps = append(ps, p)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	if int64(len(ps)) > most {
-		return nil, nil
-	}
-	return ps, nil
+	return ps, rows.Err()
 }
 
 // getJobsChunk bounds the IDs of one GetJobs query: a call with more
@@ -189,15 +227,12 @@ func loadLive(ctx context.Context, tx *sql.Tx, fn func(store.LiveJob) error) err
 	if fn == nil {
 		return nil
 	}
-	priorities, err := loadPlan(ctx, tx)
+	reads, err := loadPlan(ctx, tx)
 	if err != nil {
 		return fmt.Errorf("load jobs: %w", err)
 	}
-	if priorities == nil {
-		return scanLiveRows(ctx, tx, fn, liveByIndex)
-	}
-	for _, p := range priorities {
-		if err := scanLiveRows(ctx, tx, fn, liveByPriority, p); err != nil {
+	for _, r := range reads {
+		if err := scanLiveRows(ctx, tx, fn, r.query, r.args...); err != nil {
 			return err
 		}
 	}
