@@ -84,13 +84,14 @@ func testLoad(t *testing.T, newB func(testing.TB) *bundle) {
 			{Key: "c", Allocation: 9, Strategy: store.WhileInFlight, CreatedAt: 5, UpdatedAt: 6, Paused: true, PausedUntil: 7,
 				PerKey: &store.BudgetTemplate{Allocation: 1, Strategy: store.TimeBased, DurationMs: 100, Burst: 2}},
 		}
-		// 60 jobs over three priorities, inserted out of order; every
-		// status; options and bindings on some; purge_at on terminal ones.
+		// 60 jobs over four priorities, the API's default among them (a
+		// store may index it apart), inserted out of order; every status;
+		// options and bindings on some; purge_at on terminal ones.
 		var ops []store.Op
 		var jobs []store.Job
 		for n := range 60 {
 			j := with(59-n, func(j *store.Job) {
-				j.Priority = []uint16{7, 0, 65535}[n%3]
+				j.Priority = []uint16{7, 0, 65535, 32768}[n%4]
 				j.Status = store.Status(n % 5)
 				j.Attempts, j.DequeuedAt, j.FailedAt = uint32(n%4), int64(n), int64(n+1)
 				j.Queue, j.Type = []string{"q1", "q2"}[n%2], []string{"t1", "t2", "t3"}[n%3]
