@@ -18,8 +18,11 @@
 //
 // An acknowledged job costs one statement, DELETE FROM jobs: triggers of
 // the schema delete its payload row and, for the few jobs that have any,
-// its error records (migration 0009). A dispatch reads its jobs' payloads
-// and failed_at from job_payloads alone.
+// its error records (migration 0009). For a job of the default priority
+// that delete touches three B-trees: the row, its jobs_queue entry and the
+// payload row; jobs_live, which orders the live jobs for Load, leaves that
+// priority out (migration 0014) and Load walks the table for it. A
+// dispatch reads its jobs' payloads and failed_at from job_payloads alone.
 //
 // Beyond the store interface it offers what only a local SQLite file has:
 // SimulateFault, IntegrityCheck, JournalMode, the Maintenance knobs, and
