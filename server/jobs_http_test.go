@@ -196,8 +196,19 @@ func TestMisc_Queues(t *testing.T) {
 	dead := inFlightJob(t, tb, `{"type":"t","queue":"graveyard","payload":null}`)
 	require.Equal(t, "dead", failJob(t, tb, dead.ID, `{"message":"boom","kill":true}`).Status)
 
+	// A queue whose only job was deleted while ready is gone: the ready
+	// jobs' queues come from the engine, which forgets it.
+	gone := tb.enqueue(t, `{"type":"t","queue":"gone","payload":null}`)
+	require.Equal(t, http.StatusNoContent, tb.req(t, "DELETE", "/jobs/"+gone.ID, nil).status)
+
 	r = tb.req(t, "GET", "/queues", nil)
 	require.Equal(t, http.StatusOK, r.status)
+	require.Equal(t, `{"queues":["Zeta","billing","done","emails","graveyard"]}`, string(r.body))
+
+	// After a restart the engine holds the ready jobs again.
+	tb.stop()
+	tb = setupIn(t, tb.dir)
+	r = tb.req(t, "GET", "/queues", nil)
 	require.Equal(t, `{"queues":["Zeta","billing","done","emails","graveyard"]}`, string(r.body))
 }
 

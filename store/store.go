@@ -55,8 +55,10 @@ type Store interface {
 	CountJobs(ctx context.Context, f Filter) (int64, error)
 	// JobIDs returns the ID of every job matching f, ascending.
 	JobIDs(ctx context.Context, f Filter) ([]string, error)
-	// Queues returns the distinct queue names of all stored jobs, in any
-	// status, sorted by byte order.
+	// Queues returns, sorted by byte order, the distinct queue names of
+	// the stored jobs that are not ready, and possibly of some that are: a
+	// store may keep no index of ready jobs by queue, and the caller adds
+	// the queues of the live jobs it holds.
 	Queues(ctx context.Context) ([]string, error)
 	// ListErrors returns up to limit (> 0) error records of a job by
 	// attempt in order, after the exclusive cursor from (0 = from the

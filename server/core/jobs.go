@@ -496,10 +496,20 @@ func (s *Service) Queues(ctx context.Context) ([]string, error) {
 	if err := s.ready(ctx); err != nil {
 		return nil, err
 	}
+	// The engine's first: a job it no longer holds is stored by the time
+	// the barrier returns. The store may leave out the queues of ready
+	// jobs (store.Store.Queues), which are all live.
+	live := s.engine.LiveQueues()
 	if err := s.store.Barrier(ctx); err != nil {
 		return nil, translate(err)
 	}
-	return s.store.Queues(ctx)
+	stored, err := s.store.Queues(ctx)
+	if err != nil {
+		return nil, translate(err)
+	}
+	names := append(stored, live...)
+	slices.Sort(names)
+	return slices.Compact(names), nil
 }
 
 // Reset deletes every cron group first (no entry fires after), then every

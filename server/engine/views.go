@@ -63,6 +63,20 @@ func (e *Engine) Stats() Stats {
 	return s
 }
 
+// LiveQueues returns the names of the queues that hold a live job, in any
+// order.
+func (e *Engine) LiveQueues() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for name, q := range e.queues {
+		if q.counts[stScheduled]+q.counts[stWaiting]+q.counts[stInFlight] > 0 {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 // queueCounts splits a queue's waiting jobs into ready and parked: a
 // waiting job of a served queue is parked unless every budget pays it.
 func (e *Engine) queueCounts(q *queue) Counts {

@@ -18,10 +18,12 @@
 //
 // An acknowledged job costs one statement, DELETE FROM jobs: triggers of
 // the schema delete its payload row and, for the few jobs that have any,
-// its error records (migration 0009). For a job of the default priority
-// that delete touches three B-trees: the row, its jobs_queue entry and the
-// payload row; jobs_live, which orders the live jobs for Load, leaves that
-// priority out (migration 0014) and Load walks the table for it. A
+// its error records (migration 0009). For a ready job of the default
+// priority (an acknowledged job is still ready on disk unless its dispatch
+// mark was written, see lazy.go) that delete touches two B-trees, the row
+// and the payload row: jobs_live, which orders the live jobs for Load,
+// leaves that priority out (migration 0014), and jobs_queue leaves out
+// ready jobs (0015), whose queues the server learns from its engine. A
 // dispatch reads its jobs' payloads and failed_at from job_payloads alone.
 //
 // Beyond the store interface it offers what only a local SQLite file has:

@@ -79,8 +79,8 @@ const (
 )
 
 // liveCounts are what loadPlan weighs: how many jobs there are (SQLite
-// counts the entries of its smallest index) and how many are finished
-// (counted in jobs_status).
+// counts the cells of the table's pages: no index holds every job) and
+// how many are finished (counted in jobs_status).
 const liveCounts = `SELECT (SELECT count(*) FROM jobs),
 	(SELECT count(*) FROM jobs WHERE status >= 3 AND status <> 1)`
 

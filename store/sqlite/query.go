@@ -243,15 +243,16 @@ func batches(s *store.IDSet, fn func(batch []string) error) error {
 	return nil
 }
 
-// Queues returns the distinct queue names of all stored jobs, in any
-// status, sorted by byte order.
+// Queues returns the distinct queue names of the stored jobs that are not
+// ready, sorted by byte order: jobs_queue holds no ready job (migration
+// 0015), and the server adds the queues of the live jobs it holds.
 func (db *DB) Queues(ctx context.Context) ([]string, error) {
 	// Hop from each name to the next through the queue index: one probe
 	// per distinct queue, however many jobs each holds.
 	const q = `WITH RECURSIVE q(name) AS (
-		SELECT min(queue) FROM jobs
+		SELECT min(queue) FROM jobs WHERE status <> 1
 		UNION ALL
-		SELECT (SELECT min(queue) FROM jobs WHERE queue > q.name) FROM q WHERE q.name IS NOT NULL
+		SELECT (SELECT min(queue) FROM jobs WHERE status <> 1 AND queue > q.name) FROM q WHERE q.name IS NOT NULL
 	) SELECT name FROM q WHERE name IS NOT NULL`
 	rows, err := db.rdb.QueryContext(ctx, q)
 	if err != nil {

@@ -108,7 +108,11 @@ func testReads(t *testing.T, newB func(testing.TB) *bundle) {
 		b.apply(t, ops...)
 		queues, err = b.s.Queues(b.ctx)
 		require.NoError(t, err)
-		require.Equal(t, []string{"B", "_", "a", "aa", "b", "é"}, queues, "in any status, by byte order")
+		// "aa" holds only a ready job: a store may leave it out.
+		require.True(t, slices.IsSorted(queues), "by byte order: %q", queues)
+		require.Equal(t, slices.Compact(slices.Clone(queues)), queues, "distinct: %q", queues)
+		require.Subset(t, queues, []string{"B", "_", "a", "b", "é"}, "every queue of a job that is not ready")
+		require.Subset(t, []string{"B", "_", "a", "aa", "b", "é"}, queues, "only queues of stored jobs")
 	})
 
 	t.Run("GetJobs", func(t *testing.T) {
