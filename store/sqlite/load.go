@@ -100,24 +100,26 @@ type liveRead struct {
 }
 
 // loadPlan returns the queries that read the live jobs, to run in order.
+// The counts it weighs cost a pass over the table's pages (no index holds
+// every job), so it reads them only when some job has another priority
+// than commonPriority: otherwise the one walk is the plan.
 func loadPlan(ctx context.Context, tx *sql.Tx) ([]liveRead, error) {
-	var all, done int64
-	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&all, &done); err != nil {
-		return nil, err
-	}
-	live := all - done
-	if live <= 0 {
-		return nil, nil
-	}
-	// Walks cost P·all, the index lookupCost·live: walk every priority
-	// only while P stays below the break-even.
-	most := lookupCost * live / all
-	others, err := queryPriorities(ctx, tx, most+1)
+	// Walks cost P·all, the index lookupCost·live (live <= all): more than
+	// lookupCost priorities are never all walked.
+	others, err := queryPriorities(ctx, tx, lookupCost+1)
 	if err != nil {
 		return nil, err
 	}
 	walkCommon := liveRead{liveByPriority, []any{commonPriority}}
-	if int64(len(others))+1 > most {
+	if len(others) == 0 {
+		return []liveRead{walkCommon}, nil
+	}
+	var all, done int64
+	if err := tx.QueryRowContext(ctx, liveCounts).Scan(&all, &done); err != nil {
+		return nil, err
+	}
+	// Walk every priority only while P stays below the break-even.
+	if most := lookupCost * (all - done) / all; int64(len(others))+1 > most {
 		return []liveRead{{liveBelow, nil}, walkCommon, {liveAbove, nil}}, nil
 	}
 	reads := make([]liveRead, 0, len(others)+1)

@@ -31,14 +31,16 @@ func TestDB_LoadPlans(t *testing.T) {
 		"FourPriorities": {[]uint16{0, 1000, 2000, 3000}, 40, 0, true},
 		// Five others and the walk of commonPriority, which may hold jobs
 		// no index shows: past the break-even.
-		"FivePriorities":       {[]uint16{0, 1000, 2000, 3000, 4000}, 50, 0, false},
-		"FiveAroundCommon":     {[]uint16{0, 1000, commonPriority, 40000, 65535}, 50, 0, true},
-		"SixPriorities":        {[]uint16{0, 1000, 2000, 3000, 4000, 5000}, 60, 0, false},
-		"SixAroundCommon":      {[]uint16{0, 1000, 2000, commonPriority, 40000, 65535}, 60, 0, false},
-		"ManyFinished":         {[]uint16{commonPriority}, 10, 60, false},
+		"FivePriorities":   {[]uint16{0, 1000, 2000, 3000, 4000}, 50, 0, false},
+		"FiveAroundCommon": {[]uint16{0, 1000, commonPriority, 40000, 65535}, 50, 0, true},
+		"SixPriorities":    {[]uint16{0, 1000, 2000, 3000, 4000, 5000}, 60, 0, false},
+		"SixAroundCommon":  {[]uint16{0, 1000, 2000, commonPriority, 40000, 65535}, 60, 0, false},
+		// Only commonPriority: its walk is the plan, weighed or not.
+		"ManyFinished":         {[]uint16{commonPriority}, 10, 60, true},
 		"ManyFinishedOther":    {[]uint16{3}, 10, 60, false},
 		"SomeFinished":         {[]uint16{0, commonPriority}, 40, 20, true},
-		"NothingLive":          {[]uint16{commonPriority}, 0, 10, false},
+		"NothingLive":          {[]uint16{commonPriority}, 0, 10, true},
+		"NothingLiveOther":     {[]uint16{9}, 0, 10, true},
 		"EveryPriorityDiffers": {spread(40), 40, 0, false},
 	} {
 		t.Run(name, func(t *testing.T) {
