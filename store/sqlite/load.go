@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,6 +50,9 @@ const (
 	commonPriority = 32768
 	// commonPriorityText is commonPriority in the SQL below.
 	commonPriorityText = "32768"
+	// inLiveIndex is jobs_live's condition, which a query states whole
+	// for SQLite to use that partial index.
+	inLiveIndex = `status <= 2 AND priority <> ` + commonPriorityText
 )
 
 // The live jobs are read in (priority, id) order (TestDB_LoadPlans) in
@@ -67,12 +71,8 @@ const (
 // the time.
 const (
 	liveByPriority = `SELECT ` + liveColumns + ` FROM jobs WHERE +priority = ? AND +status <= 2 ORDER BY id`
-	liveBelow      = `SELECT ` + liveColumns + ` FROM jobs
-		WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority < ` + commonPriorityText + `
-		ORDER BY priority, id`
-	liveAbove = `SELECT ` + liveColumns + ` FROM jobs
-		WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority > ` + commonPriorityText + `
-		ORDER BY priority, id`
+	liveBelow      = `SELECT ` + liveColumns + ` FROM jobs WHERE ` + inLiveIndex + ` AND priority < ` + commonPriorityText + ` ORDER BY priority, id`
+	liveAbove      = `SELECT ` + liveColumns + ` FROM jobs WHERE ` + inLiveIndex + ` AND priority > ` + commonPriorityText + ` ORDER BY priority, id`
 	// lookupCost is the cost of a job looked up by id, in rows stepped
 	// over by a walk of the primary key.
 	lookupCost = 5
@@ -87,10 +87,9 @@ const liveCounts = `SELECT (SELECT count(*) FROM jobs),
 // otherPriorities are the distinct priorities of the live jobs in jobs_live
 // (all but commonPriority), ascending, up to a limit: one search each.
 const otherPriorities = `WITH RECURSIVE p(v) AS (
-		SELECT min(priority) FROM jobs WHERE status <= 2 AND priority <> ` + commonPriorityText + `
+		SELECT min(priority) FROM jobs WHERE ` + inLiveIndex + `
 		UNION ALL
-		SELECT (SELECT min(priority) FROM jobs WHERE status <= 2 AND priority <> ` + commonPriorityText + ` AND priority > p.v)
-			FROM p WHERE p.v IS NOT NULL
+		SELECT (SELECT min(priority) FROM jobs WHERE ` + inLiveIndex + ` AND priority > p.v) FROM p WHERE p.v IS NOT NULL
 	) SELECT v FROM p WHERE v IS NOT NULL LIMIT ?`
 
 // liveRead is one query of loadPlan's, and its arguments.
@@ -110,7 +109,7 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]liveRead, error) {
 	if err != nil {
 		return nil, err
 	}
-	walkCommon := liveRead{liveByPriority, []any{commonPriority}}
+	walkCommon := liveRead{liveByPriority, []any{int64(commonPriority)}}
 	if len(others) == 0 {
 		return []liveRead{walkCommon}, nil
 	}
@@ -122,16 +121,11 @@ func loadPlan(ctx context.Context, tx *sql.Tx) ([]liveRead, error) {
 	if most := lookupCost * (all - done) / all; int64(len(others))+1 > most {
 		return []liveRead{{liveBelow, nil}, walkCommon, {liveAbove, nil}}, nil
 	}
-	reads := make([]liveRead, 0, len(others)+1)
-	common := false
-	for _, p := range others {
-		if p > commonPriority && !common {
-			reads, common = append(reads, walkCommon), true
-		}
-		reads = append(reads, liveRead{liveByPriority, []any{p}})
-	}
-	if !common {
-		reads = append(reads, walkCommon)
+	ps := append(others, commonPriority)
+	slices.Sort(ps)
+	reads := make([]liveRead, len(ps))
+	for i, p := range ps {
+		reads[i] = liveRead{liveByPriority, []any{p}}
 	}
 	return reads, nil
 }

@@ -108,7 +108,7 @@ func TestDB_CommonPriorityIndex(t *testing.T) {
 	var def string
 	require.NoError(t, b.db.rdb.QueryRowContext(b.ctx,
 		`SELECT sql FROM sqlite_schema WHERE type = 'index' AND name = 'jobs_live'`).Scan(&def))
-	require.Contains(t, def, "WHERE status <= 2 AND priority <> "+commonPriorityText)
+	require.Contains(t, def, "WHERE "+inLiveIndex, "the condition the load queries state")
 }
 
 func collectLive(t *testing.T, tx *sql.Tx, query string) []store.LiveJob {

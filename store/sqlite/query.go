@@ -523,7 +523,7 @@ func conditions(f *store.Filter) (string, []any) {
 	if len(f.Statuses) > 0 {
 		addList(inList("status", f.Statuses))
 		if !slices.Contains(f.Statuses, store.Ready) {
-			add(`status <> 1`) // lets SQLite use the partial index jobs_status
+			add(`status <> 1`) // lets SQLite use the partial indexes jobs_status and jobs_queue
 		}
 	}
 	if len(f.BudgetKeys) > 0 {
