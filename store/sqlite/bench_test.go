@@ -59,8 +59,14 @@ func BenchmarkInsertBulk(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				ops := make([]store.Op, size)
 				for pb.Next() {
+					var at int64 // one enqueue stamps its jobs with one moment
 					for i := range ops {
-						ops[i] = store.InsertJob(benchJob(next.Add(1)))
+						j := benchJob(next.Add(1))
+						if i == 0 {
+							at = j.ReadyAt
+						}
+						j.ReadyAt = at
+						ops[i] = store.InsertJob(j)
 					}
 					if err := t.db.Append(ops...).Wait(t.ctx); err != nil {
 						b.Error(err)

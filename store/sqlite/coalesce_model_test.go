@@ -97,6 +97,27 @@ func reopenGated(t *testing.T, before []store.Op, gate chan struct{}, batch int)
 	return &testBundle{db: db, dir: b.dir, ctx: b.ctx}
 }
 
+// unlike changes one of the columns a bulk's jobs usually share (the
+// multi-row INSERT that binds them once, runs.go).
+func unlike(rng *rand.Rand, j *store.Job) {
+	switch rng.IntN(7) {
+	case 0:
+		j.Queue = "other"
+	case 1:
+		j.Type = "other"
+	case 2:
+		j.Priority = 7
+	case 3:
+		j.ReadyAt++
+	case 4:
+		j.Attempts = 2
+	case 5:
+		j.Budgets = []store.Binding{{Key: "b", Cost: 3}}
+	default:
+		j.FairTag = 5
+	}
+}
+
 // randomGroups returns n groups, most of one op on jobs 1..ids, biased to
 // long runs of marks and deletes as take streams and batched acks append
 // them, some a bulk enqueue of new jobs. Unless dupes, a job is inserted
@@ -123,13 +144,21 @@ func randomGroups(rng *rand.Rand, n, ids int, dupes bool) [][]store.Op {
 		case 11: // a bulk enqueue, in multi-row statements and one by one
 			flush()
 			var bulk []store.Op
+			at := job(next + 1).ReadyAt // a bulk's jobs are ready at one moment
 			for range insertChunk + rng.IntN(2*insertChunk) {
 				next++
 				b := job(next)
+				b.ReadyAt = at
 				if rng.IntN(3) == 0 {
 					b.Payload = nil
 				}
 				bulk = append(bulk, store.InsertJob(b))
+			}
+			if rng.IntN(2) == 0 { // its chunk binds every row's own values
+				k := rng.IntN(len(bulk))
+				b := bulk[k].(store.InsertJobOp).Job
+				unlike(rng, &b)
+				bulk[k] = store.InsertJob(b)
 			}
 			if dupes && rng.IntN(2) == 0 {
 				bulk[rng.IntN(len(bulk))] = store.InsertJob(j)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/zizq/zizq/store"
@@ -25,8 +26,10 @@ const insertChunk = 32
 // runStmts are the writer's statements for runs.
 type runStmts struct {
 	deleteJobs, setStatuses *sql.Stmt
-	// insertJobs and insertPayloads write insertChunk plain new jobs.
-	insertJobs, insertPayloads *sql.Stmt
+	// insertJobs and insertPayloads write insertChunk plain new jobs;
+	// insertAlike writes insertChunk of them that differ only in their IDs
+	// (sharedColumns), binding the shared values once.
+	insertJobs, insertAlike, insertPayloads *sql.Stmt
 }
 
 func (r *runStmts) list() []stmtSQL {
@@ -38,8 +41,49 @@ func (r *runStmts) list() []stmtSQL {
 			WHERE id IN ` + ids},
 		{&r.insertJobs, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
 			VALUES ` + placeholders(insertChunk, 9)},
+		{&r.insertAlike, `INSERT INTO jobs (id, ` + sharedColumns + `) VALUES ` + alikeRows(insertChunk, sharedCount)},
 		{&r.insertPayloads, `INSERT INTO job_payloads (id, payload) VALUES ` + placeholders(insertChunk, 2)},
 	}
+}
+
+// sharedColumns are the columns a bulk's jobs usually have in common: one
+// queue, type and priority, ready now, never attempted, without bindings
+// or fair tag (those columns are left NULL). A chunk of such jobs binds
+// them once rather than once a row: binding a value costs about as much
+// as SQLite's writing it.
+const (
+	sharedColumns = `queue, type, priority, status, ready_at, attempts`
+	sharedCount   = 6
+)
+
+// alikeRows returns "(?1, ?33, ?34, ...), (?2, ?33, ?34, ...)…": rows whose
+// first value is their own and whose other n are the shared ones bound
+// after every row's own.
+func alikeRows(rows, n int) string {
+	shared := ""
+	for i := range n {
+		shared += fmt.Sprintf(", ?%d", rows+1+i)
+	}
+	out := make([]string, rows)
+	for i := range out {
+		out[i] = fmt.Sprintf("(?%d%s)", i+1, shared)
+	}
+	return strings.Join(out, ", ")
+}
+
+// alike reports whether the jobs of a chunk share sharedColumns' values
+// and have no bindings and no fair tag.
+func alike(chunk []op) bool {
+	first := chunk[0].src.(store.InsertJobOp).Job
+	for i := range chunk {
+		j := chunk[i].src.(store.InsertJobOp).Job
+		if len(j.Budgets) > 0 || j.FairTag != 0 || j.Queue != first.Queue || j.Type != first.Type ||
+			j.Priority != first.Priority || j.Status != first.Status || j.ReadyAt != first.ReadyAt ||
+			j.Attempts != first.Attempts {
+			return false
+		}
+	}
+	return true
 }
 
 // placeholders returns "(?, ?), (?, ?)…": rows of n values.
@@ -49,7 +93,7 @@ func placeholders(rows, n int) string {
 }
 
 func (r *runStmts) all() []*sql.Stmt {
-	return []*sql.Stmt{r.deleteJobs, r.setStatuses, r.insertJobs, r.insertPayloads}
+	return []*sql.Stmt{r.deleteJobs, r.setStatuses, r.insertJobs, r.insertAlike, r.insertPayloads}
 }
 
 // runLength returns how many ops from the start of ops form a run that
@@ -116,14 +160,9 @@ func (w *writer) insertRun(ops []op) error {
 	for len(ops) >= insertChunk {
 		chunk := ops[:insertChunk]
 		ops = ops[insertChunk:]
-		args, payloads = args[:0], payloads[:0]
-		for i := range chunk {
-			ins := chunk[i].src.(store.InsertJobOp)
-			j := &ins.Job
-			args = append(args, j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
-				int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
-		}
-		if _, err := w.runs.insertJobs.Exec(args...); err != nil {
+		stmt, args := w.chunkInsert(chunk, args[:0])
+		payloads = payloads[:0]
+		if _, err := stmt.Exec(args...); err != nil {
 			if err := w.applyEach(chunk); err != nil {
 				return err
 			}
@@ -139,6 +178,26 @@ func (w *writer) insertRun(ops []op) error {
 		}
 	}
 	return w.applyEach(ops)
+}
+
+// chunkInsert returns the statement that writes a chunk's job rows and
+// its arguments, appended to args.
+func (w *writer) chunkInsert(chunk []op, args []any) (*sql.Stmt, []any) {
+	if alike(chunk) {
+		for i := range chunk {
+			args = append(args, chunk[i].src.(store.InsertJobOp).Job.ID)
+		}
+		j := chunk[0].src.(store.InsertJobOp).Job
+		args = append(args, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt, int64(j.Attempts))
+		return w.runs.insertAlike, args
+	}
+	for i := range chunk {
+		ins := chunk[i].src.(store.InsertJobOp)
+		j := &ins.Job
+		args = append(args, j.ID, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt,
+			int64(j.Attempts), bindingsArg(j.Budgets), nullZero(j.FairTag))
+	}
+	return w.runs.insertJobs, args
 }
 
 // insertPayloads writes the (id, payload) pairs of new jobs.
