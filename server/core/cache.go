@@ -1,6 +1,7 @@
 package core
 
 import (
+	"iter"
 	"sync"
 	"time"
 
@@ -89,16 +90,33 @@ func (c *payloadCache) setBound(bound int64) {
 // payloads. A job's payload already kept (a fold's new one) keeps its
 // place if it fits and is dropped if not.
 func (c *payloadCache) put(id string, payload []byte) {
-	key, ok := jobid.Parse(id)
-	if !ok || c.max <= 0 || !c.mayFit(key, len(payload)) {
+	c.putAll(func(yield func(string, []byte) bool) { yield(id, payload) })
+}
+
+// putAll is put for each of payloads, under one lock: a bulk enqueue puts
+// a thousand, each of which would otherwise take the lock twice.
+func (c *payloadCache) putAll(payloads iter.Seq2[string, []byte]) {
+	if c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, payload := range payloads {
+		if key, ok := jobid.Parse(id); ok {
+			c.putLocked(key, payload)
+		}
+	}
+}
+
+func (c *payloadCache) putLocked(key jobid.ID, payload []byte) {
+	old, kept := c.items[key]
+	if !kept && !c.mayFit(len(payload)) {
 		return
 	}
 	// A copy (the payload may be a slice of the request's whole body,
 	// which would stay alive with it) whose capacity is its allocation.
 	payload = append([]byte(nil), payload...)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old, ok := c.items[key]; ok {
+	if kept {
 		if c.size-cost(old.payload)+cost(payload) > c.bound {
 			c.dropLocked(key)
 			return
@@ -118,15 +136,10 @@ func (c *payloadCache) put(id string, payload []byte) {
 	c.compact()
 }
 
-// mayFit reports whether a payload of n bytes may be kept, before it is
-// copied: behind a deep backlog most are not, and their copies would only
-// be garbage.
-func (c *payloadCache) mayFit(key jobid.ID, n int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[key]; ok {
-		return true
-	}
+// mayFit reports whether a new payload of n bytes may be kept, before it
+// is copied: behind a deep backlog most are not, and their copies would
+// only be garbage.
+func (c *payloadCache) mayFit(n int) bool {
 	c.evictStale(int64(n) + entryOverhead)
 	return c.size+int64(n)+entryOverhead <= c.bound
 }

@@ -288,13 +288,31 @@ func TestPayloadCache_Model(t *testing.T) {
 		made := map[string]time.Time{}
 		for range 3000 {
 			switch op := r.IntN(20); {
-			case op < 8 || len(ids) == 0:
+			case op < 6 || len(ids) == 0:
 				id := b.ids.Next()
 				ids = append(ids, id)
 				made[id] = b.clk.Now()
 				p := bytes.Repeat([]byte{byte(op)}, sizeClasses[r.IntN(len(sizeClasses))])
 				b.c.put(id, p)
 				m.put(id, p, made[id], b.clk.Now())
+			case op < 8: // a bulk enqueue's payloads, one put each in the model
+				var bulk []modelEntry
+				for range 1 + r.IntN(12) {
+					id := b.ids.Next()
+					ids = append(ids, id)
+					made[id] = b.clk.Now()
+					bulk = append(bulk, modelEntry{id, bytes.Repeat([]byte{'b'}, sizeClasses[r.IntN(len(sizeClasses))]), made[id]})
+				}
+				b.c.putAll(func(yield func(string, []byte) bool) {
+					for _, e := range bulk {
+						if !yield(e.id, e.payload) {
+							return
+						}
+					}
+				})
+				for _, e := range bulk {
+					m.put(e.id, e.payload, e.at, b.clk.Now())
+				}
 			case op < 10:
 				id := ids[r.IntN(len(ids))]
 				p := bytes.Repeat([]byte{'f'}, sizeClasses[r.IntN(len(sizeClasses))])

@@ -60,13 +60,19 @@ func (s *Service) commitEnqueue(ctx context.Context, specs []engine.NewJob, plan
 		return nil, nil, translate(err)
 	}
 	ids := make([]string, 0, len(jobs))
-	s.fitCache()
 	for _, j := range jobs {
 		if !j.Duplicate {
 			ids = append(ids, j.ID)
-			s.cache.put(j.ID, j.Payload)
 		}
 	}
+	s.fitCache()
+	s.cache.putAll(func(yield func(string, []byte) bool) {
+		for _, j := range jobs {
+			if !j.Duplicate && !yield(j.ID, j.Payload) {
+				return
+			}
+		}
+	})
 	if err := wait(ctx, w); err != nil {
 		s.engine.FinishBatch(plan, ids, false)
 		s.unwindEnqueue(ctx, ids, specs)
