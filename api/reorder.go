@@ -23,7 +23,8 @@ type copiedMember struct {
 // reorderCanonical returns what CanonicalJSON returns for data, if data
 // is within the rules above.
 func reorderCanonical(data []byte) ([]byte, bool) {
-	r := reorderer{b: data, out: make([]byte, 0, len(data))}
+	var few [16]copiedMember // most payloads need no other array of members
+	r := reorderer{b: data, out: make([]byte, 0, len(data)), members: few[:0]}
 	i, ok := r.value(r.skip(0), 0)
 	if !ok || r.skip(i) != len(data) {
 		return nil, false
@@ -165,17 +166,18 @@ func (r *reorderer) sortMembers(base int) bool {
 	if sorted {
 		return true
 	}
-	order := slices.Clone(ms)
-	slices.SortFunc(order, func(a, b copiedMember) int { return bytes.Compare(key(a), key(b)) })
-	for k := 1; k < len(order); k++ {
-		if bytes.Equal(key(order[k-1]), key(order[k])) {
+	// The members are sorted where they are on the stack: object pops
+	// them once this returns, and their offsets are read from scratch.
+	from := ms[0].start
+	r.scratch = append(r.scratch[:0], r.out[from:]...)
+	slices.SortFunc(ms, func(a, b copiedMember) int { return bytes.Compare(key(a), key(b)) })
+	for k := 1; k < len(ms); k++ {
+		if bytes.Equal(key(ms[k-1]), key(ms[k])) {
 			return false
 		}
 	}
-	from := ms[0].start
-	r.scratch = append(r.scratch[:0], r.out[from:]...)
 	r.out = r.out[:from]
-	for k, m := range order {
+	for k, m := range ms {
 		if k > 0 {
 			r.out = append(r.out, ',')
 		}
