@@ -36,7 +36,8 @@ Scenarios (--scenario, default all: every scenario but scale):
            of a saturated queue, not of an ever-growing one.
   drain    --jobs jobs enqueued up front in bulks of --bulk, then drained by
            --workers take streams that acknowledge in batches: the rate of
-           the enqueue alone and of the drain alone.
+           the enqueue alone and of the drain alone, and how many jobs the
+           stream that had fewest and the one that had most acknowledged.
   budgets  (a) a while_in_flight budget of --concurrency: each worker runs up
            to --prefetch jobs at once for --work-time each and counts down
            before it acknowledges; the most jobs seen running at once, and

@@ -80,6 +80,9 @@ func run(t *testing.T, o bench.Options) (bench.Report, map[string]any) {
 	var table bytes.Buffer
 	require.NoError(t, got.WriteTable(&table))
 	require.Contains(t, table.String(), "SCENARIO")
+	if rep.Drain != nil {
+		require.Contains(t, table.String(), "jobs a take stream, fewest / most")
+	}
 	return rep, raw
 }
 
@@ -126,7 +129,7 @@ func requireE2E(t *testing.T, rep bench.Report, raw map[string]any) {
 // requireDrain checks the drain scenario of rep.Settings.Jobs jobs.
 func requireDrain(t *testing.T, rep bench.Report, raw map[string]any) {
 	t.Helper()
-	require.Equal(t, []string{"drain", "enqueue", "jobs", "memory"}, keys(raw["drain"]))
+	require.Equal(t, []string{"drain", "enqueue", "jobs", "memory", "streams"}, keys(raw["drain"]))
 	d, n := rep.Drain, rep.Settings.Jobs
 	require.Equal(t, n, d.Jobs)
 	require.Equal(t, n, d.Enqueue.Jobs)
@@ -134,6 +137,12 @@ func requireDrain(t *testing.T, rep bench.Report, raw map[string]any) {
 	require.Positive(t, d.Enqueue.JobsPerS)
 	require.Positive(t, d.Drain.JobsPerS)
 	require.Positive(t, d.Drain.Seconds)
+	require.Len(t, d.Streams, rep.Settings.Workers, "a count for each take stream")
+	var total int64
+	for _, c := range d.Streams {
+		total += c
+	}
+	require.EqualValues(t, n, total, "every job acknowledged by exactly one stream")
 	require.Equal(t, n, d.Memory.QueuedJobs, "measured with the backlog queued")
 	require.NotNil(t, d.Memory.RSSPerQueuedJobBytes)
 }

@@ -38,7 +38,7 @@ func (b *runner) drainScenario(ctx context.Context, t *target) (*DrainReport, er
 	b.prog.set(func() string { return fmt.Sprintf("drain: %d of %d jobs acknowledged", acked.load(), n) })
 	g := newGroup(ctx)
 	start = time.Now()
-	b.startWorkers(g, t, q, func(j api.Job, done func()) {
+	streams := b.startWorkers(g, t, q, func(j api.Job, done func()) {
 		if p, err := decodePayload(j.Payload); err != nil || p.I < 0 || p.I >= int64(n) {
 			foreign.Add(1)
 		}
@@ -56,5 +56,8 @@ func (b *runner) drainScenario(ctx context.Context, t *target) (*DrainReport, er
 		return nil, fmt.Errorf("workers received %d jobs that were not sent to them", k)
 	}
 	rep.Drain = Throughput{Seconds: round3(d.Seconds()), JobsPerS: perSecond(n, d)}
+	for _, c := range streams {
+		rep.Streams = append(rep.Streams, c.Load())
+	}
 	return rep, nil
 }

@@ -284,15 +284,20 @@ func (w *worker) ackLoop(ctx context.Context, ids <-chan string) {
 	}
 }
 
-// startWorkers starts --workers workers of a queue in g.
-func (b *runner) startWorkers(g *group, t *target, queue string, handle func(api.Job, func()), acked *tally) {
+// startWorkers starts --workers workers of a queue in g; it returns the
+// count of jobs each has had acknowledged.
+func (b *runner) startWorkers(g *group, t *target, queue string, handle func(api.Job, func()), acked *tally) []*atomic.Int64 {
+	counts := make([]*atomic.Int64, b.o.Workers)
 	for i := range b.o.Workers {
+		own := new(atomic.Int64)
+		counts[i] = own
 		w := &worker{
 			cl: t.cl, queues: []string{queue}, prefetch: b.o.Prefetch, id: fmt.Sprintf("%s-%d", b.prefix, i),
-			handle: handle, acked: func(n int) { acked.add(int64(n)) }, fail: g.fail,
+			handle: handle, acked: func(n int) { own.Add(int64(n)); acked.add(int64(n)) }, fail: g.fail,
 		}
 		g.Go(w.run)
 	}
+	return counts
 }
 
 // jobMaker builds job i, sent at the given time.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -106,6 +107,9 @@ type DrainReport struct {
 	// Drain is the rate of the drain alone, from the first take stream
 	// opened to the last acknowledgement.
 	Drain Throughput `json:"drain"`
+	// Streams is how many jobs each take stream had acknowledged: how
+	// evenly the server spread the backlog over streams that all had room.
+	Streams []int64 `json:"streams"`
 	// Memory is the server's with the whole backlog queued.
 	Memory Memory `json:"memory"`
 }
@@ -273,6 +277,9 @@ func (rep *Report) WriteTable(w io.Writer) error {
 	if d := rep.Drain; d != nil {
 		t.row("drain", fmt.Sprintf("enqueue up front (%d a request)", d.Enqueue.PerRequest), jobsPerS(d.Enqueue.JobsPerS))
 		t.row("drain", fmt.Sprintf("drain (%d take streams, batched acks)", s.Workers), jobsPerS(d.Drain.JobsPerS))
+		if lo, hi, ok := spread(d.Streams); ok {
+			t.row("drain", "jobs a take stream, fewest / most", fmt.Sprintf("%s / %s (%.2f)", group3(lo), group3(hi), float64(lo)/float64(max(hi, 1))))
+		}
 		t.row("drain", "server memory", memoryCell(d.Memory))
 	}
 	if bu := rep.Budgets; bu != nil {
@@ -372,4 +379,12 @@ func group3(n int64) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// spread returns the least and the most of counts; false when empty.
+func spread(counts []int64) (lo, hi int64, ok bool) {
+	if len(counts) == 0 {
+		return 0, 0, false
+	}
+	return slices.Min(counts), slices.Max(counts), true
 }
