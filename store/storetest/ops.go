@@ -57,6 +57,44 @@ func testOps(t *testing.T, newB func(testing.TB) *bundle) {
 		}
 	})
 
+	// A bulk enqueue in one group: jobs that share everything but their
+	// IDs and payloads, as the engine stamps them, with a few unlike the
+	// rest in one field each (a store may write the alike ones together,
+	// binding what they share once). Each reads back as it went in.
+	t.Run("BulkInsertRoundTrip", func(t *testing.T) {
+		t.Parallel()
+		b := newB(t)
+		// Far apart, so that no two share a chunk of up to 32 jobs.
+		unlike := map[int]func(*store.Job){
+			37:  func(j *store.Job) { j.Queue = "other" },
+			70:  func(j *store.Job) { j.Type = "other" },
+			101: func(j *store.Job) { j.Priority = 7 },
+			134: func(j *store.Job) { j.Status = store.Scheduled },
+			165: func(j *store.Job) { j.Budgets = []store.Binding{{Key: "b", Cost: 2}} },
+			198: func(j *store.Job) { j.FairTag = 1_700_000_000_123 },
+			229: func(j *store.Job) { j.Attempts = 3 },
+			262: func(j *store.Job) { j.Payload = nil },
+			293: func(j *store.Job) { j.ReadyAt++ },
+		}
+		var jobs []store.Job
+		var ops []store.Op
+		for n := range 400 {
+			j := with(n, func(j *store.Job) { j.ReadyAt = 1_700_000_000_000 })
+			if change := unlike[n]; change != nil {
+				change(&j)
+			}
+			jobs = append(jobs, j)
+			ops = append(ops, store.InsertJob(j))
+		}
+		b.apply(t, ops...)
+		got, err := b.s.GetJobs(b.ctx, jobIDs(jobs))
+		require.NoError(t, err)
+		require.Equal(t, jobs, got)
+		for _, j := range []store.Job{jobs[0], jobs[134], jobs[262], jobs[399]} {
+			require.Equal(t, j, b.get(t, j.ID))
+		}
+	})
+
 	t.Run("InsertJobDuplicateFails", func(t *testing.T) {
 		t.Parallel()
 		b := newB(t)
