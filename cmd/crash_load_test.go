@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,11 +66,31 @@ func fill(t *testing.T, url, q string, n int, l *ledger) {
 	wg.Wait()
 }
 
+// produceBulk enqueues bulks of 100 jobs of queue q until ctx ends and
+// records the acknowledged ones; bulks counts them.
+func produceBulk(ctx context.Context, url, q string, l *ledger, bulks *atomic.Int64) {
+	for i := 0; ctx.Err() == nil; i++ {
+		jobs := make([]map[string]any, 100)
+		for k := range jobs {
+			jobs[k] = map[string]any{"type": "t", "queue": q, "payload": map[string]int{"n": i*100 + k}}
+		}
+		status, data, err := tryDo("POST", url+"/jobs/bulk", map[string]any{"jobs": jobs})
+		var out api.BulkJobs
+		if err != nil || status != http.StatusCreated || json.Unmarshal(data, &out) != nil {
+			continue
+		}
+		for _, j := range out.Jobs {
+			l.add(l.enqueued, j.ID)
+		}
+		bulks.Add(1)
+	}
+}
+
 // TestCrash_KillNineWhileItLoads kills a server that serves while it loads
 // a backlog: workers take and acknowledge (one at a time and in bulk) and
-// producers enqueue from the moment /ready answers, then SIGKILL. After a
-// second restart every acknowledged enqueue is there unless its ack was
-// sent, and no acknowledged ack comes back.
+// producers enqueue (one at a time and in bulk) from the moment /ready
+// answers, then SIGKILL. After a second restart every acknowledged enqueue
+// is there unless its ack was sent, and no acknowledged ack comes back.
 func TestCrash_KillNineWhileItLoads(t *testing.T) {
 	root := t.TempDir()
 	l := &ledger{enqueued: map[string]bool{}, acking: map[string]bool{}, acked: map[string]bool{}}
@@ -80,6 +101,8 @@ func TestCrash_KillNineWhileItLoads(t *testing.T) {
 	p = startLoading(t, root)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	var bulks atomic.Int64
+	wg.Go(func() { produceBulk(ctx, p.url, "bulk", l, &bulks) }) // the chunks of alike rows (store/sqlite/runs.go)
 	for range 2 {
 		wg.Go(func() { produce(ctx, p.url, l, false) })
 		wg.Go(func() { consume(ctx, p.url, "backlog", 1, l) })
@@ -91,8 +114,8 @@ func TestCrash_KillNineWhileItLoads(t *testing.T) {
 	require.Eventually(t, func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		return len(l.acked) >= 16
-	}, 60*time.Second, time.Millisecond, "jobs were acknowledged before the kill")
+		return len(l.acked) >= 16 && bulks.Load() >= 2
+	}, 60*time.Second, time.Millisecond, "jobs and bulks were acknowledged before the kill")
 	p.kill() // while it loads, or just after on a fast machine
 	cancel()
 	wg.Wait()
