@@ -162,7 +162,7 @@ func Marshal(f Format, v any) ([]byte, error) {
 	var err error
 	switch f {
 	case JSON:
-		b, err = appendJSON(nil, v)
+		b, err = marshalJSON(v)
 	case MsgPack:
 		b, err = appendMsgPack(nil, v)
 	default:
@@ -273,6 +273,24 @@ var jsonEncoders = sync.Pool{New: func() any {
 	e.enc.SetEscapeHTML(false)
 	return e
 }}
+
+// marshalJSON is the compact JSON of v: a bulk enqueue's answer by
+// appendBulkJobsJSON when it can, anything else by the general encoder.
+func marshalJSON(v any) ([]byte, error) {
+	var bulk *BulkJobs
+	switch v := v.(type) {
+	case BulkJobs:
+		bulk = &v
+	case *BulkJobs:
+		bulk = v
+	}
+	if bulk != nil {
+		if out, ok := appendBulkJobsJSON(make([]byte, 0, 128*len(bulk.Jobs)), bulk); ok {
+			return out, nil
+		}
+	}
+	return appendJSON(nil, v)
+}
 
 // appendJSON appends the compact JSON of v to dst, without a newline.
 func appendJSON(dst []byte, v any) ([]byte, error) {

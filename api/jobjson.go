@@ -2,6 +2,28 @@ package api
 
 import "strconv"
 
+// appendBulkJobsJSON appends a BulkJobs as the general encoder writes it,
+// each job by appendJobJSON (the answer to a bulk enqueue of a thousand);
+// it answers false, appending nothing, when a job needs the general
+// encoder or the list is nil (which that encoder writes as null).
+func appendBulkJobsJSON(dst []byte, b *BulkJobs) ([]byte, bool) {
+	if b.Jobs == nil {
+		return dst, false
+	}
+	start := len(dst)
+	dst = append(dst, `{"jobs":[`...)
+	for i := range b.Jobs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var ok bool
+		if dst, ok = appendJobJSON(dst, &b.Jobs[i]); !ok {
+			return dst[:start], false
+		}
+	}
+	return append(dst, "]}"...), true
+}
+
 // appendJobJSON appends j as the general encoder writes it (the struct's
 // field order, omitempty, the payload verbatim), which is most of a take
 // stream's work per job: it answers false, appending nothing, when a

@@ -45,7 +45,38 @@ func FuzzAppendJobJSON(f *testing.F) {
 		general, err := appendJSON(nil, j)
 		require.NoError(t, err)
 		require.Equal(t, string(general), string(fast))
+
+		bulk := BulkJobs{Jobs: []Job{j, {ID: "0b", Type: "t", Queue: "q", Status: "ready"}, j}}
+		fast, err = Marshal(JSON, bulk)
+		require.NoError(t, err)
+		general, err = appendJSON(nil, bulk)
+		require.NoError(t, err)
+		require.Equal(t, string(general), string(fast), "a bulk enqueue's answer")
 	})
+}
+
+// TestMarshal_BulkJobs: the answer to a bulk enqueue is what the general
+// encoder writes, for an empty, a nil and a declined list too.
+func TestMarshal_BulkJobs(t *testing.T) {
+	t.Parallel()
+	plain := Job{ID: "0a", Type: "t", Queue: "q", Priority: 32768, Status: "ready", ReadyAt: 5}
+	for name, b := range map[string]BulkJobs{
+		"Empty":       {Jobs: []Job{}},
+		"Nil":         {},
+		"Plain":       {Jobs: []Job{plain, plain}},
+		"OneDeclines": {Jobs: []Job{plain, {ID: "a\"b"}, plain}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			general, err := appendJSON(nil, b)
+			require.NoError(t, err)
+			for _, v := range []any{b, &b} {
+				got, err := Marshal(JSON, v)
+				require.NoError(t, err)
+				require.Equal(t, string(general), string(got))
+			}
+		})
+	}
 }
 
 func TestAppendJobJSON_Declines(t *testing.T) {
