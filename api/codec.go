@@ -224,6 +224,9 @@ var decodeOptions = jsonv2.JoinOptions(
 )
 
 func decodeJSON(prefix string, data []byte, v any) error {
+	if bulk, ok := v.(*BulkEnqueueRequest); ok && decodeBulkFast(data, bulk) {
+		return nil
+	}
 	err := jsonv2.Unmarshal(data, v, decodeOptions)
 	if err == nil {
 		return nil
