@@ -25,6 +25,13 @@ func FuzzDecodeBulkFast(f *testing.F) {
 		`{"jobs":[{"type":"t","queue":"q","payload":[1,{"b":1,"a":2}]}],"x":1}`,
 		`{"jobs":null}`,
 		`{"jobs":[{"type":"t","payload":{"a":1} }]}`,
+		`{"jobs":[{"type":"t","queue":"q","budgets":[{"key":"api","cost":2},{"cost":1,"key":"b/c"}]},{"type":"t","queue":"q","budgets":[]}]}`,
+		`{"jobs":[{"type":"t","budgets":[{"key":"k","key":"j"}]}]}`,
+		`{"jobs":[{"type":"t","budgets":[{"key":"k","cost":-1}]}]}`,
+		`{"jobs":[{"type":"t","budgets":[{"key":"k","create_with":{"allocation":1}}]}]}`,
+		`{"jobs":[{"type":"t","budgets":null}]}`,
+		`{"jobs":[{"type":"t","budgets":[{}]}]}`,
+		`{"jobs":[{"type":"t","budgets":[{"key":"k","cost":9223372036854775808}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -47,6 +54,7 @@ func TestDecodeBulkFast_Takes(t *testing.T) {
 	for _, body := range []string{
 		`{"jobs":[{"type":"t","queue":"q","payload":{"i":1,"t":2,"pad":"xxx"}},{"type":"t","queue":"q","payload":{"i":2}}]}`,
 		"{\n  \"jobs\": [\n    {\"type\": \"t\", \"queue\": \"q\", \"priority\": 1, \"ready_at\": 5, \"payload\": [1, 2]}\n  ]\n}\n",
+		`{"jobs":[{"type":"t","queue":"q","budgets":[{"key":"api","cost":2}]}]}`,
 	} {
 		var got BulkEnqueueRequest
 		require.True(t, decodeBulkFast([]byte(body), &got), body)
