@@ -85,138 +85,103 @@ func (s *fastScanner) payload() (Payload, bool) {
 		s.i = end
 		return append(Payload(nil), s.b[start:end]...), true
 	}
-	var few [16]copiedMember
-	r := reorderer{b: s.b, out: make([]byte, 0, 2*bytesToEnd(s.b, start)), members: few[:0]}
-	end, ok := r.value(start, 0)
-	if !ok {
-		return nil, false
-	}
+	out, end, ok := reorderValue(s.b, start, 128)
 	s.i = end
-	return r.out, true
+	return out, ok
 }
 
-// bytesToEnd bounds a reordered payload's size for its first allocation.
-func bytesToEnd(b []byte, i int) int { return min(len(b)-i, 256) }
-
-// fields a fast job may hold, as bits of the names seen.
-const (
-	fastType = 1 << iota
-	fastQueue
-	fastPayload
-	fastPriority
-	fastReadyAt
-	fastBudgets
-)
-
-// job reads one job object. A type or queue equal to prev's shares its
-// string (the handlers only read them).
-func (s *fastScanner) job(prev *EnqueueRequest) (EnqueueRequest, bool) {
-	var j EnqueueRequest
+// object reads an object, calling member for each name with the scanner
+// at the name's value; member reads the value and reports whether it could.
+func (s *fastScanner) object(member func(name []byte) bool) bool {
 	if !s.next('{') {
-		return j, false
+		return false
 	}
 	if s.next('}') {
-		return j, true
+		return true
 	}
-	seen := 0
 	for {
 		name, ok := s.plainString()
-		if !ok || !s.next(':') {
-			return j, false
+		if !ok || !s.next(':') || !member(name) {
+			return false
 		}
-		var field int
-		switch string(name) {
-		case "type":
-			field = fastType
+		if !s.next(',') {
+			return s.next('}')
+		}
+	}
+}
+
+// array reads an array, calling element for each element (an empty array
+// calls it never).
+func (s *fastScanner) array(element func() bool) bool {
+	if !s.next('[') {
+		return false
+	}
+	if s.next(']') {
+		return true
+	}
+	for {
+		if !element() {
+			return false
+		}
+		if !s.next(',') {
+			return s.next(']')
+		}
+	}
+}
+
+// job reads one job object. A type or queue equal to prev's shares its
+// string (the handlers only read them). A field already set is a repeated
+// name, left to the general decoder: every value read sets its field.
+func (s *fastScanner) job(prev *EnqueueRequest) (EnqueueRequest, bool) {
+	var j EnqueueRequest
+	ok := s.object(func(name []byte) bool {
+		var ok bool
+		switch {
+		case string(name) == "type" && j.Type == nil:
 			j.Type, ok = s.sharedString(prev.Type)
-		case "queue":
-			field = fastQueue
+		case string(name) == "queue" && j.Queue == nil:
 			j.Queue, ok = s.sharedString(prev.Queue)
-		case "payload":
-			field = fastPayload
+		case string(name) == "payload" && j.Payload == nil:
 			j.Payload, ok = s.payload()
-		case "priority":
-			field = fastPriority
+		case string(name) == "priority" && j.Priority == nil:
 			var v uint64
 			v, ok = s.unsigned(math.MaxUint16)
 			j.Priority = Ptr(uint16(v))
-		case "ready_at":
-			field = fastReadyAt
+		case string(name) == "ready_at" && j.ReadyAt == nil:
 			var v uint64
 			v, ok = s.unsigned(math.MaxUint64)
 			j.ReadyAt = Ptr(v)
-		case "budgets":
-			field = fastBudgets
+		case string(name) == "budgets" && j.Budgets == nil:
 			j.Budgets, ok = s.bindings()
-		default:
-			return j, false
 		}
-		if !ok || seen&field != 0 {
-			return j, false
-		}
-		seen |= field
-		if s.next(',') {
-			continue
-		}
-		return j, s.next('}')
-	}
+		return ok // false too for another field
+	})
+	return j, ok
 }
 
 // bindings reads a job's budgets: an array of objects of a key and a
 // cost (not negative); null and create_with are left to the general
 // decoder.
 func (s *fastScanner) bindings() ([]BindingRequest, bool) {
-	if !s.next('[') {
-		return nil, false
-	}
 	out := []BindingRequest{}
-	if s.next(']') {
-		return out, true
-	}
-	for {
-		b, ok := s.binding()
-		if !ok {
-			return nil, false
-		}
+	ok := s.array(func() bool {
+		var b BindingRequest
+		ok := s.object(func(name []byte) bool {
+			var ok bool
+			switch {
+			case string(name) == "key" && b.Key == nil:
+				b.Key, ok = s.sharedString(nil)
+			case string(name) == "cost" && b.Cost == nil:
+				var v uint64
+				v, ok = s.unsigned(math.MaxInt64)
+				b.Cost = Ptr(int64(v))
+			}
+			return ok
+		})
 		out = append(out, b)
-		if s.next(',') {
-			continue
-		}
-		return out, s.next(']')
-	}
-}
-
-func (s *fastScanner) binding() (BindingRequest, bool) {
-	var b BindingRequest
-	if !s.next('{') {
-		return b, false
-	}
-	if s.next('}') {
-		return b, true
-	}
-	for {
-		name, ok := s.plainString()
-		if !ok || !s.next(':') {
-			return b, false
-		}
-		switch {
-		case string(name) == "key" && b.Key == nil:
-			b.Key, ok = s.sharedString(nil)
-		case string(name) == "cost" && b.Cost == nil:
-			var v uint64
-			v, ok = s.unsigned(math.MaxInt64)
-			b.Cost = Ptr(int64(v))
-		default: // another field, or one repeated
-			return b, false
-		}
-		if !ok {
-			return b, false
-		}
-		if s.next(',') {
-			continue
-		}
-		return b, s.next('}')
-	}
+		return ok
+	})
+	return out, ok
 }
 
 // sharedString reads a plain string, sharing prev when it is the same.
@@ -241,27 +206,18 @@ func decodeBulkFast(data []byte, out *BulkEnqueueRequest) bool {
 	if !s.next('{') {
 		return false
 	}
-	if name, ok := s.plainString(); !ok || string(name) != "jobs" || !s.next(':') || !s.next('[') {
+	if name, ok := s.plainString(); !ok || string(name) != "jobs" || !s.next(':') {
 		return false
 	}
 	jobs := []EnqueueRequest{}
-	if !s.next(']') {
-		prev := &EnqueueRequest{}
-		for {
-			j, ok := s.job(prev)
-			if !ok {
-				return false
-			}
-			jobs = append(jobs, j)
-			prev = &jobs[len(jobs)-1]
-			if s.next(',') {
-				continue
-			}
-			if s.next(']') {
-				break
-			}
-			return false
-		}
+	prev := &EnqueueRequest{}
+	if !s.array(func() bool {
+		j, ok := s.job(prev)
+		jobs = append(jobs, j)
+		prev = &jobs[len(jobs)-1]
+		return ok
+	}) {
+		return false
 	}
 	if !s.next('}') {
 		return false

@@ -23,13 +23,22 @@ type copiedMember struct {
 // reorderCanonical returns what CanonicalJSON returns for data, if data
 // is within the rules above.
 func reorderCanonical(data []byte) ([]byte, bool) {
-	var few [16]copiedMember // most payloads need no other array of members
-	r := reorderer{b: data, out: make([]byte, 0, len(data)), members: few[:0]}
-	i, ok := r.value(r.skip(0), 0)
-	if !ok || r.skip(i) != len(data) {
+	r := reorderer{b: data}
+	out, end, ok := reorderValue(data, r.skip(0), len(data))
+	if !ok || r.skip(end) != len(data) {
 		return nil, false
 	}
-	return r.out, true
+	return out, true
+}
+
+// reorderValue returns what CanonicalJSON returns for the value at b[i:]
+// (no whitespace before it) and the index after it, if the value is
+// within the rules above; size is a guess of its length.
+func reorderValue(b []byte, i, size int) ([]byte, int, bool) {
+	var few [16]copiedMember // most payloads need no other array of members
+	r := reorderer{b: b, out: make([]byte, 0, size), members: few[:0]}
+	end, ok := r.value(i, 0)
+	return r.out, end, ok
 }
 
 type reorderer struct {

@@ -27,110 +27,123 @@ func BenchmarkCeiling_BatchInsert(b *testing.B) {
 }
 
 func batchInsertCeiling(b *testing.B, perRow int) {
-	const perTx = 1000
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "ceiling.db"), DefaultCacheSize, false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
+	conn := ceilingConn(b)
 	for _, q := range []string{
-		`PRAGMA journal_mode = WAL`,
-		`PRAGMA synchronous = NORMAL`,
 		`CREATE TABLE rows (id TEXT NOT NULL PRIMARY KEY, queue TEXT NOT NULL, body BLOB NOT NULL) STRICT, WITHOUT ROWID`,
 		`CREATE INDEX rows_queue ON rows (queue)`,
 	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
 			b.Fatal(q, err)
 		}
 	}
 	row := "(?, ?, ?)"
-	insert, err := db.PrepareContext(ctx, `INSERT INTO rows (id, queue, body) VALUES `+strings.TrimSuffix(strings.Repeat(row+", ", perRow), ", "))
+	insert, err := conn.PrepareContext(ctx, `INSERT INTO rows (id, queue, body) VALUES `+strings.TrimSuffix(strings.Repeat(row+", ", perRow), ", "))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer insert.Close()
 	body := []byte(`{"to":"user@example.com","subject":"Welcome aboard","template":"welcome","locale":"en","user_id":1}`)
 	args := make([]any, 0, 3*perRow)
-	n := 0
-	b.ResetTimer()
-	start := time.Now()
-	for done := 0; done < b.N; done += perTx {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+	timeTransactions(b, conn, "rows/s", func(tx *sql.Tx, n int) int {
 		stmt := tx.StmtContext(ctx, insert)
-		for i := 0; i < perTx; i += perRow {
+		written := 0
+		for ; written < ceilingTx; written += perRow {
 			args = args[:0]
-			for range perRow {
-				n++
-				args = append(args, fmt.Sprintf("0ceiling%019d", n), "emails", body)
+			for k := range perRow {
+				args = append(args, fmt.Sprintf("0ceiling%019d", n+written+k), "emails", body)
 			}
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				b.Fatal(err)
 			}
 		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
+		return written
+	})
+}
+
+// ceilingTx is how many rows (or jobs) one transaction of a ceiling writes.
+const ceilingTx = 1000
+
+// ceilingConn returns the one connection of a new database in WAL mode at
+// synchronous=NORMAL, the store's default durability.
+func ceilingConn(b *testing.B) *sql.Conn {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "ceiling.db"), DefaultCacheSize, false))
+	if err != nil {
+		b.Fatal(err)
 	}
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "rows/s")
+	b.Cleanup(func() { _ = db.Close() })
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	if err := setWAL(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		b.Fatal(err)
+	}
+	return conn
+}
+
+// timeTransactions runs write in transactions until b.N rows are written
+// and reports the rate in unit. write writes rows numbered from n on and
+// returns how many it wrote.
+func timeTransactions(b *testing.B, conn *sql.Conn, unit string, write func(tx *sql.Tx, n int) int) {
+	n := 0
+	b.ResetTimer()
+	start := time.Now()
+	for n < b.N {
+		n += writeTransaction(b, conn, n, write)
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), unit)
+}
+
+func writeTransaction(b *testing.B, conn *sql.Conn, n int, write func(tx *sql.Tx, n int) int) int {
+	tx, err := conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// After a Fatal in write, so that the connection can close.
+	defer func() { _ = tx.Rollback() }()
+	wrote := write(tx, n)
+	if err := tx.Commit(); err != nil {
+		b.Fatal(err)
+	}
+	return wrote
 }
 
 // BenchmarkCeiling_StoreRows is the ceiling in the store's own terms: what
 // SQLite takes, through the same driver and with nothing else around it,
 // to write the rows a bulk enqueue's jobs are (the store's schema and its
 // own statements: a job row among the jobs table's partial indexes and a
-// payload row, 32 jobs a statement, 1,000 a transaction). What the writer
-// adds to it is the store's share; what the bulk enqueue adds to the
-// writer is the server's.
+// payload row, 32 jobs a statement, about 1,000 a transaction). What the
+// writer adds to it is the store's share; what the bulk enqueue adds to
+// the writer is the server's.
 func BenchmarkCeiling_StoreRows(b *testing.B) {
-	const perTx = 1000
 	ctx := context.Background()
-	db, err := sql.Open("sqlite", dsn(filepath.Join(b.TempDir(), "ceiling.db"), DefaultCacheSize, false))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	db.SetMaxOpenConns(1)
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	if err := setWAL(ctx, conn); err != nil {
-		b.Fatal(err)
-	}
+	conn := ceilingConn(b)
 	if err := migrate(ctx, conn, quiet().Logger); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		b.Fatal(err)
 	}
 	var r runStmts
 	for _, s := range r.list() {
+		var err error
 		if *s.s, err = conn.PrepareContext(ctx, s.sql); err != nil {
 			b.Fatal(s.sql, err)
 		}
 	}
 	payload := benchJob(0).Payload
 	var jobs, payloads []any
-	n := 0
-	b.ResetTimer()
-	start := time.Now()
-	for done := 0; done < b.N; done += perTx {
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
+	timeTransactions(b, conn, "jobs/s", func(tx *sql.Tx, n int) int {
 		alike, pairs := tx.StmtContext(ctx, r.insertAlike), tx.StmtContext(ctx, r.insertPayloads)
-		for i := 0; i+insertChunk <= perTx; i += insertChunk {
+		written := 0
+		for ; written+insertChunk <= ceilingTx; written += insertChunk {
 			jobs, payloads = jobs[:0], payloads[:0]
-			for range insertChunk {
-				n++
-				id := fmt.Sprintf("0ceiling%017d", n)
+			for k := range insertChunk {
+				id := fmt.Sprintf("0ceiling%017d", n+written+k)
 				jobs = append(jobs, id)
 				payloads = append(payloads, id, payload)
 			}
@@ -142,9 +155,6 @@ func BenchmarkCeiling_StoreRows(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "jobs/s")
+		return written
+	})
 }

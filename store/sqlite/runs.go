@@ -41,7 +41,7 @@ func (r *runStmts) list() []stmtSQL {
 			WHERE id IN ` + ids},
 		{&r.insertJobs, `INSERT INTO jobs (id, queue, type, priority, status, ready_at, attempts, budgets, fair_tag)
 			VALUES ` + placeholders(insertChunk, 9)},
-		{&r.insertAlike, `INSERT INTO jobs (id, ` + sharedColumns + `) VALUES ` + alikeRows(insertChunk, sharedCount)},
+		{&r.insertAlike, `INSERT INTO jobs (id, ` + sharedColumns + `) VALUES ` + alikeRows(insertChunk, strings.Count(sharedColumns, ",")+1)},
 		{&r.insertPayloads, `INSERT INTO job_payloads (id, payload) VALUES ` + placeholders(insertChunk, 2)},
 	}
 }
@@ -51,10 +51,7 @@ func (r *runStmts) list() []stmtSQL {
 // or fair tag (those columns are left NULL). A chunk of such jobs binds
 // them once rather than once a row: binding a value costs about as much
 // as SQLite's writing it.
-const (
-	sharedColumns = `queue, type, priority, status, ready_at, attempts`
-	sharedCount   = 6
-)
+const sharedColumns = `queue, type, priority, status, ready_at, attempts`
 
 // alikeRows returns "(?1, ?33, ?34, ...), (?2, ?33, ?34, ...)…": rows whose
 // first value is their own and whose other n are the shared ones bound
@@ -185,7 +182,7 @@ func (w *writer) insertRun(ops []op) error {
 func (w *writer) chunkInsert(chunk []op, args []any) (*sql.Stmt, []any) {
 	if alike(chunk) {
 		for i := range chunk {
-			args = append(args, chunk[i].src.(store.InsertJobOp).Job.ID)
+			args = append(args, chunk[i].id)
 		}
 		j := chunk[0].src.(store.InsertJobOp).Job
 		args = append(args, j.Queue, j.Type, int64(j.Priority), int64(j.Status), j.ReadyAt, int64(j.Attempts))
