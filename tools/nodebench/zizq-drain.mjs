@@ -24,7 +24,9 @@
 //
 // Env: ZIZQ_URL (default http://127.0.0.1:7890), ZIZQ_FORMAT (json|msgpack,
 // default json), JOB_COUNT (default 100000), CONCURRENCY (default 100),
-// PREFETCH (default 2 x CONCURRENCY), TIMEOUT_S (common.mjs).
+// PREFETCH (default 2 x CONCURRENCY), TIMEOUT_S (common.mjs), ACK_TRACE
+// (1: one more line on stderr on where the drain's loop spends its time,
+// see ackTrace below).
 //
 // Prints exactly one JSON line on stdout; all diagnostics go to stderr.
 // Needs Node >= 22.19 (the client's own requirement).
@@ -58,6 +60,51 @@ console.error(
 );
 
 const client = new Client({ url: URL, format: FORMAT });
+const trace = process.env.ACK_TRACE === "1" ? ackTrace() : null;
+
+// ackTrace records each bulk ack the Worker sends: when, how many jobs and
+// how long until its answer, and when the next job reached the handler
+// after it was sent (the server dispatches the next jobs on receipt, so
+// that is the stream's round trip). The Worker sends one bulk ack at a
+// time, so the drain runs at batch size / cycle, the time from one ack to
+// the next.
+function ackTrace() {
+  const acks = []; // [sent at, ms to answer, ids, ms to the next handled job]
+  let waiting = null;
+  const quantile = (v, f) => v[Math.min(v.length - 1, Math.floor(v.length * f))].toFixed(2);
+  const stats = (v) => {
+    v = [...v].sort((a, b) => a - b);
+    const mean = v.reduce((a, b) => a + b, 0) / v.length;
+    return `p50 ${quantile(v, 0.5)} p90 ${quantile(v, 0.9)} p99 ${quantile(v, 0.99)} mean ${mean.toFixed(2)}`;
+  };
+  return {
+    sent(n) {
+      const a = [performance.now(), 0, n, NaN];
+      acks.push(a);
+      waiting = a;
+      return a;
+    },
+    answered(a) { a[1] = performance.now() - a[0]; },
+    handled() {
+      if (waiting) {
+        waiting[3] = performance.now() - waiting[0];
+        waiting = null;
+      }
+    },
+    report() {
+      const a = acks.slice(Math.min(20, acks.length >> 2)); // past the start
+      if (a.length < 2) return;
+      const cycles = a.slice(1).map((x, i) => x[0] - a[i][0]);
+      const next = a.map((x) => x[3]).filter((x) => !Number.isNaN(x));
+      console.error(
+        `zizq-drain: ${acks.length} acks of ${stats(a.map((x) => x[2]))} jobs; ` +
+          `answered in ms ${stats(a.map((x) => x[1]))}; ` +
+          `next job handled after ms ${next.length ? stats(next) : "n/a"}; ` +
+          `cycle ms ${stats(cycles)}`,
+      );
+    },
+  };
+}
 
 try {
   // --- Cleanup (not timed) ---
@@ -83,7 +130,9 @@ try {
   // was handled, so this is the end of both).
   const reportSuccessBulk = client.reportSuccessBulk.bind(client);
   client.reportSuccessBulk = async (ids) => {
+    const sent = trace?.sent(ids.length);
     await reportSuccessBulk(ids);
+    if (sent) trace.answered(sent);
     const before = acked;
     acked += ids.length;
     if (before < JOB_COUNT && acked >= JOB_COUNT) worker.stop();
@@ -98,6 +147,7 @@ try {
     logger,
     handler: async () => {
       handled += 1;
+      trace?.handled();
     },
   });
   // Resolves after stop(): in-flight handlers drained, buffered acks flushed.
@@ -111,6 +161,7 @@ try {
   }
 
   printResult("zizq", JOB_COUNT, enqueueElapsed, drainElapsed);
+  trace?.report();
 
   // Post-run sanity check (not timed): nothing should still be pending.
   try {
