@@ -18,16 +18,7 @@ type fastScanner struct {
 	i int
 }
 
-func (s *fastScanner) skipSpace() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *fastScanner) skipSpace() { s.i = skipSpace(s.b, s.i) }
 
 // next consumes c, after any whitespace, if it comes next.
 func (s *fastScanner) next(c byte) bool {
@@ -129,18 +120,19 @@ func (s *fastScanner) array(element func() bool) bool {
 	}
 }
 
-// job reads one job object. A type or queue equal to prev's shares its
-// string (the handlers only read them). A field already set is a repeated
-// name, left to the general decoder: every value read sets its field.
-func (s *fastScanner) job(prev *EnqueueRequest) (EnqueueRequest, bool) {
+// job reads one job object. A type or queue equal to the one before it
+// (prevType, prevQueue: the previous job's, or nil) shares its string (the
+// handlers only read them). A field already set is a repeated name, left
+// to the general decoder: every value read sets its field.
+func (s *fastScanner) job(prevType, prevQueue *string) (EnqueueRequest, bool) {
 	var j EnqueueRequest
 	ok := s.object(func(name []byte) bool {
 		var ok bool
 		switch {
 		case string(name) == "type" && j.Type == nil:
-			j.Type, ok = s.sharedString(prev.Type)
+			j.Type, ok = s.sharedString(prevType)
 		case string(name) == "queue" && j.Queue == nil:
-			j.Queue, ok = s.sharedString(prev.Queue)
+			j.Queue, ok = s.sharedString(prevQueue)
 		case string(name) == "payload" && j.Payload == nil:
 			j.Payload, ok = s.payload()
 		case string(name) == "priority" && j.Priority == nil:
@@ -210,11 +202,11 @@ func decodeBulkFast(data []byte, out *BulkEnqueueRequest) bool {
 		return false
 	}
 	jobs := []EnqueueRequest{}
-	prev := &EnqueueRequest{}
+	var prevType, prevQueue *string
 	if !s.array(func() bool {
-		j, ok := s.job(prev)
+		j, ok := s.job(prevType, prevQueue)
 		jobs = append(jobs, j)
-		prev = &jobs[len(jobs)-1]
+		prevType, prevQueue = j.Type, j.Queue
 		return ok
 	}) {
 		return false

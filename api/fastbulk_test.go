@@ -1,6 +1,7 @@
 package api
 
 import (
+	"strconv"
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -67,4 +68,36 @@ func TestDecodeBulkFast_Takes(t *testing.T) {
 	require.True(t, decodeBulkFast([]byte(`{"jobs":[{"type":"t","queue":"q"},{"type":"t","queue":"r"}]}`), &shared))
 	require.Same(t, shared.Jobs[0].Type, shared.Jobs[1].Type, "a type equal to the job before shares its string")
 	require.Equal(t, "r", *shared.Jobs[1].Queue)
+}
+
+// BenchmarkDecodeBulk decodes a bulk enqueue of 1,000 plain jobs through
+// decodeJSON (the fast path) and through the general decoder alone.
+func BenchmarkDecodeBulk(b *testing.B) {
+	var body []byte
+	body = append(body, `{"jobs":[`...)
+	for i := range 1000 {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, `{"type":"send_email","queue":"emails","payload":{"to":"user@example.com","n":`...)
+		body = strconv.AppendInt(body, int64(i), 10)
+		body = append(body, `}}`...)
+	}
+	body = append(body, `]}`...)
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			var req BulkEnqueueRequest
+			if err := decodeJSON("", body, &req); err != nil || len(req.Jobs) != 1000 {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		for b.Loop() {
+			var req BulkEnqueueRequest
+			if err := jsonv2.Unmarshal(body, &req, decodeOptions); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

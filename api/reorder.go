@@ -23,9 +23,8 @@ type copiedMember struct {
 // reorderCanonical returns what CanonicalJSON returns for data, if data
 // is within the rules above.
 func reorderCanonical(data []byte) ([]byte, bool) {
-	r := reorderer{b: data}
-	out, end, ok := reorderValue(data, r.skip(0), len(data))
-	if !ok || r.skip(end) != len(data) {
+	out, end, ok := reorderValue(data, skipSpace(data, 0), len(data))
+	if !ok || skipSpace(data, end) != len(data) {
 		return nil, false
 	}
 	return out, true
@@ -49,17 +48,7 @@ type reorderer struct {
 }
 
 // skip returns the index of the first non-whitespace byte from i.
-func (r *reorderer) skip(i int) int {
-	for i < len(r.b) {
-		switch r.b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
+func (r *reorderer) skip(i int) int { return skipSpace(r.b, i) }
 
 // value copies the value at i (no whitespace before it) and returns the
 // index after it.
