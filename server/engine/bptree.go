@@ -11,8 +11,7 @@ package engine
 // the libraries tried (github.com/tidwall/btree, google/btree) keep a
 // sequentially filled tree about half full: 68 bytes per 24-byte member.
 type bptree[T lesser[T]] struct {
-	root *bnode[T]
-	n    int
+	root *bnode[T] // its n counts the members: the tree keeps no count of its own
 }
 
 // lesser is an item type with its order.
@@ -49,14 +48,22 @@ func roomFor[T any](items []T, more int) []T {
 }
 
 type bnode[T lesser[T]] struct {
-	n      int // members in this subtree
-	leaf   bool
-	items  []T         // leaf: members, ascending (cap up to bmax)
-	kids   []*bnode[T] // inner: children
-	firsts []T         // inner: the first member of each child
+	n    int // members in this subtree
+	leaf bool
+	// items holds a leaf's members, ascending (cap up to bmax), and an
+	// inner node's first member of each child: one field for both keeps
+	// a node in one cache line (64 bytes), and a family's many small
+	// trees are each visited cold.
+	items []T
+	kids  []*bnode[T] // inner: children
 }
 
-func (t *bptree[T]) len() int { return t.n }
+func (t *bptree[T]) len() int {
+	if t.root == nil {
+		return 0
+	}
+	return t.root.n
+}
 
 // first returns the smallest member.
 func (t *bptree[T]) first() (T, bool) {
@@ -105,17 +112,17 @@ func (t *bptree[T]) get(x T) (T, bool) {
 // looked at first: most lookups are at the front (dispatch) or the back
 // (new jobs), and a cold node then costs one line, not a search's worth.
 func (n *bnode[T]) child(x T) int {
-	last := len(n.firsts) - 1
+	last := len(n.items) - 1
 	switch {
-	case last == 0 || x.less(n.firsts[1]):
+	case last == 0 || x.less(n.items[1]):
 		return 0
-	case !x.less(n.firsts[last]):
+	case !x.less(n.items[last]):
 		return last
 	}
 	lo, hi := 2, last
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if x.less(n.firsts[mid]) {
+		if x.less(n.items[mid]) {
 			hi = mid
 		} else {
 			lo = mid + 1
@@ -153,13 +160,10 @@ func (t *bptree[T]) set(x T) bool {
 	} else if t.appendLast(x) {
 		return true
 	}
-	added, split := t.root.insert(x, true, t.n >= bigTree)
+	added, split := t.root.insert(x, true, t.root.n >= bigTree)
 	if split != nil {
 		old := t.root
-		t.root = &bnode[T]{n: old.n + split.n, kids: []*bnode[T]{old, split}, firsts: []T{old.firstItem(), split.firstItem()}}
-	}
-	if added {
-		t.n++
+		t.root = &bnode[T]{n: old.n + split.n, kids: []*bnode[T]{old, split}, items: []T{old.firstItem(), split.firstItem()}}
 	}
 	return added
 }
@@ -182,7 +186,6 @@ func (t *bptree[T]) appendLast(x T) bool {
 	for m := t.root; m != n; m = m.kids[len(m.kids)-1] {
 		m.n++
 	}
-	t.n++
 	return true
 }
 
@@ -230,8 +233,8 @@ func (n *bnode[T]) insert(x T, rightmost, big bool) (bool, *bnode[T]) {
 	if added {
 		n.n++ // a split below moves members between children, not out
 	}
-	if x.less(n.firsts[c]) {
-		n.firsts[c] = x
+	if x.less(n.items[c]) {
+		n.items[c] = x
 	}
 	if split == nil {
 		return added, nil
@@ -240,17 +243,17 @@ func (n *bnode[T]) insert(x T, rightmost, big bool) (bool, *bnode[T]) {
 	copy(n.kids[c+2:], n.kids[c+1:])
 	n.kids[c+1] = split
 	first := split.firstItem()
-	n.firsts = append(n.firsts, first)
-	copy(n.firsts[c+2:], n.firsts[c+1:])
-	n.firsts[c+1] = first
+	n.items = append(n.items, first)
+	copy(n.items[c+2:], n.items[c+1:])
+	n.items[c+1] = first
 	if len(n.kids) <= bmax {
 		return added, nil
 	}
 	if rightmost && c+1 == len(n.kids)-1 {
 		// The split child was the last: move it alone to a new right node.
-		right := &bnode[T]{n: split.n, kids: []*bnode[T]{split}, firsts: []T{split.firstItem()}}
+		right := &bnode[T]{n: split.n, kids: []*bnode[T]{split}, items: []T{split.firstItem()}}
 		n.kids = n.kids[:len(n.kids)-1]
-		n.firsts = n.firsts[:len(n.firsts)-1]
+		n.items = n.items[:len(n.items)-1]
 		n.n -= split.n
 		return added, right
 	}
@@ -291,12 +294,12 @@ func (n *bnode[T]) splitLeaf() *bnode[T] {
 func (n *bnode[T]) splitInner() *bnode[T] {
 	half := len(n.kids) / 2
 	right := &bnode[T]{
-		kids:   append([]*bnode[T](nil), n.kids[half:]...),
-		firsts: append([]T(nil), n.firsts[half:]...),
+		kids:  append([]*bnode[T](nil), n.kids[half:]...),
+		items: append([]T(nil), n.items[half:]...),
 	}
 	clear(n.kids[half:])
 	n.kids = n.kids[:half]
-	n.firsts = n.firsts[:half]
+	n.items = n.items[:half]
 	n.n = 0
 	for _, k := range n.kids {
 		n.n += k.n
@@ -318,7 +321,6 @@ func (t *bptree[T]) delete(x T) bool {
 	if !t.root.remove(x, true) {
 		return false
 	}
-	t.n--
 	for !t.root.leaf && len(t.root.kids) == 1 {
 		t.root = t.root.kids[0]
 	}
@@ -356,9 +358,8 @@ func (t *bptree[T]) deleteFirst(x T) bool {
 	first := n.items[0]
 	for m := t.root; m != n; m = m.kids[0] {
 		m.n--
-		m.firsts[0] = first
+		m.items[0] = first
 	}
-	t.n--
 	return true
 }
 
@@ -373,11 +374,14 @@ func (n *bnode[T]) remove(x T, rightmost bool) bool {
 			return false
 		}
 		var zero T
-		if i == 0 && !rightmost {
+		if i == 0 && (!rightmost || len(n.items) > bmax/4) {
 			// Dispatch drains a leaf from the front: drop the first slot
 			// rather than move the rest (a cold leaf is 2 KiB to move).
 			// Only the last leaf takes appends, so the lost room is
 			// seldom wanted; a leaf that needs it again gets a new array.
+			// The last leaf does so only while it is big (a small
+			// group's one leaf, say): a small one is cheap to move and
+			// takes appends, which would otherwise reallocate it often.
 			n.items[0] = zero
 			n.items = n.items[1:]
 		} else {
@@ -400,7 +404,7 @@ func (n *bnode[T]) remove(x T, rightmost bool) bool {
 	case k.size() < bmax/4:
 		n.mergeLow(c)
 	default:
-		n.firsts[c] = k.firstItem()
+		n.items[c] = k.firstItem()
 	}
 	return true
 }
@@ -417,10 +421,10 @@ func (n *bnode[T]) drop(c int) {
 	copy(n.kids[c:], n.kids[c+1:])
 	n.kids[len(n.kids)-1] = nil
 	n.kids = n.kids[:len(n.kids)-1]
-	copy(n.firsts[c:], n.firsts[c+1:])
+	copy(n.items[c:], n.items[c+1:])
 	var zero T
-	n.firsts[len(n.firsts)-1] = zero
-	n.firsts = n.firsts[:len(n.firsts)-1]
+	n.items[len(n.items)-1] = zero
+	n.items = n.items[:len(n.items)-1]
 }
 
 // mergeLow merges the low child c into a neighbour when both fit in one.
@@ -432,7 +436,7 @@ func (n *bnode[T]) mergeLow(c int) {
 	case c > 0 && n.kids[c-1].size()+k.size() <= bmax:
 		n.mergeKids(c - 1)
 	default:
-		n.firsts[c] = k.firstItem()
+		n.items[c] = k.firstItem()
 	}
 }
 
@@ -449,7 +453,7 @@ func (n *bnode[T]) mergeKids(i int) {
 	}
 	n.kids[i] = keep
 	n.drop(i + 1)
-	n.firsts[i] = keep.firstItem()
+	n.items[i] = keep.firstItem()
 }
 
 // prepend puts the members of its left neighbour leaf l before its own,
@@ -469,7 +473,7 @@ func (n *bnode[T]) absorb(r *bnode[T]) {
 		n.items = append(roomFor(n.items, len(r.items)), r.items...)
 	} else {
 		n.kids = append(n.kids, r.kids...)
-		n.firsts = append(n.firsts, r.firsts...)
+		n.items = append(n.items, r.items...)
 	}
 	n.n += r.n
 	r.n = 0
@@ -499,7 +503,7 @@ func (t *bptree[T]) rank(x T, inclusive bool) int {
 // at returns the i-th member (0-based).
 func (t *bptree[T]) at(i int) (T, bool) {
 	var zero T
-	if i < 0 || i >= t.n {
+	if i < 0 || i >= t.len() {
 		return zero, false
 	}
 	n := t.root

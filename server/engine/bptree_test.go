@@ -161,7 +161,7 @@ func TestBptree_DeepTreeMatchesSortedSlice(t *testing.T) {
 func requireWellFormed(t *testing.T, tr *bptree[testInt]) {
 	t.Helper()
 	if tr.root == nil {
-		require.Zero(t, tr.n)
+		require.Zero(t, tr.len())
 		return
 	}
 	var walk func(n *bnode[testInt]) (count int, first testInt)
@@ -173,16 +173,16 @@ func requireWellFormed(t *testing.T, tr *bptree[testInt]) {
 			return n.n, n.items[0]
 		}
 		require.NotEmpty(t, n.kids, "inner node without children")
-		require.Len(t, n.firsts, len(n.kids))
+		require.Len(t, n.items, len(n.kids))
 		sum := 0
 		for i, k := range n.kids {
 			c, f := walk(k)
-			require.Equal(t, f, n.firsts[i], "first member of child %d", i)
+			require.Equal(t, f, n.items[i], "first member of child %d", i)
 			sum += c
 		}
 		require.Equal(t, sum, n.n, "inner count")
-		return sum, n.firsts[0]
+		return sum, n.items[0]
 	}
 	n, _ := walk(tr.root)
-	require.Equal(t, n, tr.n, "tree count")
+	require.Equal(t, n, tr.len(), "tree count")
 }
