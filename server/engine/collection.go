@@ -36,8 +36,8 @@ type collection struct {
 // candEntry is an entry of a queue's heap of candidates: a group outside
 // collections, or a collection.
 type candEntry struct {
-	cand item // the earliest affordable job of the entry, else none
-	hidx int  // index in q.cands, -1 when absent
+	cand item  // the earliest affordable job of the entry, else none
+	hidx int32 // index in q.cands, -1 when absent
 }
 
 type collKey struct {
@@ -146,8 +146,8 @@ func (e *Engine) edgesChanged(g *group) {
 	if g.coll == nil {
 		return
 	}
-	e.setFirst(g, g.set.min())
-	e.setLast(g, g.set.max())
+	e.setFirst(g, g.members().min())
+	e.setLast(g, g.members().max())
 }
 
 // joinedEdges is edgesChanged after it joined the group: only an end it
@@ -171,10 +171,10 @@ func (e *Engine) leftEdges(g *group, k key) {
 		return
 	}
 	if g.first.ok() && g.first.k() == k {
-		e.setFirst(g, g.set.min())
+		e.setFirst(g, g.members().min())
 	}
 	if g.last.ok() && g.last.k() == k {
-		e.setLast(g, g.set.max())
+		e.setLast(g, g.members().max())
 	}
 }
 

@@ -21,13 +21,15 @@ type group struct {
 	candEntry // cand: the first member when it is affordable, else none
 	q         *queue
 	sig       *signature   // nil: the queue's jobs without budgets
-	set       jobSet       // its members: tree, which is kept here
-	tree      bptree[item] // in the group, not beside it: one cache miss less a visit
+	tree      bptree[item] // its members (members), in the group, not beside it: one cache miss less a visit
 	coll      *collection  // nil: not collected
 	first     item         // collected: its first member as its collection knows it
 	last      item         // collected: its last member, likewise
 	dirty     bool
 }
+
+// members returns the group's members as a set.
+func (g *group) members() jobSet { return jobSet{&g.tree} }
 
 // binds returns the group's bindings, in canonical order.
 func (g *group) binds() []bind {
@@ -116,7 +118,6 @@ func (e *Engine) groupOf(r *jobRec) *group {
 		return g
 	}
 	g := &group{candEntry: candEntry{cand: none, hidx: -1}, q: q, sig: sig, first: none}
-	g.set = jobSet{&g.tree}
 	q.groups[sig] = g
 	if e.served(q) {
 		e.attach(g)
@@ -159,7 +160,7 @@ func (e *Engine) join(j ref) {
 	r.aux = -1
 	g := e.groupOf(r)
 	it := itemAt(e.keyOf(j), j.idx)
-	g.set.insert(it)
+	g.members().insert(it)
 	e.joinedEdges(g, it)
 	e.markGroup(g)
 	for _, b := range e.binds(r) {
@@ -187,7 +188,7 @@ func (e *Engine) leaveAt(j ref, k key) {
 			e.clearHead(b.a)
 		}
 	}
-	g.set.remove(k)
+	g.members().remove(k)
 	e.leftEdges(g, k)
 	if g.coll != nil && g.cand.idx == j.idx {
 		// At once: the job may join another group of the collection
@@ -204,7 +205,7 @@ func (e *Engine) leaveAt(j ref, k key) {
 			e.deadlineDirty(b.a)
 		}
 	}
-	if g.set.len() == 0 {
+	if g.members().len() == 0 {
 		e.dropGroup(g)
 	}
 }
@@ -256,11 +257,11 @@ func (e *Engine) recompute(g *group) {
 	g.dirty = false
 	e.work += uint64(1 + len(g.binds()))
 	e.touch(g.q)
-	if g.set.len() == 0 || !e.served(g.q) {
+	if g.members().len() == 0 || !e.served(g.q) {
 		e.setCandidate(g, none)
 		return
 	}
-	m := g.set.min()
+	m := g.members().min()
 	pb := e.partBound(g)
 	if !pb.admits(m.k()) {
 		m = none

@@ -9,15 +9,15 @@ type groupHeap struct{ items []*candEntry }
 func (h *groupHeap) less(a, b int) bool { return h.items[a].cand.k().less(h.items[b].cand.k()) }
 func (h *groupHeap) swap(a, b int) {
 	h.items[a], h.items[b] = h.items[b], h.items[a]
-	h.items[a].hidx, h.items[b].hidx = a, b
+	h.items[a].hidx, h.items[b].hidx = int32(a), int32(b)
 }
 func (h *groupHeap) push(g *candEntry) {
-	g.hidx = len(h.items)
+	g.hidx = int32(len(h.items))
 	h.items = append(h.items, g)
-	up(h, g.hidx)
+	up(h, len(h.items)-1)
 }
 func (h *groupHeap) remove(g *candEntry) {
-	i := g.hidx
+	i := int(g.hidx)
 	last := len(h.items) - 1
 	h.swap(i, last)
 	h.items[last] = nil
@@ -27,7 +27,7 @@ func (h *groupHeap) remove(g *candEntry) {
 		fix(h, i)
 	}
 }
-func (h *groupHeap) fix(g *candEntry) { fix(h, g.hidx) }
+func (h *groupHeap) fix(g *candEntry) { fix(h, int(g.hidx)) }
 func (h *groupHeap) len() int         { return len(h.items) }
 
 // queueHeap orders the queues that have an affordable job by their earliest.

@@ -273,7 +273,7 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 				pop: func() int {
 					c := h.items[0]
 					h.remove(c)
-					require.Equal(t, -1, c.hidx)
+					require.Equal(t, int32(-1), c.hidx)
 					return modelIDOf(c.cand.id.unpack())
 				},
 				top:    func() int { return modelIDOf(h.items[0].cand.id.unpack()) },
@@ -284,7 +284,7 @@ func TestHeaps_MatchSortedModel(t *testing.T) {
 					h.fix(c)
 				},
 				len:   func() int { return h.len() },
-				check: func() error { return checkIndexes(len(h.items), func(i int) int { return h.items[i].hidx }) },
+				check: func() error { return checkIndexes(len(h.items), func(i int) int { return int(h.items[i].hidx) }) },
 			}, true, seed)
 		})
 	})

@@ -568,8 +568,8 @@ func (r *propRun) compare() {
 		if a.head.ok() != (mb.head != nil) || (a.head.ok() && a.head.id.String() != mb.head.id) {
 			var gs []string
 			for _, g := range a.served.list {
-				m := g.set.min()
-				gs = append(gs, fmt.Sprintf("[%s len %d min %s pays %v paused %v wif %v]", g.q.name, g.set.len(), m.id, e.pays(a, g.costOf(a)), e.groupPaused(g), e.wifBound(g).admits(m.k())))
+				m := g.members().min()
+				gs = append(gs, fmt.Sprintf("[%s len %d min %s pays %v paused %v wif %v]", g.q.name, g.members().len(), m.id, e.pays(a, g.costOf(a)), e.groupPaused(g), e.wifBound(g).admits(m.k())))
 			}
 			r.fail("head of %s: engine %v (tag %s), model %v (tag %s); groups %v", key, a, r.tags(a.head.id.String()), mb.head, r.tags(mb.head.id), gs)
 		}
@@ -733,10 +733,10 @@ func (r *propRun) engineAhead(j ref) string {
 		var ids []string
 		for _, g := range b.a.served.list {
 			pb, wb := e.lineBounds(b.a, g)
-			from, to := pb.tighter(before).count(g.set), wb.tighter(before).count(g.set)
-			ids = append(ids, fmt.Sprintf("[group %s len %d pb %d wb %d]", g.q.name, g.set.len(), pb.count(g.set), wb.count(g.set)))
+			from, to := pb.tighter(before).count(g.members()), wb.tighter(before).count(g.members())
+			ids = append(ids, fmt.Sprintf("[group %s len %d pb %d wb %d]", g.q.name, g.members().len(), pb.count(g.members()), wb.count(g.members())))
 			for i := from; i < to; i++ {
-				it := g.set.at(i)
+				it := g.members().at(i)
 				ids = append(ids, fmt.Sprintf("%s(p%d t%d)", it.id, it.prio, it.tag()))
 			}
 		}

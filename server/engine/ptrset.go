@@ -4,10 +4,13 @@ package engine
 // groups are ranged over on every change of the budget, and ranging over a
 // map costs a random start and a walk of its table even for one member;
 // adding and removing are rare (a group attaches or detaches). Small sets
-// are searched; a large one keeps an index.
+// are searched; a large one keeps an index. The first member lives in the
+// set itself: a sub-budget serves one group, and an array of its own would
+// be one more cold line on each of its dispatches.
 type ptrSet[T comparable] struct {
 	list []T
 	at   map[T]int // index in list, once the set is larger than ptrSetSmall
+	one  [1]T      // list's array while it holds at most one member
 }
 
 // ptrSetSmall is the most members a set finds by searching its list.
@@ -37,6 +40,9 @@ func (s *ptrSet[T]) has(x T) bool { return s.index(x) >= 0 }
 func (s *ptrSet[T]) add(x T) {
 	if s.index(x) >= 0 {
 		return
+	}
+	if s.list == nil {
+		s.list = s.one[:0:1]
 	}
 	s.list = append(s.list, x)
 	switch {

@@ -88,7 +88,7 @@ func (e *Engine) queueCounts(q *queue) Counts {
 		if g.sig == nil {
 			continue
 		}
-		parked := int64(g.set.len() - e.affordBound(g).count(g.set))
+		parked := int64(g.members().len() - e.affordBound(g).count(g.members()))
 		c.Parked += parked
 		c.Ready -= parked
 	}
@@ -111,11 +111,11 @@ func (e *Engine) lineBounds(a *account, g *group) (pb, wb bound) {
 // (the parked jobs of a in g), and returns the first of them.
 func (e *Engine) refusedIn(a *account, g *group) (int, item) {
 	pb, wb := e.lineBounds(a, g)
-	from, to := pb.count(g.set), wb.count(g.set)
+	from, to := pb.count(g.members()), wb.count(g.members())
 	if from >= to {
 		return 0, none
 	}
-	return to - from, g.set.at(from)
+	return to - from, g.members().at(from)
 }
 
 // waitingJob is a waiting job with what the views ask of it.
@@ -150,7 +150,7 @@ func (e *Engine) ahead(a *account, j waitingJob) (n, cost int64) {
 	for g := range a.servedGroups() {
 		pb, wb := e.lineBounds(a, g)
 		c := g.costOf(a)
-		if k := wb.tighter(before).count(g.set) - pb.tighter(before).count(g.set); k > 0 {
+		if k := wb.tighter(before).count(g.members()) - pb.tighter(before).count(g.members()); k > 0 {
 			n += int64(k)
 			cost += int64(k) * c
 		}
@@ -349,7 +349,7 @@ func (e *Engine) Parked() []string {
 				continue
 			}
 			// The affordable prefix ends at member n: the rest are parked.
-			g.set.ascend(e.affordBound(g).count(g.set), func(it item) bool {
+			g.members().ascend(e.affordBound(g).count(g.members()), func(it item) bool {
 				out = append(out, it.id.String())
 				return true
 			})

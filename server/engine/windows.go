@@ -114,8 +114,8 @@ func (e *Engine) readySources(keep func(*queue) bool) []*bptree[item] {
 			continue
 		}
 		for _, g := range q.groups {
-			if g.set.len() > 0 {
-				out = append(out, g.set.t)
+			if g.members().len() > 0 {
+				out = append(out, g.members().t)
 			}
 		}
 	}
