@@ -48,12 +48,19 @@ func (ec *eventConn) next() api.AdminFrame {
 	return f
 }
 
-// until reads frames until one satisfies ok, and returns it.
+// until reads frames until one satisfies ok, and returns it. It gives up
+// after a minute even while frames keep coming: heartbeats alone would
+// otherwise keep a wait for a frame that never comes going until the test
+// binary's own timeout.
 func (ec *eventConn) until(what string, ok func(api.AdminFrame) bool) api.AdminFrame {
 	ec.t.Helper()
+	deadline := time.Now().Add(time.Minute)
 	for range 10000 {
 		if f := ec.next(); ok(f) {
 			return f
+		}
+		if time.Now().After(deadline) {
+			break
 		}
 	}
 	ec.t.Fatalf("never got %s", what)
@@ -376,7 +383,10 @@ func TestEvents_Budgets(t *testing.T) {
 // TestEvents_StalledSubscriber: a dashboard that reads nothing for a while
 // does not hold dispatch back (a worker works through every job while it
 // stalls, with its frames far larger than any socket buffer), and once it
-// reads again it is resynced with a fresh snapshot.
+// reads again it has been resynced with a fresh snapshot, which with the
+// changes after it shows the drained lists. The resync's snapshot may be
+// taken while the worker is still going (the buffer drains into the
+// socket before the socket fills again), so the changes after it count.
 func TestEvents_StalledSubscriber(t *testing.T) {
 	t.Parallel()
 	tb := setup(t, func(o *server.Options) { o.HTTP.Events.Buffer = 8 })
@@ -395,10 +405,14 @@ func TestEvents_StalledSubscriber(t *testing.T) {
 	}
 	require.Equal(t, jobs[n-1].ID, jobs[len(jobs)-1].ID)
 
-	f := ec.until("a snapshot of the drained lists", func(f api.AdminFrame) bool {
-		return f.Event == api.EventJobSnapshot && f.Ready.Total == 0 && f.InFlight.Total == 0
+	// A frame's totals are those of its update, whose changes may follow
+	// it (or be dropped for a resync): the view is drained once what the
+	// frames show is empty too.
+	stalled := len(ec.seen)
+	ec.until("a resynced view of the drained lists", func(f api.AdminFrame) bool {
+		listed, resynced := listedAfterLastSnapshot(ec.seen[stalled:])
+		return resynced && len(listed) == 0 && f.Server.TotalReady == 0 && f.Server.TotalInFlight == 0
 	})
-	require.Empty(t, f.Ready.Items)
 	changes := 0
 	for _, g := range ec.seen {
 		if g.Event == api.EventJobChanged {
@@ -406,4 +420,41 @@ func TestEvents_StalledSubscriber(t *testing.T) {
 		}
 	}
 	require.Less(t, changes, 2*n, "frames that did not fit were dropped, not queued")
+}
+
+// listedAfterLastSnapshot returns the jobs a dashboard shows in its ready
+// and in-flight lists after frames: the last job_snapshot among them with
+// the job_changed frames after it applied; false when there is none.
+func listedAfterLastSnapshot(frames []api.AdminFrame) (map[string]bool, bool) {
+	last := -1
+	for i, f := range frames {
+		if f.Event == api.EventJobSnapshot {
+			last = i
+		}
+	}
+	if last < 0 {
+		return nil, false
+	}
+	listed := map[string]bool{}
+	for _, id := range itemIDs(frames[last].Ready) {
+		listed["ready "+id] = true
+	}
+	for _, id := range itemIDs(frames[last].InFlight) {
+		listed["in_flight "+id] = true
+	}
+	for _, f := range frames[last+1:] {
+		if f.Event != api.EventJobChanged {
+			continue
+		}
+		switch f.Status {
+		case "ready", "in_flight":
+			listed[f.Status+" "+f.ID] = true
+		case "ready_removed", "in_flight_removed":
+			delete(listed, strings.TrimSuffix(f.Status, "_removed")+" "+f.ID)
+		case "completed", "dead":
+			delete(listed, "ready "+f.ID)
+			delete(listed, "in_flight "+f.ID)
+		}
+	}
+	return listed, true
 }
