@@ -24,10 +24,12 @@ func testCalendarBudgets(t *testing.T, newB func(testing.TB) *bundle) {
 		require.Equal(t, want, b.budgets(t))
 		require.Equal(t, want, load(t, b).Budgets)
 
-		// A replacement writes them as every other field.
-		daily.Reset, daily.Timezone, daily.Strategy = "", "", store.WhileInFlight
-		b.apply(t, store.PutBudget(daily))
-		require.Equal(t, []store.Budget{daily, utc}, b.budgets(t))
+		// A replacement writes them as every other field. (A copy: the
+		// subtests run in parallel and share daily.)
+		replaced := daily
+		replaced.Reset, replaced.Timezone, replaced.Strategy = "", "", store.WhileInFlight
+		b.apply(t, store.PutBudget(replaced))
+		require.Equal(t, []store.Budget{replaced, utc}, b.budgets(t))
 	})
 
 	t.Run("Spend", func(t *testing.T) {
