@@ -17,6 +17,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/zizq/zizq/client"
@@ -174,6 +175,9 @@ type runner struct {
 	prefix string    // names of the run's queues and budgets
 	prog   *progress
 	hc     *http.Client
+
+	padOnce sync.Once
+	pad     string // PayloadSize bytes of x; see padding
 }
 
 // Run validates o, runs the scenarios it names and returns their report.

@@ -187,9 +187,16 @@ type jobPayload struct {
 func (b *runner) payload(i int64, sent time.Duration) api.Payload {
 	out := `{"i":` + strconv.FormatInt(i, 10) + `,"t":` + strconv.FormatInt(int64(sent), 10) + `}`
 	if pad := b.o.PayloadSize - len(out) - len(`,"pad":""`); pad > 0 {
-		out = out[:len(out)-1] + `,"pad":"` + strings.Repeat("x", pad) + `"}`
+		out = out[:len(out)-1] + `,"pad":"` + b.padding(pad) + `"}`
 	}
 	return api.Payload(out)
+}
+
+// padding is n bytes of x, sliced from one string made once: the bench's
+// producers share the server's cores, and every payload is padded.
+func (b *runner) padding(n int) string {
+	b.padOnce.Do(func() { b.pad = strings.Repeat("x", b.o.PayloadSize) })
+	return b.pad[:n]
 }
 
 func decodePayload(p api.Payload) (jobPayload, error) {
@@ -326,7 +333,7 @@ func (b *runner) produce(ctx context.Context, t *target, from, to, bulk int, mk 
 		if bulk == 1 {
 			_, err = t.cl.Enqueue(ctx, reqs[0])
 		} else {
-			_, err = t.cl.EnqueueBulk(ctx, reqs)
+			err = t.postBulk(ctx, b.hc, b.o.Timeout, reqs)
 		}
 		if err != nil {
 			return fmt.Errorf("enqueue: %w", err)
