@@ -12,10 +12,11 @@ import (
 	"github.com/zizq/zizq/store"
 )
 
-// Storage care. SQLite checkpoints the WAL by itself after commits that
-// leave it over wal_autocheckpoint pages (PASSIVE: it copies what no reader
-// still needs and never waits). That is not enough for a server that runs
-// for years:
+// Storage care. The WAL is copied into the database file by the
+// checkpointer, on a connection of its own beside the writer
+// (checkpointer.go; the writer's connection has SQLite's automatic
+// checkpoint turned off, so that no commit waits on one). That is not
+// enough for a server that runs for years:
 //
 //   - A checkpoint can only restart the WAL from its beginning when no
 //     reader uses it. Under a steady load with overlapping reads, or while
@@ -29,8 +30,8 @@ import (
 //     and the writer returns free pages in bounded steps.
 //
 // All of it runs on the writer goroutine, between transactions: the only
-// writing connection is never shared, and no write waits on maintenance for
-// longer than one bounded step.
+// connection that writes rows is never shared, and no write waits on
+// maintenance for longer than one bounded step.
 
 // Maintenance tunes the writer's storage care; zero values take defaults.
 type Maintenance struct {
@@ -46,6 +47,14 @@ type Maintenance struct {
 	// VacuumPages is how many free pages are returned to the file system
 	// per step, once at least that many are free. 0 means 1024.
 	VacuumPages int
+	// CheckpointPace is the least time between two of the checkpointer's
+	// passes. 0 means 20ms.
+	CheckpointPace time.Duration
+	// RestartPages is the WAL's length, in pages, past which the writer
+	// checkpoints what the checkpointer has not copied yet, so that the
+	// WAL restarts from its beginning. 0 means 8192 (32 MiB of 4 KiB
+	// pages).
+	RestartPages int
 }
 
 const (
@@ -53,6 +62,8 @@ const (
 	defaultWALTruncateBytes = 64 << 20
 	defaultTruncateWait     = 200 * time.Millisecond
 	defaultVacuumPages      = 1024
+	defaultCheckpointPace   = 20 * time.Millisecond
+	defaultRestartPages     = 8192
 	// maxTruncateBackoff bounds the pause after TRUNCATE checkpoints that
 	// found a reader in the way: a failed attempt stalls writes for up to
 	// TruncateWait, so at most 4% of the time by default, and the WAL grows
@@ -98,6 +109,12 @@ func (m *maintState) init(cfg Maintenance) {
 	}
 	if cfg.VacuumPages <= 0 {
 		cfg.VacuumPages = defaultVacuumPages
+	}
+	if cfg.CheckpointPace <= 0 {
+		cfg.CheckpointPace = defaultCheckpointPace
+	}
+	if cfg.RestartPages <= 0 {
+		cfg.RestartPages = defaultRestartPages
 	}
 	m.cfg = cfg
 }
@@ -295,9 +312,16 @@ func (db *DB) checkpoint(now time.Time) error {
 	ctx := context.Background()
 	wal, _ := fileSize(db.path + "-wal")
 	if wal <= m.cfg.WALTruncateBytes || now.Before(m.truncateAfter) {
+		if !db.ckpt.mu.TryLock() {
+			return nil // the checkpointer is copying the WAL
+		}
+		defer db.ckpt.mu.Unlock()
 		_, err := db.w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 		return wrapUnavailable(err)
 	}
+	// A pass of the checkpointer's under way ends first.
+	db.ckpt.mu.Lock()
+	defer db.ckpt.mu.Unlock()
 	busy, err := db.checkpointTruncate(ctx, m.cfg.TruncateWait)
 	if err != nil {
 		return err

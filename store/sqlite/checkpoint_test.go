@@ -190,3 +190,50 @@ func TestDB_MaxJobIDOutlivesJobs(t *testing.T) {
 	defer db.Close()
 	require.Equal(t, id(7), maxID(db), "the high-water mark is saved at close")
 }
+
+// TestCheckpointer_CopiesBesideTheWriter: with the writer's own care never
+// due and SQLite's automatic checkpoint off, the checkpointer copies the
+// WAL while the writer commits back to back, and the writer's restart
+// checkpoints keep the WAL file near RestartPages however much is written.
+func TestCheckpointer_CopiesBesideTheWriter(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *Options) {
+		o.Maintenance = Maintenance{Interval: time.Hour, CheckpointPace: time.Millisecond, RestartPages: 64}
+	})
+	// Four producers that each wait for their commit: many transactions
+	// of a few groups each, back to back.
+	const jobs, group, producers = 6000, 5, 4
+	var wg sync.WaitGroup
+	errs := make(chan error, producers)
+	for p := range producers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1 + p*group; n <= jobs; n += producers * group {
+				ops := make([]store.Op, group)
+				for k := range ops {
+					ops[k] = store.InsertJob(bigJob(n + k))
+				}
+				if err := b.db.Append(ops...).Wait(b.ctx); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	require.NoError(t, <-errs)
+	var count int
+	require.NoError(t, b.db.rdb.QueryRowContext(b.ctx, "SELECT count(*) FROM jobs").Scan(&count))
+	require.Equal(t, jobs, count)
+
+	dbBytes, walBytes := b.db.Sizes()
+	require.Positive(t, b.db.ckpt.passes.Load(), "the checkpointer ran")
+	require.Positive(t, b.db.restarts.Load(), "the writer restarted the WAL")
+	// The WAL file is as long as the WAL ever was. Without restarts it
+	// would hold every page written, more than the database file's.
+	t.Logf("database %d bytes, WAL %d bytes, %d passes, %d restarts", dbBytes, walBytes, b.db.ckpt.passes.Load(), b.db.restarts.Load())
+	require.Greater(t, dbBytes, int64(jobs*1000), "the pages reached the database file")
+	require.Less(t, walBytes, dbBytes*3/4, "the WAL restarted instead of growing")
+}

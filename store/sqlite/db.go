@@ -111,6 +111,9 @@ type DB struct {
 
 	snapshotMu sync.Mutex // one snapshot's connection at a time (backup.go)
 
+	ckpt     *checkpointer // copies the WAL beside the writer (checkpointer.go)
+	restarts atomic.Int64  // the writer's restart checkpoints (tests, diagnostics)
+
 	txs    atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
 	dir    string       // the data directory
 	path   string       // absolute path of the database file
@@ -177,6 +180,13 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 		return nil, err
 	}
 	if err := db.initMaintenance(ctx, conn); err != nil {
+		return nil, err
+	}
+	// The checkpointer copies the WAL; no commit of the writer waits on it.
+	if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
+		return nil, fmt.Errorf("turn off automatic checkpoints: %w", wrapUnavailable(err))
+	}
+	if db.ckpt, err = openCheckpointer(ctx, path, db.maint.cfg, log); err != nil {
 		return nil, err
 	}
 	// Refresh the planner's statistics where they are missing or stale, as
@@ -269,10 +279,14 @@ func (db *DB) Close() error {
 	return db.closeErr
 }
 
-// closeConns closes the read pool before the writer's connection, so the
-// writer's is the last one and SQLite checkpoints and removes the WAL.
+// closeConns closes the checkpointer and the read pool before the
+// writer's connection, so the writer's is the last one and SQLite
+// checkpoints and removes the WAL.
 func (db *DB) closeConns() error {
 	var errs []error
+	if db.ckpt != nil {
+		errs = append(errs, db.ckpt.close())
+	}
 	if db.rdb != nil {
 		db.read.close()
 		errs = append(errs, db.rdb.Close())

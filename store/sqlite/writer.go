@@ -78,6 +78,8 @@ func (w writerWork) Committed(info store.CommitInfo) {
 		w.db.opts.OnCommit(info)
 	}
 	w.db.maintain(w.db.now())
+	w.db.ckpt.wrote()
+	w.db.restartWAL()
 }
 
 // Idle waits for wake, doing storage care meanwhile.

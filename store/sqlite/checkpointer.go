@@ -1,0 +1,163 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The checkpointer copies the WAL into the database file beside the
+// writer, on a connection of its own.
+//
+// A checkpoint run by the writer (SQLite's automatic one after a commit
+// that leaves the WAL over 1,000 pages, or the writer's own) holds up
+// every write behind it while it copies pages and syncs two files. Under a
+// sustained load that is a fifth of the writer's time: a bulk enqueue of
+// 400,000 jobs went from 128,000 to 157,000 jobs/s with no checkpoint at
+// all (BENCHMARKS.md). A PASSIVE checkpoint on another connection takes
+// only the checkpoint lock, so it runs while the writer commits.
+//
+// What the checkpointer cannot do is restart the WAL: SQLite writes from
+// the WAL's beginning again only when a write transaction begins with
+// every frame copied, and under a steady load a commit always lands while
+// a checkpoint runs. So once a pass finds the WAL over
+// Maintenance.RestartPages, the checkpointer stands aside (it runs no pass
+// until the writer has checkpointed), the writer checkpoints what is left
+// after its next commit (the frames of the commits since that pass began),
+// and the writer's next transaction restarts the WAL. The writer's
+// once-a-second care (checkpoint.go) stays as it was and bounds the WAL
+// when the checkpointer fails.
+type checkpointer struct {
+	db   *sql.DB // holds conn
+	conn *sql.Conn
+	log  *slog.Logger
+	pace time.Duration // the least time between two passes
+
+	kick chan struct{} // a commit wrote to the WAL; holds one
+	stop chan struct{}
+	done chan struct{} // closed when the loop has returned
+
+	// restartPages is Maintenance.RestartPages; restartDue is set by a
+	// pass that found the WAL at least that long, and cleared by the
+	// writer's checkpoint. While it is set the checkpointer runs no pass,
+	// so that the writer's checkpoint never finds the lock taken.
+	restartPages int64
+	restartDue   atomic.Bool
+
+	// mu is held by each checkpoint of the store, the checkpointer's and
+	// the writer's: SQLite lets one run at a time and answers any other
+	// "busy" at once, which would cost a TRUNCATE its turn.
+	mu sync.Mutex
+
+	passes  atomic.Int64 // passes run (tests, diagnostics)
+	failing bool         // the last pass failed (logged once per streak)
+}
+
+// openCheckpointer opens the checkpointer's connection to the database at
+// path and starts its loop.
+func openCheckpointer(ctx context.Context, path string, cfg Maintenance, log *slog.Logger) (*checkpointer, error) {
+	// Its page cache is small: a checkpoint reads the WAL's frames and
+	// writes database pages without going through it.
+	cdb, err := sql.Open("sqlite", dsn(path, checkpointerCacheBytes, false))
+	if err != nil {
+		return nil, fmt.Errorf("open checkpointer: %w", err)
+	}
+	cdb.SetMaxOpenConns(1)
+	conn, err := cdb.Conn(ctx)
+	if err != nil {
+		_ = cdb.Close()
+		return nil, fmt.Errorf("open checkpointer: %w", wrapUnavailable(err))
+	}
+	c := &checkpointer{db: cdb, conn: conn, log: log, pace: cfg.CheckpointPace, restartPages: int64(cfg.RestartPages),
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go c.loop()
+	return c, nil
+}
+
+// checkpointerCacheBytes is the checkpointer connection's page cache.
+const checkpointerCacheBytes = 256 << 10
+
+// wrote tells the checkpointer that a commit wrote to the WAL. It never
+// blocks.
+func (c *checkpointer) wrote() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *checkpointer) loop() {
+	defer close(c.done)
+	pace := time.NewTimer(0)
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.kick:
+		}
+		if c.restartDue.Load() {
+			continue // the writer's turn; a later commit kicks again
+		}
+		c.pass()
+		pace.Reset(c.pace)
+		select {
+		case <-c.stop:
+			return
+		case <-pace.C:
+		}
+	}
+}
+
+// pass runs one PASSIVE checkpoint and records the WAL's length.
+func (c *checkpointer) pass() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.passes.Add(1)
+	var busy, walPages, copied int64
+	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
+	switch {
+	case err != nil && !c.failing:
+		c.log.Warn("wal checkpoint failed; the writer checkpoints meanwhile", "err", err)
+		c.failing = true
+	case err == nil && c.failing:
+		c.log.Info("wal checkpoints work again")
+		c.failing = false
+	}
+	if err == nil && walPages >= c.restartPages {
+		c.restartDue.Store(true)
+	}
+}
+
+// close stops the loop, waiting for a pass under way, and closes the
+// connection.
+func (c *checkpointer) close() error {
+	close(c.stop)
+	<-c.done
+	return errors.Join(c.conn.Close(), c.db.Close())
+}
+
+// restartWAL runs the writer's checkpoint of what the checkpointer has not
+// copied yet, when a pass asked for it, so that the writer's next
+// transaction writes the WAL from its beginning. A checkpoint that could
+// not run (another connection's holds the lock, or the disk fails) is
+// tried again after the next commit.
+func (db *DB) restartWAL() {
+	if !db.ckpt.restartDue.Load() {
+		return
+	}
+	db.ckpt.mu.Lock()
+	defer db.ckpt.mu.Unlock()
+	var busy, walPages, copied int64
+	err := db.w.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
+	if err != nil || busy != 0 {
+		db.log.Debug("wal restart checkpoint did not run", "busy", busy, "err", err)
+		return
+	}
+	db.restarts.Add(1)
+	db.ckpt.restartDue.Store(false)
+}
