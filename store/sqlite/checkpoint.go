@@ -52,7 +52,7 @@ type Maintenance struct {
 	CheckpointPace time.Duration
 	// RestartPages is the WAL's length, in pages, past which the writer
 	// checkpoints what the checkpointer has not copied yet, so that the
-	// WAL restarts from its beginning. 0 means 8192 (32 MiB of 4 KiB
+	// WAL restarts from its beginning. 0 means 4096 (16 MiB of 4 KiB
 	// pages).
 	RestartPages int
 }
@@ -63,7 +63,7 @@ const (
 	defaultTruncateWait     = 200 * time.Millisecond
 	defaultVacuumPages      = 1024
 	defaultCheckpointPace   = 20 * time.Millisecond
-	defaultRestartPages     = 8192
+	defaultRestartPages     = 4096
 	// maxTruncateBackoff bounds the pause after TRUNCATE checkpoints that
 	// found a reader in the way: a failed attempt stalls writes for up to
 	// TruncateWait, so at most 4% of the time by default, and the WAL grows
@@ -319,9 +319,6 @@ func (db *DB) checkpoint(now time.Time) error {
 		_, err := db.w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
 		return wrapUnavailable(err)
 	}
-	// A pass of the checkpointer's under way ends first.
-	db.ckpt.mu.Lock()
-	defer db.ckpt.mu.Unlock()
 	busy, err := db.checkpointTruncate(ctx, m.cfg.TruncateWait)
 	if err != nil {
 		return err
@@ -337,8 +334,11 @@ func (db *DB) checkpoint(now time.Time) error {
 }
 
 // checkpointTruncate runs a TRUNCATE checkpoint that waits at most wait
-// for readers and reports whether a reader kept it from finishing.
+// for readers and reports whether a reader kept it from finishing. A pass
+// of the checkpointer's under way ends first.
 func (db *DB) checkpointTruncate(ctx context.Context, d time.Duration) (busy bool, err error) {
+	db.ckpt.mu.Lock()
+	defer db.ckpt.mu.Unlock()
 	conn := db.w.conn
 	wait := d.Milliseconds()
 	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = "+strconv.FormatInt(max(wait, 1), 10)); err != nil {

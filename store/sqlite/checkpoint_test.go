@@ -237,3 +237,31 @@ func TestCheckpointer_CopiesBesideTheWriter(t *testing.T) {
 	require.Greater(t, dbBytes, int64(jobs*1000), "the pages reached the database file")
 	require.Less(t, walBytes, dbBytes*3/4, "the WAL restarted instead of growing")
 }
+
+// TestCheckpointer_StepsAsideForTruncate: a compaction's TRUNCATE
+// checkpoint waits for the checkpointer's pass instead of finding the
+// checkpoint lock taken, while the writer commits back to back.
+func TestCheckpointer_StepsAsideForTruncate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(o *Options) {
+		o.Maintenance = Maintenance{Interval: time.Hour, CheckpointPace: time.Millisecond, RestartPages: 1 << 20}
+	})
+	ctx, stop := context.WithCancel(b.ctx)
+	defer stop()
+	wrote := make(chan error, 1)
+	go func() {
+		for n := 1; ctx.Err() == nil; n++ {
+			if err := b.db.Append(store.InsertJob(bigJob(n))).Wait(b.ctx); err != nil {
+				wrote <- err
+				return
+			}
+		}
+		wrote <- nil
+	}()
+	for range 20 {
+		require.NoError(t, b.db.Compact(b.ctx))
+	}
+	stop()
+	require.NoError(t, <-wrote)
+	require.Positive(t, b.db.ckpt.passes.Load())
+}

@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,9 @@ import (
 )
 
 // The checkpointer copies the WAL into the database file beside the
-// writer, on a connection of its own.
+// writer, on a connection it borrows from the read pool for each pass (a
+// checkpoint writes no rows, so query_only does not stop it; a connection
+// of its own would cost about 1.5 MiB of memory).
 //
 // A checkpoint run by the writer (SQLite's automatic one after a commit
 // that leaves the WAL over 1,000 pages, or the writer's own) holds up
@@ -33,14 +33,15 @@ import (
 // once-a-second care (checkpoint.go) stays as it was and bounds the WAL
 // when the checkpointer fails.
 type checkpointer struct {
-	db   *sql.DB // holds conn
-	conn *sql.Conn
+	pool *sql.DB // the read pool
 	log  *slog.Logger
 	pace time.Duration // the least time between two passes
 
-	kick chan struct{} // a commit wrote to the WAL; holds one
-	stop chan struct{}
-	done chan struct{} // closed when the loop has returned
+	ctx    context.Context // ends at close, so that no pass waits on the pool
+	cancel context.CancelFunc
+	kick   chan struct{} // a commit wrote to the WAL; holds one
+	stop   chan struct{}
+	done   chan struct{} // closed when the loop has returned
 
 	// restartPages is Maintenance.RestartPages; restartDue is set by a
 	// pass that found the WAL at least that long, and cleared by the
@@ -58,29 +59,14 @@ type checkpointer struct {
 	failing bool         // the last pass failed (logged once per streak)
 }
 
-// openCheckpointer opens the checkpointer's connection to the database at
-// path and starts its loop.
-func openCheckpointer(ctx context.Context, path string, cfg Maintenance, log *slog.Logger) (*checkpointer, error) {
-	// Its page cache is small: a checkpoint reads the WAL's frames and
-	// writes database pages without going through it.
-	cdb, err := sql.Open("sqlite", dsn(path, checkpointerCacheBytes, false))
-	if err != nil {
-		return nil, fmt.Errorf("open checkpointer: %w", err)
-	}
-	cdb.SetMaxOpenConns(1)
-	conn, err := cdb.Conn(ctx)
-	if err != nil {
-		_ = cdb.Close()
-		return nil, fmt.Errorf("open checkpointer: %w", wrapUnavailable(err))
-	}
-	c := &checkpointer{db: cdb, conn: conn, log: log, pace: cfg.CheckpointPace, restartPages: int64(cfg.RestartPages),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+// startCheckpointer starts the checkpointer's loop over the read pool.
+func startCheckpointer(pool *sql.DB, cfg Maintenance, log *slog.Logger) *checkpointer {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &checkpointer{pool: pool, log: log, pace: cfg.CheckpointPace, restartPages: int64(cfg.RestartPages),
+		ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	go c.loop()
-	return c, nil
+	return c
 }
-
-// checkpointerCacheBytes is the checkpointer connection's page cache.
-const checkpointerCacheBytes = 256 << 10
 
 // wrote tells the checkpointer that a commit wrote to the WAL. It never
 // blocks.
@@ -119,8 +105,10 @@ func (c *checkpointer) pass() {
 	defer c.mu.Unlock()
 	c.passes.Add(1)
 	var busy, walPages, copied int64
-	err := c.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
+	err := c.pool.QueryRowContext(c.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
 	switch {
+	case c.ctx.Err() != nil:
+		return // closing
 	case err != nil && !c.failing:
 		c.log.Warn("wal checkpoint failed; the writer checkpoints meanwhile", "err", err)
 		c.failing = true
@@ -133,12 +121,11 @@ func (c *checkpointer) pass() {
 	}
 }
 
-// close stops the loop, waiting for a pass under way, and closes the
-// connection.
-func (c *checkpointer) close() error {
+// close stops the loop, waiting for a pass under way.
+func (c *checkpointer) close() {
+	c.cancel()
 	close(c.stop)
 	<-c.done
-	return errors.Join(c.conn.Close(), c.db.Close())
 }
 
 // restartWAL runs the writer's checkpoint of what the checkpointer has not

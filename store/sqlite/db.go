@@ -111,7 +111,7 @@ type DB struct {
 
 	snapshotMu sync.Mutex // one snapshot's connection at a time (backup.go)
 
-	ckpt     *checkpointer // copies the WAL beside the writer (checkpointer.go)
+	ckpt     *checkpointer // copies the WAL beside the writer, on the read pool (checkpointer.go)
 	restarts atomic.Int64  // the writer's restart checkpoints (tests, diagnostics)
 
 	txs    atomic.Int64 // transactions attempted by the writer (tests, diagnostics)
@@ -186,9 +186,6 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA wal_autocheckpoint = 0"); err != nil {
 		return nil, fmt.Errorf("turn off automatic checkpoints: %w", wrapUnavailable(err))
 	}
-	if db.ckpt, err = openCheckpointer(ctx, path, db.maint.cfg, log); err != nil {
-		return nil, err
-	}
 	// Refresh the planner's statistics where they are missing or stale, as
 	// SQLite recommends for long-lived connections; bounded work.
 	if _, err := conn.ExecContext(ctx, "PRAGMA analysis_limit = 400; PRAGMA optimize = 0x10002"); err != nil {
@@ -207,6 +204,7 @@ func Open(ctx context.Context, dir string, opts Options) (_ *DB, err error) {
 	if err := db.read.prepare(ctx, db.rdb); err != nil {
 		return nil, err
 	}
+	db.ckpt = startCheckpointer(db.rdb, db.maint.cfg, log)
 
 	go db.run()
 	return db, nil
@@ -285,7 +283,7 @@ func (db *DB) Close() error {
 func (db *DB) closeConns() error {
 	var errs []error
 	if db.ckpt != nil {
-		errs = append(errs, db.ckpt.close())
+		db.ckpt.close()
 	}
 	if db.rdb != nil {
 		db.read.close()
