@@ -115,7 +115,12 @@ func (e *Engine) applySettles(j ref, plan []settling) {
 		return
 	}
 	t := e.takerSlots[e.rec(j.idx).aux]
-	dispatched := t.inFlight[j.idx].dequeuedAt * int64(time.Millisecond)
+	// A dispatch is kept to the millisecond; it counts as the end of that
+	// millisecond, so that a job dispatched in the millisecond its period
+	// began (a budget created, or made calendar, a moment before) is of
+	// that period, not the one before. A reset falls on a whole
+	// millisecond, so a job dispatched before it still counts before it.
+	dispatched := (t.inFlight[j.idx].dequeuedAt+1)*int64(time.Millisecond) - 1
 	for _, s := range plan {
 		a := s.b.a
 		a.pool.Settle(s.b.cost, s.actual, dispatched, e.vnow)

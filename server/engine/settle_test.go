@@ -102,3 +102,22 @@ func TestSettle_CalendarCreditOfAnEarlierPeriod(t *testing.T) {
 	v, _ := tb.e.Budget("cal", true)
 	require.Equal(t, int64(4+3), v.State.Used, "a's credit dropped, b's 3 more charged now")
 }
+
+// TestSettle_CalendarCreditInTheMillisecondItsPeriodBegan: a job
+// dispatched in the millisecond its budget was created (the period's
+// start, kept to the nanosecond, where the dispatch is kept to the
+// millisecond) is of that period: settled below its estimate, it gives
+// the difference back.
+func TestSettle_CalendarCreditInTheMillisecondItsPeriodBegan(t *testing.T) {
+	tb := setup(t, func(c *Config) { c.Resets = propResets })
+	tb.clk.Advance(500 * time.Microsecond)
+	_, _, err := tb.e.PutBudget("cal", store.Budget{Allocation: 10, Strategy: store.Calendar, Reset: "every 3600000000000"}, CreateOnly)
+	require.NoError(t, err)
+	tk := tb.e.NewTaker(nil, 0)
+	a := tb.enqueue(t, spec{binds: bindings("cal", 5)})
+	require.Equal(t, []string{a}, drainIDs(tk))
+	_, _, err = tb.e.AckSettled([]string{a}, map[string][]Settle{a: {{Key: "cal", Cost: 1}}})
+	require.NoError(t, err)
+	v, _ := tb.e.Budget("cal", true)
+	require.Equal(t, int64(1), v.State.Used, "5 estimated, 1 spent")
+}
