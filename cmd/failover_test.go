@@ -110,6 +110,29 @@ func storedStatuses(t *testing.T, dsn string) map[int]int {
 	return out
 }
 
+// jobsOnceStreamsClosed lists every job once none the ledger enqueued
+// and sent no ack for is in flight, or after 10 s. The workers' take
+// streams are closed when their goroutines return, but the leader puts
+// their jobs back only once it has seen the close, which goes through a
+// follower: a listing made at once may still find one in flight.
+func jobsOnceStreamsClosed(t *testing.T, leader string, l *ledger) map[string]api.Job {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		jobs := allJobs(t, leader)
+		held := 0
+		for id := range l.enqueued {
+			if j, ok := jobs[id]; ok && !l.acking[id] && j.Status == "in_flight" {
+				held++
+			}
+		}
+		if held == 0 || time.Now().After(deadline) {
+			return jobs
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestFailover_LeaderLost runs three servers on one PostgreSQL database,
 // producers and workers through the two followers, and takes the leader
 // away under load: killed (SIGKILL), or stopped (SIGSTOP) and resumed once
@@ -180,7 +203,7 @@ func TestFailover_LeaderLost(t *testing.T) {
 			leader := followers[next].url
 			status, _ = do(t, "DELETE", leader+"/crons/g", nil)
 			require.Equal(t, http.StatusNoContent, status, "the cron group survived the failover")
-			jobs := allJobs(t, leader)
+			jobs := jobsOnceStreamsClosed(t, leader, l)
 			redelivered.Range(func(id, _ any) bool {
 				t.Errorf("job %s was delivered again after its ack was answered 204", id)
 				return true
