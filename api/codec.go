@@ -278,19 +278,23 @@ var jsonEncoders = sync.Pool{New: func() any {
 }}
 
 // marshalJSON is the compact JSON of v: a bulk enqueue's answer by
-// appendBulkJobsJSON when it can, anything else by the general encoder.
+// appendBulkJobsJSON and its request by appendBulkEnqueueJSON when they
+// can, anything else by the general encoder.
 func marshalJSON(v any) ([]byte, error) {
-	var bulk *BulkJobs
+	var out []byte
+	ok := false
 	switch v := v.(type) {
 	case BulkJobs:
-		bulk = &v
+		out, ok = appendBulkJobsJSON(make([]byte, 0, 128*len(v.Jobs)), &v)
 	case *BulkJobs:
-		bulk = v
+		out, ok = appendBulkJobsJSON(make([]byte, 0, 128*len(v.Jobs)), v)
+	case BulkEnqueueRequest:
+		out, ok = appendBulkEnqueueJSON(make([]byte, 0, 192*len(v.Jobs)), &v)
+	case *BulkEnqueueRequest:
+		out, ok = appendBulkEnqueueJSON(make([]byte, 0, 192*len(v.Jobs)), v)
 	}
-	if bulk != nil {
-		if out, ok := appendBulkJobsJSON(make([]byte, 0, 128*len(bulk.Jobs)), bulk); ok {
-			return out, nil
-		}
+	if ok {
+		return out, nil
 	}
 	return appendJSON(nil, v)
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"net/http"
-	"reflect"
 	"testing"
 	"time"
 
@@ -13,8 +12,9 @@ import (
 	"github.com/zizq/zizq/server/servertest"
 )
 
-// sampleRequests are requests of every shape the appender writes by hand,
-// with strings that need escaping, and some it leaves to api.Marshal.
+// sampleRequests are requests of every shape api.Marshal's fast path
+// writes, with strings that need escaping, and some it leaves to the
+// general encoder.
 func sampleRequests() []api.EnqueueRequest {
 	bind := func(key string, cost int64) api.BindingRequest { return api.BindingRequest{Key: &key, Cost: &cost} }
 	return []api.EnqueueRequest{
@@ -28,52 +28,6 @@ func sampleRequests() []api.EnqueueRequest {
 		{Type: api.Ptr("t"), ReadyAt: api.Ptr(uint64(5)), StartWithinMs: api.Ptr(int64(7))},
 		{Type: api.Ptr("t"), Budgets: []api.BindingRequest{{Key: api.Ptr("k")}}},
 	}
-}
-
-// The oracle is api.Marshal: the body decodes to what api.Marshal's body
-// of the same requests decodes to.
-func TestAppendBulkJSON_SameRequestsAsMarshal(t *testing.T) {
-	t.Parallel()
-	reqs := sampleRequests()
-	for n := 0; n <= len(reqs); n++ {
-		body, err := appendBulkJSON([]byte("junk"), reqs[:n])
-		require.NoError(t, err)
-		require.Equal(t, "junk", string(body[:4]), "appends")
-		var got, want api.BulkEnqueueRequest
-		require.NoError(t, api.Unmarshal(api.JSON, body[4:], &got), "%s", body[4:])
-		wantBody, err := api.Marshal(api.JSON, api.BulkEnqueueRequest{Jobs: reqs[:n]})
-		require.NoError(t, err)
-		require.NoError(t, api.Unmarshal(api.JSON, wantBody, &want))
-		require.Equal(t, want, got)
-	}
-}
-
-// A field added to EnqueueRequest is not silently dropped: the appender
-// writes only the fields it names, and any other one sends the request to
-// api.Marshal.
-func TestAppendable_EveryOtherFieldFallsBack(t *testing.T) {
-	t.Parallel()
-	written := map[string]bool{"Type": true, "Queue": true, "Payload": true, "Priority": true, "Budgets": true}
-	typ := reflect.TypeFor[api.EnqueueRequest]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		if written[f.Name] {
-			continue
-		}
-		var r api.EnqueueRequest
-		v := reflect.ValueOf(&r).Elem().Field(i)
-		switch v.Kind() {
-		case reflect.Pointer:
-			v.Set(reflect.New(f.Type.Elem()))
-		case reflect.Slice:
-			v.Set(reflect.MakeSlice(f.Type, 1, 1))
-		default:
-			t.Fatalf("field %s: a %s; teach this test to set it", f.Name, v.Kind())
-		}
-		require.False(t, appendable(&r), "field %s", f.Name)
-	}
-	require.False(t, appendable(&api.EnqueueRequest{Payload: api.Payload(`{"a":`)}))
-	require.True(t, appendable(&sampleRequests()[3]))
 }
 
 func TestCountAnswerJobs(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Storage care. The WAL is copied into the database file by the
-// checkpointer, on a connection of its own beside the writer
+// checkpointer, beside the writer on a connection of the read pool
 // (checkpointer.go; the writer's connection has SQLite's automatic
 // checkpoint turned off, so that no commit waits on one). That is not
 // enough for a server that runs for years:
@@ -313,12 +313,7 @@ func (db *DB) checkpoint(now time.Time) error {
 	ctx := context.Background()
 	wal, _ := fileSize(db.path + "-wal")
 	if wal <= m.cfg.WALTruncateBytes || now.Before(m.truncateAfter) {
-		if !db.ckpt.mu.TryLock() {
-			return nil // the checkpointer is copying the WAL
-		}
-		defer db.ckpt.mu.Unlock()
-		_, err := db.w.conn.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
-		return wrapUnavailable(err)
+		return db.writerCheckpoint(false)
 	}
 	busy, err := db.checkpointTruncate(ctx, m.cfg.TruncateWait)
 	if err != nil {

@@ -104,8 +104,7 @@ func (c *checkpointer) pass() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.passes.Add(1)
-	var busy, walPages, copied int64
-	err := c.pool.QueryRowContext(c.ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
+	_, walPages, err := passiveCheckpoint(c.ctx, c.pool)
 	switch {
 	case c.ctx.Err() != nil:
 		return // closing
@@ -128,23 +127,50 @@ func (c *checkpointer) close() {
 	<-c.done
 }
 
+// rowQuerier is a connection or a pool.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// passiveCheckpoint runs a PASSIVE checkpoint on q: busy when another
+// checkpoint held the lock, and the WAL's length in pages.
+func passiveCheckpoint(ctx context.Context, q rowQuerier) (busy bool, walPages int64, err error) {
+	var b, copied int64
+	err = q.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&b, &walPages, &copied)
+	return b != 0, walPages, err
+}
+
+// writerCheckpoint runs the writer's PASSIVE checkpoint. When wait, it
+// waits for a pass of the checkpointer's under way; else it leaves the
+// copying to that pass. One that ran clears a restart a pass asked for:
+// the writer's next transaction writes the WAL from its beginning.
+func (db *DB) writerCheckpoint(wait bool) error {
+	c := db.ckpt
+	if wait {
+		c.mu.Lock()
+	} else if !c.mu.TryLock() {
+		return nil // the checkpointer is copying the WAL
+	}
+	defer c.mu.Unlock()
+	busy, _, err := passiveCheckpoint(context.Background(), db.w.conn)
+	if err != nil {
+		return wrapUnavailable(err)
+	}
+	if !busy && c.restartDue.Swap(false) {
+		db.restarts.Add(1)
+	}
+	return nil
+}
+
 // restartWAL runs the writer's checkpoint of what the checkpointer has not
-// copied yet, when a pass asked for it, so that the writer's next
-// transaction writes the WAL from its beginning. A checkpoint that could
-// not run (another connection's holds the lock, or the disk fails) is
-// tried again after the next commit.
+// copied yet, when a pass asked for it. One that could not run (another
+// connection's checkpoint holds the lock, or the disk fails) is tried
+// again after the next commit.
 func (db *DB) restartWAL() {
 	if !db.ckpt.restartDue.Load() {
 		return
 	}
-	db.ckpt.mu.Lock()
-	defer db.ckpt.mu.Unlock()
-	var busy, walPages, copied int64
-	err := db.w.conn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &walPages, &copied)
-	if err != nil || busy != 0 {
-		db.log.Debug("wal restart checkpoint did not run", "busy", busy, "err", err)
-		return
+	if err := db.writerCheckpoint(true); err != nil {
+		db.log.Debug("wal restart checkpoint failed", "err", err)
 	}
-	db.restarts.Add(1)
-	db.ckpt.restartDue.Store(false)
 }
